@@ -1,0 +1,57 @@
+# GPU Portal: `make run` serves the demo at http://127.0.0.1:8000, `make test` runs the whole suite.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: run install migrate seed test test-fast lint format services worker beat benchmarks clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install the pinned dependencies.
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+seed: migrate
+	$(BIN)/python manage.py seed_demo
+
+run: seed ## Migrate, seed the demo organisation and serve http://127.0.0.1:8000 (alice / demo).
+	@echo "GPU Portal on http://$(HOST):$(PORT)/  (users: alice, dave, bob, carol; password: demo)"
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+test: install ## The whole suite. Integration tests need PostgreSQL/Redis/Prometheus/Chromium (see README).
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: install ## Unit tests only (no external service).
+	$(BIN)/python -m pytest -m "not integration and not e2e" $(PYTEST_ARGS)
+
+lint: install ## ruff (lint and format check) and the import contract that keeps the core pure.
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+services: ## Start PostgreSQL and Redis for the integration tests.
+	docker compose up -d postgres redis
+
+worker: install ## A Celery worker (needs CELERY_BROKER_URL).
+	$(BIN)/celery -A portal worker --loglevel=INFO
+
+beat: install ## Celery beat, the periodic scheduler (needs CELERY_BROKER_URL).
+	$(BIN)/celery -A portal beat --loglevel=INFO
+
+benchmarks: install ## Every benchmark in benchmarks/, each printing ratios against its own baseline.
+	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache .hypothesis

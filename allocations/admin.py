@@ -1,0 +1,264 @@
+"""Django admin for platform admins: teams, the catalog, clusters and pools, quotas, requests and their events."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+
+from allocations.models import (
+    Cluster,
+    GpuModel,
+    GpuRequest,
+    Membership,
+    MigProfileDefinition,
+    NodePool,
+    Quota,
+    RequestEvent,
+    SlaTier,
+    Team,
+)
+
+
+class SecretReferenceWidget(forms.PasswordInput):
+    """A password box that never renders the stored value back; leaving it empty keeps the current one."""
+
+    def __init__(self) -> None:
+        super().__init__(render_value=False, attrs={"autocomplete": "off", "placeholder": "unchanged"})
+
+
+class ClusterAdminForm(forms.ModelForm):
+    class Meta:
+        model = Cluster
+        fields = [
+            "name",
+            "description",
+            "backend",
+            "api_endpoint",
+            "kubeconfig_secret_ref",
+            "gitops_path",
+            "gitops_commit",
+            "prometheus_url",
+            "prometheus_auth_secret_ref",
+            "is_active",
+        ]
+        widgets = {
+            "kubeconfig_secret_ref": SecretReferenceWidget(),
+            "prometheus_auth_secret_ref": SecretReferenceWidget(),
+        }
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("kubeconfig_secret_ref", "prometheus_auth_secret_ref"):
+            stored = bool(self.instance.pk and getattr(self.instance, name))
+            self.fields[name].help_text += " A value is stored." if stored else " No value stored."
+
+    def _keep_secret(self, name: str) -> str:
+        # An empty box means "unchanged", so editing other fields never wipes the reference.
+        value = self.cleaned_data.get(name, "")
+        if not value and self.instance.pk:
+            return getattr(self.instance, name)
+        return value
+
+    def clean_kubeconfig_secret_ref(self) -> str:
+        return self._keep_secret("kubeconfig_secret_ref")
+
+    def clean_prometheus_auth_secret_ref(self) -> str:
+        return self._keep_secret("prometheus_auth_secret_ref")
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+    autocomplete_fields = ["user"]
+
+
+class QuotaInline(admin.TabularInline):
+    model = Quota
+    extra = 1
+    fields = ["resource_name", "limit", "cluster", "node_pool"]
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "namespace", "cost_center", "monthly_gpu_hour_budget", "member_count"]
+    search_fields = ["name", "slug", "namespace", "cost_center"]
+    list_filter = ["auto_approve_tiers"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["auto_approve_tiers"]
+    inlines = [MembershipInline, QuotaInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Team]:
+        return super().get_queryset(request).annotate(member_count=Count("memberships", distinct=True))
+
+    @admin.display(ordering="member_count", description="Members")
+    def member_count(self, obj: Team) -> int:
+        return obj.member_count
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "team", "role", "created_at"]
+    list_filter = ["role", "team"]
+    search_fields = ["user__username", "user__email", "team__name", "team__slug"]
+    autocomplete_fields = ["user", "team"]
+
+
+@admin.register(SlaTier)
+class SlaTierAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "slug",
+        "isolation_floor",
+        "latency_p99_ms",
+        "availability_pct",
+        "priority_class_name",
+        "preemptible",
+        "price_multiplier",
+    ]
+    list_filter = ["isolation_floor", "preemptible"]
+    search_fields = ["name", "slug", "priority_class_name"]
+
+
+class MigProfileInline(admin.TabularInline):
+    model = MigProfileDefinition
+    extra = 0
+    fields = ["name", "memory_gb", "compute_slices", "memory_slices", "max_instances", "recommendable"]
+
+
+@admin.register(GpuModel)
+class GpuModelAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "family",
+        "memory_gb",
+        "mig_capable",
+        "tdp_watts",
+        "purchase_price",
+        "list_hourly_price",
+        "product_label",
+    ]
+    list_filter = ["mig_capable", "family"]
+    search_fields = ["name", "product_label", "aliases"]
+    inlines = [MigProfileInline]
+
+
+@admin.register(MigProfileDefinition)
+class MigProfileDefinitionAdmin(admin.ModelAdmin):
+    list_display = ["gpu_model", "name", "memory_gb", "compute_slices", "memory_slices", "max_instances"]
+    list_filter = ["gpu_model", "recommendable"]
+    search_fields = ["name", "gpu_model__name"]
+
+
+class NodePoolInline(admin.StackedInline):
+    model = NodePool
+    extra = 0
+    fields = [
+        ("name", "gpu_model"),
+        ("node_count", "gpus_per_node"),
+        ("sharing_mode", "time_slice_replicas"),
+        "mig_devices",
+        "node_labels",
+        "taints",
+    ]
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    form = ClusterAdminForm
+    list_display = ["name", "backend", "api_endpoint", "prometheus_url", "pool_count", "is_active"]
+    list_filter = ["backend", "is_active"]
+    search_fields = ["name", "description", "api_endpoint"]
+    inlines = [NodePoolInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Cluster]:
+        return super().get_queryset(request).annotate(pool_count=Count("node_pools"))
+
+    @admin.display(ordering="pool_count", description="Node pools")
+    def pool_count(self, obj: Cluster) -> int:
+        return obj.pool_count
+
+
+@admin.register(NodePool)
+class NodePoolAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "gpu_model", "node_count", "gpus_per_node", "sharing_mode", "time_slice_replicas"]
+    list_filter = ["cluster", "gpu_model", "sharing_mode"]
+    search_fields = ["name", "cluster__name", "gpu_model__name"]
+    list_select_related = ["cluster", "gpu_model"]
+
+
+@admin.register(Quota)
+class QuotaAdmin(admin.ModelAdmin):
+    list_display = ["team", "resource_name", "limit", "cluster", "node_pool"]
+    list_filter = ["team", "cluster", "resource_name"]
+    search_fields = ["team__name", "team__slug", "resource_name"]
+    list_select_related = ["team", "cluster", "node_pool__cluster"]
+
+
+class RequestEventInline(admin.TabularInline):
+    model = RequestEvent
+    extra = 0
+    can_delete = False
+    fields = ["at", "actor_label", "from_status", "to_status", "comment"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(GpuRequest)
+class GpuRequestAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "name",
+        "team",
+        "requester",
+        "workload_type",
+        "sla_tier",
+        "resource_name",
+        "resource_units",
+        "status",
+        "created_at",
+    ]
+    list_filter = ["status", "team", "sla_tier", "workload_type", "cluster"]
+    search_fields = ["name", "purpose", "requester__username", "team__name", "team__slug"]
+    list_select_related = ["team", "requester", "sla_tier"]
+    date_hierarchy = "created_at"
+    inlines = [RequestEventInline]
+    # Status only changes through the lifecycle services, which write the event log.
+    readonly_fields = [
+        "status",
+        "status_detail",
+        "spec",
+        "resource_name",
+        "resource_units",
+        "last_task_id",
+        "created_at",
+        "updated_at",
+        "submitted_at",
+        "approved_at",
+        "activated_at",
+        "ended_at",
+    ]
+    autocomplete_fields = ["team", "requester"]
+
+
+@admin.register(RequestEvent)
+class RequestEventAdmin(admin.ModelAdmin):
+    list_display = ["request", "at", "actor_label", "from_status", "to_status", "comment"]
+    list_filter = ["to_status", "from_status"]
+    search_fields = ["request__name", "actor_label", "comment"]
+    list_select_related = ["request"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -1,0 +1,24 @@
+"""The Celery application: configured from Django settings (``CELERY_*``) with the periodic schedule below."""
+
+import os
+
+from celery import Celery
+from celery.schedules import crontab
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.base")
+
+app = Celery("portal")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+# Periodic work run by `celery -A portal beat`. Tasks are registered by the apps under these names.
+app.conf.beat_schedule = {
+    "reconcile-requests": {"task": "allocations.reconcile_requests", "schedule": 60.0},
+    "expire-requests": {"task": "allocations.expire_requests", "schedule": 300.0},
+    "sync-inventory": {"task": "allocations.sync_inventory", "schedule": 600.0},
+    "pull-utilization": {"task": "billing.pull_utilization_all", "schedule": 300.0},
+    "close-monthly-reports": {
+        "task": "billing.close_previous_month",
+        "schedule": crontab(minute=30, hour=2, day_of_month=1),
+    },
+}

@@ -1,0 +1,195 @@
+"""Settings shared by every environment, read from the environment with dev-safe defaults.
+
+``production.py`` requires the secrets and turns the secure flags on; ``test.py`` overrides only what tests need.
+Every variable is listed in the README's configuration table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from .env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+VAR_DIR = Path(env_str("PORTAL_VAR_DIR") or BASE_DIR / "var")
+
+DEBUG = env_bool("DEBUG", True)
+
+_DEV_SECRET_KEY = "django-insecure-dev-only-key-never-used-with-debug-off-3f9c1b7e2a"  # noqa: S105
+SECRET_KEY = env_str("SECRET_KEY") or ""
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    SECRET_KEY = _DEV_SECRET_KEY
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "portal",
+    "allocations",
+    "billing",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+ASGI_APPLICATION = "portal.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "portal.context_processors.portal",
+            ],
+        },
+    },
+]
+
+# SQLite under var/ by default, so the portal runs with nothing installed.
+DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE") or "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Serve from the finders when no collectstatic ran (dev, tests); production serves the manifest build.
+WHITENOISE_USE_FINDERS = DEBUG
+
+# Email: console by default, SMTP when EMAIL_HOST is set.
+EMAIL_HOST = env_str("EMAIL_HOST") or ""
+if EMAIL_HOST:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_PORT = env_int("EMAIL_PORT", 587)
+    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER") or ""
+    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD") or ""
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+else:
+    EMAIL_BACKEND = env_str("EMAIL_BACKEND") or "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL") or "GPU Portal <gpu-portal@localhost>"
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+PORTAL_FINANCE_EMAILS = env_list("PORTAL_FINANCE_EMAILS", [])
+
+# Celery: with no broker configured, tasks run in-process (eagerly) and the UI says so in a banner.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or ""
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540)
+CELERY_TIMEZONE = "UTC"
+# Redis re-delivers an unacknowledged message after this long; it must exceed the longest task.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 25,
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.SearchFilter",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_str("API_THROTTLE_ANON") or "30/minute",
+        "user": env_str("API_THROTTLE_USER") or "600/minute",
+    },
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GPU Portal API",
+    "DESCRIPTION": (
+        "Self-service GPUs on Kubernetes: recommendations, requests, approvals, manifests, usage and reports. "
+        "Authenticate with `Authorization: Token <key>` (create a token on the API tokens page)."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+# Money is Decimal and shown in this currency.
+PORTAL_CURRENCY = env_str("PORTAL_CURRENCY") or "USD"
+# The image a workload gets when its request names none, per workload type.
+PORTAL_DEFAULT_IMAGES = {
+    "training": env_str("PORTAL_IMAGE_TRAINING") or "nvcr.io/nvidia/pytorch:24.05-py3",
+    "batch_inference": env_str("PORTAL_IMAGE_BATCH_INFERENCE") or "nvcr.io/nvidia/tritonserver:24.05-py3",
+    "realtime_inference": env_str("PORTAL_IMAGE_REALTIME_INFERENCE") or "nvcr.io/nvidia/tritonserver:24.05-py3",
+    "development": env_str("PORTAL_IMAGE_DEVELOPMENT") or "nvcr.io/nvidia/pytorch:24.05-py3",
+    "hpc_simulation": env_str("PORTAL_IMAGE_HPC_SIMULATION") or "nvcr.io/nvidia/hpc-benchmarks:24.03",
+}
+# Where the gitops gateway writes manifests for clusters that use it.
+PORTAL_GITOPS_ROOT = Path(env_str("PORTAL_GITOPS_ROOT") or VAR_DIR / "gitops")

@@ -1,0 +1,50 @@
+"""Production settings: every secret is required, the secure flags are on, and nothing falls back to a default.
+
+A missing variable stops the process at start-up with the variable's name (see the README's configuration table).
+"""
+
+import os
+
+os.environ.setdefault("DEBUG", "0")
+
+from django.core.exceptions import ImproperlyConfigured
+
+from .base import *  # noqa: F403
+from .base import DATABASE_URL, REST_FRAMEWORK
+from .env import env_bool, env_int, env_list, env_required
+
+DEBUG = False
+if env_bool("DEBUG", False):
+    raise ImproperlyConfigured("DEBUG must be off under production settings.")
+
+SECRET_KEY = env_required("SECRET_KEY")
+if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5:
+    raise ImproperlyConfigured("SECRET_KEY must be at least 50 characters with 5 or more unique characters.")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [])
+if not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must be set in production (comma-separated host names).")
+env_required("DATABASE_URL")
+if DATABASE_URL.startswith("sqlite"):
+    raise ImproperlyConfigured("Production needs a PostgreSQL DATABASE_URL, not SQLite.")
+
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+SECURE_HSTS_PRELOAD = True
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_SECURE = True
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SECURE = True
+X_FRAME_OPTIONS = "DENY"
+
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = False
+
+# The browsable API is a development aid; production answers JSON only.
+REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]}

@@ -1,0 +1,22 @@
+"""URL routes: the browser pages, the admin, the REST API under /api/v1/ and its OpenAPI schema."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from portal import views
+
+admin.site.site_header = "GPU Portal administration"
+admin.site.site_title = "GPU Portal admin"
+admin.site.index_title = "Platform administration"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]

@@ -1,0 +1,51 @@
+"""Shared fixtures, the service gate for integration tests, and the end-of-run report of what was skipped."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests import factories
+from tests.services import BRING_UP_COMMAND, REQUIRE_SERVICES, SERVICE_CHECKS, SKIP_PREFIX
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker, check in SERVICE_CHECKS.items():
+        if item.get_closest_marker(marker) is None:
+            continue
+        problem = check()
+        if problem is None:
+            continue
+        if REQUIRE_SERVICES:
+            pytest.fail(f"REQUIRE_SERVICES=1 but this test {SKIP_PREFIX} {problem}", pytrace=False)
+        pytest.skip(f"{SKIP_PREFIX} {problem}")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    skipped = [
+        report
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and SKIP_PREFIX in str(report.longrepr[2])
+    ]
+    if not skipped:
+        return
+    terminalreporter.section("integration tests skipped: services missing")
+    for report in skipped:
+        terminalreporter.write_line(f"  {report.nodeid}: {report.longrepr[2].replace('Skipped: ', '')}")
+    terminalreporter.write_line("")
+    terminalreporter.write_line(f"Bring PostgreSQL and Redis up with:  {BRING_UP_COMMAND}")
+    terminalreporter.write_line(
+        "then: DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5432/gpu_portal "
+        "CELERY_BROKER_URL=redis://127.0.0.1:6379/15 make test   (Prometheus and Chromium: see the README)"
+    )
+
+
+@pytest.fixture
+def api_client() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def demo_org(db) -> factories.DemoOrg:
+    """Two teams with a member, a lead and an outsider, an approver and a platform admin, on one cluster."""
+    return factories.build_demo_org()

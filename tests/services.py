@@ -1,0 +1,69 @@
+"""Which external services the integration tests can reach, and what to do when one is missing.
+
+On a laptop a missing service skips its tests (and the run ends with the list and the command that brings the
+services up); with REQUIRE_SERVICES=1, as in CI, a missing service fails the test instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from urllib.parse import urlparse
+
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+SKIP_PREFIX = "needs a service:"
+BRING_UP_COMMAND = "docker compose up -d postgres redis"
+
+
+def _tcp_reachable(host: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def postgres_problem() -> str | None:
+    from django.conf import settings
+
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if "postgresql" not in engine:
+        return "PostgreSQL (DATABASE_URL is not a postgres:// URL)"
+    return None
+
+
+def redis_problem() -> str | None:
+    from django.conf import settings
+
+    url = getattr(settings, "INTEGRATION_BROKER_URL", "")
+    if not url.startswith("redis://"):
+        return "Redis (CELERY_BROKER_URL is not a redis:// URL)"
+    parsed = urlparse(url)
+    if not _tcp_reachable(parsed.hostname or "127.0.0.1", parsed.port or 6379):
+        return f"Redis (nothing answers at {parsed.hostname}:{parsed.port or 6379})"
+    return None
+
+
+def prometheus_problem() -> str | None:
+    if not (shutil.which("prometheus") and shutil.which("promtool")):
+        return "Prometheus (Debian package 'prometheus': prometheus and promtool binaries)"
+    return None
+
+
+def chromium_problem() -> str | None:
+    if not shutil.which("chromium"):
+        return "Chromium (Debian package 'chromium')"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "Chromium (the 'playwright' Python package)"
+    return None
+
+
+SERVICE_CHECKS = {
+    "postgres": postgres_problem,
+    "redis": redis_problem,
+    "prometheus": prometheus_problem,
+    "e2e": chromium_problem,
+}
