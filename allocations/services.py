@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from allocations.decision import ProfileError, WorkloadProfile
 from allocations.models import (
     ALLOWED_TRANSITIONS,
     TERMINAL_STATUSES,
+    Cluster,
     GpuRequest,
     RequestEvent,
     RequestStatus,
+    Role,
+    SlaTier,
+    Team,
 )
+from allocations.placement import place
+from allocations.quotas import QuotaExceeded, quota_check
+from allocations.selectors import membership_role, user_is_approver
 
 
 class InvalidTransition(Exception):
@@ -91,3 +102,179 @@ def gpu_request_transition(
     for name in changed:
         setattr(request, name, getattr(locked, name))
     return request
+
+
+# --- Submission, approval and the user's own actions -------------------------------------------------------------
+
+
+def _profile_errors_as_validation(exc: ProfileError) -> ValidationError:
+    return ValidationError({field: messages for field, messages in exc.errors.items()})
+
+
+def _lock_team(team: Team) -> Team:
+    """Serialize every quota-affecting write of one team (a row lock on PostgreSQL)."""
+    return Team.objects.select_for_update().get(pk=team.pk)
+
+
+def gpu_request_submit(
+    *,
+    acting_user: AbstractBaseUser,
+    team: Team,
+    name: str,
+    profile_data: Mapping[str, Any],
+    purpose: str = "",
+    cluster: Cluster | None = None,
+    expires_at: datetime | None = None,
+    image: str = "",
+    command: list[str] | None = None,
+) -> GpuRequest:
+    """Recommend, place and freeze the spec on a new request, check quota under a team lock, and queue it.
+
+    Raises ValidationError naming the field (bad profile, no pool, quota exceeded) and writes nothing then. Teams that
+    opted in to auto-approval for the request's tier get it approved by policy in the same call.
+    """
+    if membership_role(user=acting_user, team=team) is None:
+        raise PermissionDenied(f"You are not a member of team {team.slug}.")
+    errors: dict[str, list[str]] = {}
+    if not name or not name.strip():
+        errors["name"] = ["Give the request a name."]
+    if expires_at is not None and expires_at <= timezone.now():
+        errors["expires_at"] = ["The expiry must be in the future."]
+    try:
+        profile = WorkloadProfile.from_mapping(profile_data)
+    except ProfileError as exc:
+        errors.update(exc.errors)
+        profile = None
+    if errors:
+        raise ValidationError(errors)
+    try:
+        placement = place(profile, cluster=cluster)
+    except ProfileError as exc:
+        raise _profile_errors_as_validation(exc) from exc
+    spec = placement.spec
+    units = int(spec["quantity"]) * int(spec["replicas"])
+    tier = SlaTier.objects.filter(slug=profile.sla_tier).first() if profile.sla_tier else None
+
+    with transaction.atomic():
+        locked_team = _lock_team(team)
+        try:
+            quota_check(
+                team=locked_team, resource_name=spec["resource_name"], units=units, node_pool=placement.node_pool
+            )
+        except QuotaExceeded as exc:
+            raise ValidationError({"quota": exc.messages}) from exc
+        request = GpuRequest(
+            team=locked_team,
+            requester=acting_user,
+            name=name.strip(),
+            purpose=purpose,
+            workload_type=profile.workload_type.value,
+            gpu_memory_gb=profile.gpu_memory_gb,
+            gpu_count=profile.gpu_count,
+            replicas=profile.replicas,
+            latency_sensitive=profile.latency_sensitive,
+            latency_p99_ms=profile.latency_p99_ms,
+            isolation_required=profile.isolation_required,
+            expected_utilization_pct=profile.expected_utilization_pct,
+            sla_tier=tier,
+            gpu_model_requested=profile.gpu_model or "",
+            duration_hours=profile.duration_hours,
+            expires_at=expires_at,
+            image=image,
+            command=list(command or []),
+            cluster=placement.node_pool.cluster,
+            node_pool=placement.node_pool,
+            spec=spec,
+            resource_name=spec["resource_name"],
+            resource_units=units,
+            status=RequestStatus.DRAFT,
+        )
+        request.full_clean()
+        request.save()
+        gpu_request_transition(
+            request=request, to_status=RequestStatus.PENDING_APPROVAL, acting_user=acting_user, comment="Submitted"
+        )
+        if tier is not None and locked_team.auto_approve_tiers.filter(pk=tier.pk).exists():
+            _approve_locked(
+                request=request,
+                acting_user=None,
+                actor_label=f"policy:auto-approve ({tier.slug})",
+                comment=f"Auto-approved: team {locked_team.slug} opted in for {tier.name}.",
+            )
+    return request
+
+
+def _approve_locked(
+    *, request: GpuRequest, acting_user: AbstractBaseUser | None, actor_label: str | None, comment: str
+) -> GpuRequest:
+    # The caller holds the team lock: re-check the quota against what is held now, then approve.
+    try:
+        quota_check(
+            team=request.team,
+            resource_name=request.resource_name,
+            units=request.resource_units,
+            node_pool=request.node_pool,
+        )
+    except QuotaExceeded as exc:
+        raise ValidationError({"quota": exc.messages}) from exc
+    gpu_request_transition(
+        request=request,
+        to_status=RequestStatus.APPROVED,
+        acting_user=acting_user,
+        actor_label=actor_label,
+        comment=comment,
+    )
+    from allocations.tasks import provision_request
+
+    transaction.on_commit(lambda: provision_request.delay(request.pk))
+    return request
+
+
+def _require_approver(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
+    if not user_is_approver(acting_user):
+        raise PermissionDenied("Only platform approvers can approve or reject requests.")
+    if request.requester_id == acting_user.pk:
+        raise PermissionDenied("You cannot approve or reject your own request.")
+
+
+def gpu_request_approve(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
+    """Approve a pending request if it still fits the team's quota, then hand it to provisioning."""
+    _require_approver(acting_user, request)
+    with transaction.atomic():
+        _lock_team(request.team)
+        request.refresh_from_db()
+        if request.status != RequestStatus.PENDING_APPROVAL:
+            raise InvalidTransition(request, RequestStatus.APPROVED)
+        return _approve_locked(request=request, acting_user=acting_user, actor_label=None, comment=comment)
+
+
+def gpu_request_reject(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str) -> GpuRequest:
+    """Reject a pending request; the requester is told why."""
+    _require_approver(acting_user, request)
+    if not comment or not comment.strip():
+        raise ValidationError({"comment": ["Say why the request is rejected: the requester sees it."]})
+    return gpu_request_transition(
+        request=request, to_status=RequestStatus.REJECTED, acting_user=acting_user, comment=comment.strip()
+    )
+
+
+def _require_owner_or_lead(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
+    role = membership_role(user=acting_user, team=request.team)
+    if request.requester_id == acting_user.pk and role is not None:
+        return
+    if role == Role.LEAD or user_is_approver(acting_user):
+        return
+    raise PermissionDenied("Only the requester, a lead of the team or a platform approver can do that.")
+
+
+def gpu_request_cancel(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
+    """Withdraw a request that is not yet approved (it ends as released)."""
+    _require_owner_or_lead(acting_user, request)
+    if request.status not in (RequestStatus.DRAFT, RequestStatus.PENDING_APPROVAL):
+        raise ValidationError({"status": [f"Only a pending request can be cancelled; this one is {request.status}."]})
+    return gpu_request_transition(
+        request=request,
+        to_status=RequestStatus.RELEASED,
+        acting_user=acting_user,
+        comment=comment or "Cancelled before approval",
+    )
