@@ -1,0 +1,3 @@
+"""REST API routes under /api/v1/."""
+
+urlpatterns: list = []
