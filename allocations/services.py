@@ -278,3 +278,25 @@ def gpu_request_cancel(*, request: GpuRequest, acting_user: AbstractBaseUser, co
         acting_user=acting_user,
         comment=comment or "Cancelled before approval",
     )
+
+
+RELEASABLE_STATUSES = frozenset(
+    {RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE, RequestStatus.FAILED}
+)
+
+
+def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
+    """Give an approved or running allocation back: it stops counting against the quota at once."""
+    _require_owner_or_lead(acting_user, request)
+    if request.status not in RELEASABLE_STATUSES:
+        raise ValidationError(
+            {
+                "status": [
+                    f"Only an approved, provisioning, active or failed request can be released; this one is "
+                    f"{request.status}."
+                ]
+            }
+        )
+    return gpu_request_transition(
+        request=request, to_status=RequestStatus.RELEASED, acting_user=acting_user, comment=comment or "Released"
+    )
