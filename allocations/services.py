@@ -108,7 +108,7 @@ def gpu_request_transition(
 
 
 def _profile_errors_as_validation(exc: ProfileError) -> ValidationError:
-    return ValidationError({field: messages for field, messages in exc.errors.items()})
+    return ValidationError(dict(exc.errors))
 
 
 def _lock_team(team: Team) -> Team:
