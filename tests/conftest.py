@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-from rest_framework.test import APIClient
+from typing import TYPE_CHECKING
 
-from tests import factories
+import pytest
+
 from tests.services import BRING_UP_COMMAND, REQUIRE_SERVICES, SERVICE_CHECKS, SKIP_PREFIX
 
 
@@ -40,12 +40,23 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     )
 
 
+if TYPE_CHECKING:
+    from rest_framework.test import APIClient
+
+    from tests.factories import DemoOrg
+
+
+# Django is imported inside fixtures so the pure-core tests also run without it (`pytest -p no:django`).
 @pytest.fixture
-def api_client() -> APIClient:
+def api_client() -> "APIClient":
+    from rest_framework.test import APIClient
+
     return APIClient()
 
 
 @pytest.fixture
-def demo_org(db) -> factories.DemoOrg:
+def demo_org(db) -> "DemoOrg":
     """Two teams with a member, a lead and an outsider, an approver and a platform admin, on one cluster."""
-    return factories.build_demo_org()
+    from tests.factories import build_demo_org
+
+    return build_demo_org()
