@@ -23,6 +23,7 @@ from allocations.models import (
     SlaTier,
     Team,
 )
+from allocations.notifications import notify_on_commit
 from allocations.placement import place
 from allocations.quotas import QuotaExceeded, quota_check
 from allocations.selectors import membership_role, user_is_approver
@@ -194,7 +195,10 @@ def gpu_request_submit(
         gpu_request_transition(
             request=request, to_status=RequestStatus.PENDING_APPROVAL, acting_user=acting_user, comment="Submitted"
         )
-        if tier is not None and locked_team.auto_approve_tiers.filter(pk=tier.pk).exists():
+        auto_approve = tier is not None and locked_team.auto_approve_tiers.filter(pk=tier.pk).exists()
+        if not auto_approve:
+            notify_on_commit("submitted", request)
+        if auto_approve:
             _approve_locked(
                 request=request,
                 acting_user=None,
@@ -226,6 +230,7 @@ def _approve_locked(
     )
     from allocations.tasks import provision_request
 
+    notify_on_commit("approved", request, comment)
     transaction.on_commit(lambda: provision_request.delay(request.pk))
     return request
 
@@ -253,9 +258,12 @@ def gpu_request_reject(*, request: GpuRequest, acting_user: AbstractBaseUser, co
     _require_approver(acting_user, request)
     if not comment or not comment.strip():
         raise ValidationError({"comment": ["Say why the request is rejected: the requester sees it."]})
-    return gpu_request_transition(
-        request=request, to_status=RequestStatus.REJECTED, acting_user=acting_user, comment=comment.strip()
-    )
+    with transaction.atomic():
+        gpu_request_transition(
+            request=request, to_status=RequestStatus.REJECTED, acting_user=acting_user, comment=comment.strip()
+        )
+        notify_on_commit("rejected", request, comment.strip())
+    return request
 
 
 def _require_owner_or_lead(acting_user: AbstractBaseUser, request: GpuRequest) -> None:

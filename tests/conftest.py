@@ -40,6 +40,26 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     )
 
 
+@pytest.fixture(autouse=True)
+def _reference_data_after_flush(request: pytest.FixtureRequest) -> None:
+    """Transactional tests flush every table, including the rows the data migration seeded; put them back."""
+    marker = request.node.get_closest_marker("django_db")
+    transactional = (marker is not None and marker.kwargs.get("transaction")) or any(
+        name in request.fixturenames for name in ("transactional_db", "live_server")
+    )
+    if not transactional:
+        return
+    request.getfixturevalue("transactional_db")
+    import importlib
+
+    from django.apps import apps
+
+    seed = importlib.import_module("allocations.migrations.0002_seed_tiers_catalog_approvers")
+    seed.seed_tiers(apps, None)
+    seed.seed_catalog(apps, None)
+    seed.seed_approvers_group(apps, None)
+
+
 if TYPE_CHECKING:
     from rest_framework.test import APIClient
 

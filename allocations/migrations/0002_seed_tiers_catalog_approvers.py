@@ -74,9 +74,12 @@ def seed_catalog(apps, schema_editor):
 def seed_approvers_group(apps, schema_editor):
     # Permissions are normally created after migrate; create them now so the group can hold one.
     for app_config in apps.get_app_configs():
-        app_config.models_module = True
-        create_permissions(app_config, apps=apps, verbosity=0)
-        app_config.models_module = None
+        original = app_config.models_module
+        app_config.models_module = original or True
+        try:
+            create_permissions(app_config, apps=apps, verbosity=0)
+        finally:
+            app_config.models_module = original
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
     group, _ = Group.objects.get_or_create(name=APPROVERS_GROUP)

@@ -1,0 +1,64 @@
+"""Email notifications of the request lifecycle, sent after the transaction that caused them commits."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Q
+from django.template.loader import render_to_string
+
+from allocations.models import GpuRequest
+from allocations.selectors import APPROVE_PERMISSION
+
+logger = logging.getLogger(__name__)
+
+
+def approver_emails() -> list[str]:
+    """Addresses of active platform approvers: staff users and holders of the approve permission."""
+    app_label, codename = APPROVE_PERMISSION.split(".")
+    perm = Q(user_permissions__codename=codename, user_permissions__content_type__app_label=app_label)
+    group_perm = Q(groups__permissions__codename=codename, groups__permissions__content_type__app_label=app_label)
+    users = get_user_model().objects.filter(Q(is_staff=True) | perm | group_perm, is_active=True).exclude(email="")
+    return sorted(set(users.values_list("email", flat=True)))
+
+
+def _send(subject: str, template: str, request: GpuRequest, recipients: list[str], **extra: object) -> None:
+    if not recipients:
+        return
+    body = render_to_string(template, {"request": request, **extra})
+    try:
+        send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
+    except OSError:
+        # A mail outage must not undo a committed approval; the event log still has the change.
+        logger.exception("Could not send '%s' to %s", subject, recipients)
+
+
+def notify_on_commit(kind: str, request: GpuRequest, comment: str = "") -> None:
+    """Queue the email for ``kind`` (submitted, approved, rejected) to go out once the transaction commits."""
+    request_id = request.pk
+
+    def deliver() -> None:
+        fresh = GpuRequest.objects.select_related("team", "requester").get(pk=request_id)
+        if kind == "submitted":
+            recipients = [e for e in approver_emails() if e != fresh.requester.email]
+            _send(
+                f"[GPU Portal] New request #{fresh.pk} from {fresh.team.name}: {fresh.name}",
+                "allocations/email/submitted.txt",
+                fresh,
+                recipients,
+            )
+        elif fresh.requester.email:
+            _send(
+                f"[GPU Portal] Request #{fresh.pk} {fresh.name} was {kind}",
+                "allocations/email/decided.txt",
+                fresh,
+                [fresh.requester.email],
+                decision=kind,
+                comment=comment,
+            )
+
+    transaction.on_commit(deliver)
