@@ -151,3 +151,116 @@ def home_overview(*, user: User) -> dict[str, object]:
         team_rows.append({"team": team, "quotas": quotas})
     recent = gpu_requests_visible_to(user=user).filter(team__in=teams)[:10] if teams else []
     return {"team_rows": team_rows, "recent_requests": recent}
+
+
+def quota_usage_by_quota(*, quotas: list[Quota]) -> dict[int, int]:
+    """Units each quota's team holds against it now, keyed by quota id, in one query (as ``quota_usage`` counts them)."""
+    if not quotas:
+        return {}
+    held = (
+        GpuRequest.objects.filter(
+            team_id__in={quota.team_id for quota in quotas},
+            resource_name__in={quota.resource_name for quota in quotas},
+            status__in=QUOTA_HOLDING_STATUSES,
+        )
+        .values("team_id", "resource_name", "cluster_id", "node_pool_id", "node_pool__cluster_id")
+        .annotate(units=Sum("resource_units"))
+        .order_by()
+    )
+    rows = list(held)
+    usage: dict[int, int] = {}
+    for quota in quotas:
+        total = 0
+        for row in rows:
+            if row["team_id"] != quota.team_id or row["resource_name"] != quota.resource_name:
+                continue
+            if quota.node_pool_id and row["node_pool_id"] != quota.node_pool_id:
+                continue
+            if quota.cluster_id and quota.cluster_id not in (row["cluster_id"], row["node_pool__cluster_id"]):
+                continue
+            total += int(row["units"] or 0)
+        usage[quota.pk] = total
+    return usage
+
+
+def teams_with_quotas_visible_to(*, user: User) -> QuerySet[Team]:
+    """Teams the user may see, with their members and quotas loaded (for the teams API)."""
+    from django.db.models import Prefetch  # local: this addition leaves the module's shared imports untouched
+
+    return teams_visible_to(user).prefetch_related(
+        Prefetch("memberships", queryset=Membership.objects.select_related("user").order_by("user__username")),
+        Prefetch("quotas", queryset=Quota.objects.select_related("cluster", "node_pool__cluster")),
+    )
+
+
+# --- Reads for the browser pages (allocations/views.py) ----------------------------------------------------------
+
+
+def gpu_request_detail(*, user: User, pk: int) -> GpuRequest:
+    """One request the user may see, with its events; raises GpuRequest.DoesNotExist for anything else (a 404)."""
+    return gpu_requests_visible_to(user=user).prefetch_related("events__actor").get(pk=pk)
+
+
+def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
+    """Which buttons the detail page shows this user; the services enforce the same rules on submit."""
+    from allocations.models import RequestStatus
+
+    role = membership_role(user=user, team=request.team)
+    approver = user_is_approver(user)
+    owner_or_lead = (request.requester_id == user.pk and role is not None) or role == Role.LEAD or approver
+    pending = request.status in (RequestStatus.DRAFT, RequestStatus.PENDING_APPROVAL)
+    releasable = request.status in (
+        RequestStatus.APPROVED,
+        RequestStatus.PROVISIONING,
+        RequestStatus.ACTIVE,
+        RequestStatus.FAILED,
+    )
+    review = approver and request.status == RequestStatus.PENDING_APPROVAL
+    return {
+        "cancel": owner_or_lead and pending,
+        "release": owner_or_lead and releasable,
+        "review": review and request.requester_id != user.pk,
+        "own_request_pending_review": review and request.requester_id == user.pk,
+    }
+
+
+def approval_queue(*, user: User) -> list[dict[str, object]]:
+    """Pending requests, oldest first, each with the quota headroom it would draw on (approvers only)."""
+    from allocations.models import RequestStatus
+    from allocations.quotas import quota_headroom
+
+    if not user_is_approver(user):
+        return []
+    pending = (
+        gpu_requests_visible_to(user=user)
+        .filter(status=RequestStatus.PENDING_APPROVAL)
+        .order_by("submitted_at", "created_at", "id")
+    )
+    rows = []
+    for request in pending:
+        headroom = quota_headroom(team=request.team, resource_name=request.resource_name, node_pool=request.node_pool)
+        fits = bool(headroom) and all(item.available >= request.resource_units for item in headroom)
+        rows.append({"request": request, "headroom": headroom, "fits": fits})
+    return rows
+
+
+def team_overview(*, user: User, slug: str) -> dict[str, object]:
+    """A team page: members and roles, quota use per resource, active allocations; Team.DoesNotExist if not visible."""
+    team = teams_visible_to(user).get(slug=slug)
+    memberships = team.memberships.select_related("user").order_by("role", "user__username")
+    quotas = [
+        {"quota": quota, "used": quota_usage(team=team, resource_name=quota.resource_name, quota=quota)}
+        for quota in team.quotas.select_related("cluster", "node_pool__cluster")
+    ]
+    allocations = (
+        gpu_requests_visible_to(user=user)
+        .filter(team=team, status__in=QUOTA_HOLDING_STATUSES)
+        .order_by("-approved_at", "-id")
+    )
+    return {
+        "team": team,
+        "memberships": memberships,
+        "quotas": quotas,
+        "allocations": allocations,
+        "role": membership_role(user=user, team=team),
+    }

@@ -74,7 +74,7 @@ def seed_catalog(apps, schema_editor):
 def seed_approvers_group(apps, schema_editor):
     # Permissions are normally created after migrate; create them now so the group can hold one.
     for app_config in apps.get_app_configs():
-        original = app_config.models_module
+        original = getattr(app_config, "models_module", None)
         app_config.models_module = original or True
         try:
             create_permissions(app_config, apps=apps, verbosity=0)

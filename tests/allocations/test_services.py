@@ -63,8 +63,9 @@ def test_non_member_cannot_submit_for_a_team(demo_org) -> None:
 
 def test_quota_refusal_says_which_quota_limit_use_and_ask(demo_org) -> None:
     for n in range(4):
-        gpu_request_approve(request=submit(demo_org, name=f"a{n}", profile={**TRAINING, "gpu_count": 2}),
-                            acting_user=demo_org.approver)
+        gpu_request_approve(
+            request=submit(demo_org, name=f"a{n}", profile={**TRAINING, "gpu_count": 2}), acting_user=demo_org.approver
+        )
     with pytest.raises(ValidationError) as excinfo:
         submit(demo_org, name="one-too-many")
     (message,) = excinfo.value.message_dict["quota"]
@@ -74,8 +75,9 @@ def test_quota_refusal_says_which_quota_limit_use_and_ask(demo_org) -> None:
 
 def test_no_quota_for_the_resource_is_refused(demo_org) -> None:
     with pytest.raises(ValidationError) as excinfo:
-        gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="x",
-                           profile_data={**TRAINING, "gpu_count": 9})
+        gpu_request_submit(
+            acting_user=demo_org.member, team=demo_org.team, name="x", profile_data={**TRAINING, "gpu_count": 9}
+        )
     assert "quota" in excinfo.value.message_dict
 
 
