@@ -12,8 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from allocations.decision import ProfileError, Recommendation, WorkloadProfile, recommend
-from allocations.decision.framework import Alternative
+from allocations.decision import Alternative, ProfileError, Recommendation, WorkloadProfile, recommend
 from allocations.models import Cluster, NodePool, SharingMode
 from allocations.selectors import catalog_from_db, tiers_by_slug
 
