@@ -68,14 +68,14 @@ if TYPE_CHECKING:
 
 # Django is imported inside fixtures so the pure-core tests also run without it (`pytest -p no:django`).
 @pytest.fixture
-def api_client() -> "APIClient":
+def api_client() -> APIClient:
     from rest_framework.test import APIClient
 
     return APIClient()
 
 
 @pytest.fixture
-def demo_org(db) -> "DemoOrg":
+def demo_org(db) -> DemoOrg:
     """Two teams with a member, a lead and an outsider, an approver and a platform admin, on one cluster."""
     from tests.factories import build_demo_org
 
