@@ -1,0 +1,138 @@
+"""Recommendations per second for a mix of profiles: in-process, and through the REST API (Django test client).
+
+Prints both rates and their ratio, measured in the same run on the same profiles, so the figure that matters (what
+the HTTP/DRF layer costs on top of the framework) does not depend on the machine. No assertion on time.
+
+    .venv/bin/python benchmarks/recommend.py [--profiles 10000] [--api-profiles 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+WORKLOADS = ["training", "batch_inference", "realtime_inference", "development", "hpc_simulation"]
+TIERS = [None, "tier1_realtime", "tier2_batch", "tier3_development"]
+MODELS = [None, None, None, "A100-40GB", "A100-80GB", "H100-80GB", "A30", "L4", "T4"]
+
+
+def profile_mix(count: int, seed: int = 7) -> list[dict[str, object]]:
+    """A reproducible mix of valid profiles across workload types, tiers, models and sizes."""
+    rng = random.Random(seed)
+    profiles = []
+    for _ in range(count):
+        model = rng.choice(MODELS)
+        ceiling = {"A30": 24, "L4": 24, "T4": 16}.get(model or "", 80)
+        profile: dict[str, object] = {
+            "workload_type": rng.choice(WORKLOADS),
+            "gpu_memory_gb": round(rng.uniform(1, ceiling * 0.9), 1),
+            "gpu_count": rng.choice([1, 1, 1, 2, 4]),
+            "replicas": rng.choice([1, 1, 2, 3]),
+            "isolation_required": rng.random() < 0.2,
+        }
+        if tier := rng.choice(TIERS):
+            profile["sla_tier"] = tier
+        if model:
+            profile["gpu_model"] = model
+        profiles.append(profile)
+    return profiles
+
+
+def setup_django() -> None:
+    db = Path(tempfile.mkdtemp(prefix="bench-recommend-")) / "bench.sqlite3"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.test")
+    os.environ["DATABASE_URL"] = f"sqlite:///{db}"
+    os.environ["ALLOWED_HOSTS"] = "testserver"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    create_benchmark_cluster()
+
+
+BALANCED_LAYOUTS = {
+    "A100-40GB": {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1},
+    "A100-80GB": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
+    "H100-80GB": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
+    "H200": {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1},
+    "A30": {"1g.6gb": 2, "2g.12gb": 1},
+}
+
+
+def create_benchmark_cluster() -> None:
+    """One cluster with a dedicated, a time-slicing and (where the model has MIG) a MIG pool per catalog model."""
+    from allocations.models import Cluster, GpuModel, NodePool
+
+    cluster = Cluster.objects.create(name="bench", backend="gitops", gitops_path="bench")
+    for model in GpuModel.objects.all():
+        slug = model.name.lower()
+        NodePool.objects.create(cluster=cluster, name=f"{slug}-dedicated", gpu_model=model)
+        NodePool.objects.create(
+            cluster=cluster, name=f"{slug}-shared", gpu_model=model, sharing_mode="time-slicing", time_slice_replicas=4
+        )
+        if model.name in BALANCED_LAYOUTS:
+            NodePool.objects.create(
+                cluster=cluster,
+                name=f"{slug}-mig",
+                gpu_model=model,
+                sharing_mode="mig",
+                mig_devices=BALANCED_LAYOUTS[model.name],
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profiles", type=int, default=10_000, help="profiles run in-process")
+    parser.add_argument("--api-profiles", type=int, default=2_000, help="profiles sent through the API")
+    args = parser.parse_args()
+    setup_django()
+
+    from django.contrib.auth.models import User
+    from rest_framework.test import APIClient
+
+    from allocations.decision import ProfileError, WorkloadProfile, recommend
+    from allocations.selectors import catalog_from_db, tiers_by_slug
+
+    profiles = profile_mix(args.profiles)
+    catalog, tiers = catalog_from_db(), tiers_by_slug()
+
+    refused = 0
+    start = time.perf_counter()
+    for data in profiles:
+        try:
+            recommend(WorkloadProfile.from_mapping(data), catalog, tiers=tiers).to_dict()
+        except ProfileError:
+            refused += 1
+    in_process = len(profiles) / (time.perf_counter() - start)
+
+    client = APIClient()
+    client.force_authenticate(User.objects.create_user("bench", password="x"))  # noqa: S106
+    api_sample = profiles[: args.api_profiles]
+    statuses: dict[int, int] = {}
+    start = time.perf_counter()
+    for data in api_sample:
+        status = client.post("/api/v1/recommendations/", data, format="json").status_code
+        statuses[status] = statuses.get(status, 0) + 1
+    through_api = len(api_sample) / (time.perf_counter() - start)
+    # A 400 is a correct answer for an unservable profile; anything else, or mostly 400s, is a broken run.
+    if not set(statuses) <= {200, 400} or statuses.get(200, 0) < len(api_sample) * 0.8:
+        raise SystemExit(f"unexpected API statuses: {statuses}")
+
+    print(f"profiles: {len(profiles)} in-process ({refused} refused as unservable), {len(api_sample)} through the API")
+    print(f"API statuses: {dict(sorted(statuses.items()))}")
+    print(f"in-process:   {in_process:10.0f} recommendations/s")
+    print(f"through API:  {through_api:10.0f} recommendations/s")
+    print(f"ratio in-process / API: {in_process / through_api:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
