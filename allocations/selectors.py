@@ -154,7 +154,7 @@ def home_overview(*, user: User) -> dict[str, object]:
 
 
 def quota_usage_by_quota(*, quotas: list[Quota]) -> dict[int, int]:
-    """Units each quota's team holds against it now, keyed by quota id, in one query (as ``quota_usage`` counts them)."""
+    """Units each quota's team holds against it now, by quota id, in one query (counted as ``quota_usage`` does)."""
     if not quotas:
         return {}
     held = (
@@ -248,10 +248,9 @@ def team_overview(*, user: User, slug: str) -> dict[str, object]:
     """A team page: members and roles, quota use per resource, active allocations; Team.DoesNotExist if not visible."""
     team = teams_visible_to(user).get(slug=slug)
     memberships = team.memberships.select_related("user").order_by("role", "user__username")
-    quotas = [
-        {"quota": quota, "used": quota_usage(team=team, resource_name=quota.resource_name, quota=quota)}
-        for quota in team.quotas.select_related("cluster", "node_pool__cluster")
-    ]
+    quota_rows = list(team.quotas.select_related("cluster", "node_pool__cluster"))
+    usage = quota_usage_by_quota(quotas=quota_rows)
+    quotas = [{"quota": quota, "used": usage.get(quota.pk, 0)} for quota in quota_rows]
     allocations = (
         gpu_requests_visible_to(user=user)
         .filter(team=team, status__in=QUOTA_HOLDING_STATUSES)
