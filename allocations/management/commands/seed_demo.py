@@ -77,8 +77,14 @@ REQUESTS: list[tuple[str, str, str, str, dict[str, Any], str]] = [
         "alice",
         "resnet50-training",
         "Retrain the defect classifier on the new labelled set.",
-        {"workload_type": "training", "gpu_memory_gb": 60, "gpu_count": 2, "sla_tier": "tier2_batch",
-         "gpu_model": "H100-80GB", "duration_hours": 72},
+        {
+            "workload_type": "training",
+            "gpu_memory_gb": 60,
+            "gpu_count": 2,
+            "sla_tier": "tier2_batch",
+            "gpu_model": "H100-80GB",
+            "duration_hours": 72,
+        },
         RequestStatus.ACTIVE,
     ),
     (
