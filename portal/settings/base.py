@@ -78,7 +78,10 @@ TEMPLATES = [
 ]
 
 # SQLite under var/ by default, so the portal runs with nothing installed.
-DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"
+DATABASE_URL = env_str("DATABASE_URL") or ""
+if not DATABASE_URL:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASE_URL = f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # SQLite cannot enforce NULLS NOT DISTINCT on Quota; model validation does, and PostgreSQL does in the database.
