@@ -320,6 +320,10 @@ class NodePool(models.Model):
             raise ValidationError(errors)
 
     def _mig_errors(self) -> dict[str, str]:
+        # The same geometry check the renderer applies (names, counts, memory and compute slices, placements).
+        from allocations.manifests import ManifestError, check_mig_layout
+        from allocations.selectors import gpu_model_spec
+
         model = getattr(self, "gpu_model", None)
         if model is None:
             return {}
@@ -327,19 +331,10 @@ class NodePool(models.Model):
             return {"sharing_mode": f"{model.name} is not MIG-capable."}
         if not isinstance(self.mig_devices, dict) or not self.mig_devices:
             return {"mig_devices": 'A MIG pool needs its layout per GPU, e.g. {"3g.20gb": 2}.'}
-        profiles = {p.name: p for p in model.mig_profiles.all()}
-        used_slices = 0
-        for name, count in self.mig_devices.items():
-            if name not in profiles:
-                return {"mig_devices": f"{model.name} has no MIG profile '{name}'. Known: {', '.join(profiles)}."}
-            if not isinstance(count, int) or count < 1 or count > profiles[name].max_instances:
-                return {"mig_devices": f"'{name}' fits 1 to {profiles[name].max_instances} times on one GPU."}
-            used_slices += profiles[name].memory_slices * count
-        if used_slices > model.mig_memory_slices:
-            return {
-                "mig_devices": f"This layout needs {used_slices} memory slices; a {model.name} has "
-                f"{model.mig_memory_slices}."
-            }
+        try:
+            check_mig_layout(gpu_model_spec(model), self.mig_devices)
+        except ManifestError as exc:
+            return {"mig_devices": str(exc)}
         return {}
 
 

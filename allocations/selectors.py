@@ -81,40 +81,41 @@ def quota_usage(*, team: Team, resource_name: str, quota: Quota | None = None) -
     return int(qs.aggregate(total=Sum("resource_units"))["total"] or 0)
 
 
+def gpu_model_spec(row: GpuModel) -> GpuModelSpec:
+    """A GpuModel row (with its MIG profiles) as the pure GpuModelSpec the framework and manifests take."""
+    profiles = tuple(
+        MigProfile(
+            name=p.name,
+            memory_gb=p.memory_gb,
+            compute_slices=p.compute_slices,
+            memory_slices=p.memory_slices,
+            max_instances=p.max_instances,
+            placement_starts=tuple(p.placement_starts or ()),
+            recommendable=p.recommendable,
+        )
+        for p in row.mig_profiles.all()
+    )
+    return GpuModelSpec(
+        name=row.name,
+        memory_gb=row.memory_gb,
+        product_label=row.product_label,
+        tdp_watts=row.tdp_watts,
+        family=row.family,
+        purchase_price_usd=row.purchase_price,
+        list_hourly_usd=row.list_hourly_price,
+        mig_compute_slices=row.mig_compute_slices,
+        mig_memory_slices=row.mig_memory_slices,
+        mig_profiles=profiles if row.mig_capable else (),
+        dcgm_model_names=tuple(row.dcgm_model_names or ()),
+        aliases=tuple(row.aliases or ()),
+        notes=row.notes,
+    )
+
+
 def catalog_from_db() -> Catalog:
     """The GPU catalog as the decision framework takes it, built from the GpuModel table (admins may edit it)."""
-    models = []
-    for row in GpuModel.objects.prefetch_related("mig_profiles").order_by("name"):
-        profiles = tuple(
-            MigProfile(
-                name=p.name,
-                memory_gb=p.memory_gb,
-                compute_slices=p.compute_slices,
-                memory_slices=p.memory_slices,
-                max_instances=p.max_instances,
-                placement_starts=tuple(p.placement_starts or ()),
-                recommendable=p.recommendable,
-            )
-            for p in row.mig_profiles.all()
-        )
-        models.append(
-            GpuModelSpec(
-                name=row.name,
-                memory_gb=row.memory_gb,
-                product_label=row.product_label,
-                tdp_watts=row.tdp_watts,
-                family=row.family,
-                purchase_price_usd=row.purchase_price,
-                list_hourly_usd=row.list_hourly_price,
-                mig_compute_slices=row.mig_compute_slices,
-                mig_memory_slices=row.mig_memory_slices,
-                mig_profiles=profiles if row.mig_capable else (),
-                dcgm_model_names=tuple(row.dcgm_model_names or ()),
-                aliases=tuple(row.aliases or ()),
-                notes=row.notes,
-            )
-        )
-    return Catalog(tuple(models))
+    rows = GpuModel.objects.prefetch_related("mig_profiles").order_by("name")
+    return Catalog(tuple(gpu_model_spec(row) for row in rows))
 
 
 def tier_spec(tier: SlaTier) -> SlaTierSpec:

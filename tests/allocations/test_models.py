@@ -77,6 +77,9 @@ def test_mig_pool_layout_is_checked_against_the_geometry() -> None:
     too_big = _pool(gpu_model=a100, sharing_mode=SharingMode.MIG, mig_devices={"3g.20gb": 2, "2g.10gb": 1})
     with pytest.raises(ValidationError, match="needs 10 memory slices"):
         too_big.full_clean()
+    compute = _pool(gpu_model=a100, sharing_mode=SharingMode.MIG, mig_devices={"4g.20gb": 1, "2g.10gb": 2})
+    with pytest.raises(ValidationError, match="needs 8 compute slices"):
+        compute.full_clean()
     unknown = _pool(gpu_model=a100, sharing_mode=SharingMode.MIG, mig_devices={"2g.20gb": 1})
     with pytest.raises(ValidationError, match=r"no MIG profile '2g\.20gb'"):
         unknown.full_clean()
