@@ -1,8 +1,8 @@
 """Placement: recommend for a profile against the pools that exist, and pick the pool that serves the result.
 
-Reads only. The framework is pure and knows nothing of pools; this module feeds it the models and time-slicing
-replicas the candidate pools really have, then walks the recommendation and its permitted alternatives, in rank
-order, until one matches a pool's GPU model and sharing mode.
+Reads only. The framework is pure and knows nothing of pools; this module tells it which (model, strategy, MIG
+profile) options the candidate pools offer and their time-slicing replicas, so the recommendation (and the preview)
+always describes something a pool can run, then finds that pool.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from allocations.decision import Alternative, ProfileError, Recommendation, WorkloadProfile, recommend
+from allocations.decision import ProfileError, Recommendation, WorkloadProfile, recommend
 from allocations.models import Cluster, NodePool, SharingMode
 from allocations.selectors import catalog_from_db, tiers_by_slug
 
@@ -45,25 +45,40 @@ def gpu_hourly_rates() -> dict[str, Any]:
     return current_gpu_rates()
 
 
+def _offerings(pools: list[NodePool]) -> set[tuple[str, str, str | None]]:
+    """(model, strategy, MIG profile) triples the pools can serve."""
+    offers: set[tuple[str, str, str | None]] = set()
+    for pool in pools:
+        model = pool.gpu_model.name
+        if pool.sharing_mode == SharingMode.MIG:
+            offers.update((model, "mig", profile) for profile in pool.mig_devices or {})
+        elif pool.sharing_mode == SharingMode.TIME_SLICING:
+            offers.add((model, "time-slicing", None))
+        else:
+            offers.add((model, "dedicated", None))
+    return offers
+
+
 def recommend_for_pools(profile: WorkloadProfile, pools: list[NodePool]) -> Recommendation:
-    """Run the framework over the GPU models these pools offer, with their time-slicing replicas."""
+    """Run the framework over what these pools offer: their GPU models, sharing modes, MIG layouts and replicas."""
     catalog = catalog_from_db()
-    offered = sorted({pool.gpu_model.name for pool in pools})
-    if not offered:
+    offered_models = sorted({pool.gpu_model.name for pool in pools})
+    if not offered_models:
         raise ProfileError({"cluster": ["No active cluster has a GPU node pool yet. Ask a platform admin."]})
     if profile.gpu_model is not None and profile.gpu_model in catalog:
         wanted = catalog.get(profile.gpu_model).name
-        if wanted not in offered:
+        if wanted not in offered_models:
             raise ProfileError(
-                {"gpu_model": [f"No node pool offers {wanted} here. Pools offer: {', '.join(offered)}."]}
+                {"gpu_model": [f"No node pool offers {wanted} here. Pools offer: {', '.join(offered_models)}."]}
             )
     if profile.gpu_model is None:
-        catalog = catalog.restricted_to(offered)
+        catalog = catalog.restricted_to(offered_models)
     replicas = {
         pool.gpu_model.name: pool.time_slice_replicas
         for pool in pools
         if pool.sharing_mode == SharingMode.TIME_SLICING and pool.time_slice_replicas
     }
+    offers = _offerings(pools)
     return recommend(
         profile,
         catalog,
@@ -71,54 +86,28 @@ def recommend_for_pools(profile: WorkloadProfile, pools: list[NodePool]) -> Reco
         rates=gpu_hourly_rates(),
         time_slice_replicas=replicas,
         currency=settings.PORTAL_CURRENCY,
+        offered=lambda model, strategy, mig_profile: (model, strategy, mig_profile) in offers,
     )
 
 
-def _pool_for(option: Recommendation | Alternative, pools: list[NodePool]) -> NodePool | None:
-    mode = _MODE_FOR_STRATEGY[str(option.strategy)]
+def _pool_for(recommendation: Recommendation, pools: list[NodePool]) -> NodePool | None:
+    mode = _MODE_FOR_STRATEGY[str(recommendation.strategy)]
     for pool in pools:
-        if pool.gpu_model.name != option.gpu_model or pool.sharing_mode != mode:
+        if pool.gpu_model.name != recommendation.gpu_model or pool.sharing_mode != mode:
             continue
-        if mode == SharingMode.MIG and option.mig_profile not in (pool.mig_devices or {}):
+        if mode == SharingMode.MIG and recommendation.mig_profile not in (pool.mig_devices or {}):
             continue
-        if mode == SharingMode.TIME_SLICING and pool.time_slice_replicas != option.time_slice_replicas:
+        if mode == SharingMode.TIME_SLICING and pool.time_slice_replicas != recommendation.time_slice_replicas:
             continue
         return pool
     return None
 
 
 def place(profile: WorkloadProfile, *, cluster: Cluster | None = None) -> Placement:
-    """Recommend for the profile and choose the pool; raises ProfileError when no pool can serve it."""
+    """Recommend among what the candidate pools offer and choose the pool; ProfileError when none can serve it."""
     pools = candidate_pools(cluster)
     recommendation = recommend_for_pools(profile, pools)
     pool = _pool_for(recommendation, pools)
-    if pool is not None:
-        return Placement(spec=recommendation.to_dict(), node_pool=pool, recommendation=recommendation)
-    for alternative in recommendation.alternatives:
-        if not alternative.permitted:
-            continue
-        pool = _pool_for(alternative, pools)
-        if pool is None:
-            continue
-        spec = recommendation.to_dict()
-        chosen = alternative.to_dict()
-        for key in ("tradeoffs", "permitted", "reason"):
-            chosen.pop(key, None)
-        spec.update(chosen)
-        spec["rationale"] = [
-            *spec["rationale"],
-            f"No node pool offers the first choice ({recommendation.resource_name} on {recommendation.gpu_model}); "
-            f"placed on pool {pool} as the next permitted alternative: {alternative.resource_name} on "
-            f"{alternative.gpu_model}.",
-        ]
-        spec["alternatives"] = [a for a in spec["alternatives"] if a != alternative.to_dict()]
-        return Placement(spec=spec, node_pool=pool, recommendation=recommendation)
-    where = f"cluster {cluster}" if cluster is not None else "any active cluster"
-    raise ProfileError(
-        {
-            "cluster": [
-                f"No node pool on {where} can serve {recommendation.resource_name} on {recommendation.gpu_model} "
-                "or any permitted alternative. Ask a platform admin for a pool with that GPU model and sharing mode."
-            ]
-        }
-    )
+    if pool is None:  # the framework only chooses offered options, so this means pools changed mid-call
+        raise ProfileError({"cluster": ["The node pools changed while placing the request; please try again."]})
+    return Placement(spec=recommendation.to_dict(), node_pool=pool, recommendation=recommendation)

@@ -12,7 +12,8 @@ sizes and prices each option (and defines the results, and how memory fits), ``e
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from decimal import Decimal
 
 from billing.pricing import Strategy
@@ -46,6 +47,7 @@ from .options import (
     _Context,
     _core_fields,
     _money,
+    _need,
     _normalize_pools,
     _normalize_rates,
     _Option,
@@ -77,6 +79,7 @@ def recommend(
     time_slice_replicas: Mapping[str, int] | None = None,
     default_time_slice_replicas: int = 4,
     currency: str = "USD",
+    offered: Callable[[str, str, str | None], bool] | None = None,
 ) -> Recommendation:
     """Recommend a GPU allocation for ``profile`` from ``catalog``; raises ``ProfileError`` for what cannot be served.
 
@@ -101,12 +104,15 @@ def recommend(
         pools=_normalize_pools(time_slice_replicas or {}),
         default_time_slice_replicas=default_time_slice_replicas,
         forbidden=forbidden,
+        offered=offered,
     )
 
     if model is not None:
         rationale.append(f"GPU model {model.name} ({model.family}, {model.memory_gb} GB), as requested.")
         chosen = _walk(ctx, model, intent, order, rationale)
         if chosen is None:
+            if offered is not None and _walk(replace(ctx, offered=None), model, intent, order, None) is not None:
+                raise ProfileError({"cluster": [_no_pool_serves(ctx, model)]})
             raise ProfileError({"gpu_memory_gb": [_too_big_for(ctx, model)]})
     else:
         chosen = _choose_model(ctx, intent, order, rationale)
@@ -167,7 +173,12 @@ def _walk(
             continue
         option = _size(ctx, model, strategy)
         if isinstance(option, _Option):
-            return option
+            if ctx.is_offered(option):
+                return option
+            option = (
+                f"No node pool offers {option.resource_name} on {model.name} ({_STRATEGY_WORDS[strategy]}); "
+                "trying the next option."
+            )
         if rationale is not None:
             rationale.append(option)
     return None
@@ -177,6 +188,9 @@ def _choose_model(ctx: _Context, intent: _Intent, order: tuple[Strategy, ...], r
     """With no model named: the best-ranked strategy any model can serve, on the cheapest model serving it."""
     outcomes = [o for o in (_walk(ctx, m, intent, order, None) for m in ctx.catalog) if o is not None]
     if not outcomes:
+        unfiltered = replace(ctx, offered=None)
+        if ctx.offered is not None and any(_walk(unfiltered, m, intent, order, None) for m in ctx.catalog):
+            raise ProfileError({"cluster": [_no_pool_serves(ctx, None)]})
         raise ProfileError({"gpu_memory_gb": [_too_big_for_any(ctx)]})
     best = min(outcomes, key=lambda o: (order.index(o.strategy), *_price_key(o)))
     for strategy in order[: order.index(best.strategy)]:
@@ -222,7 +236,13 @@ def _alternatives(
             if option is not None:
                 options.append(option)
     preference = (*_ORDER[intent], *(s for s in (_D, _M, _TS) if s not in _ORDER[intent]))
-    options.sort(key=lambda o: (o.strategy in ctx.forbidden, preference.index(o.strategy), *_price_key(o)))
+    options.sort(
+        key=lambda o: (
+            o.strategy in ctx.forbidden or not ctx.is_offered(o),
+            preference.index(o.strategy),
+            *_price_key(o),
+        )
+    )
     return tuple(_alternative(ctx, option, chosen, preference, intent_reason, named=named) for option in options)
 
 
@@ -246,6 +266,16 @@ def _alternative(
             f"{chosen.model.name}."
         )
     reason = ctx.forbidden.get(option.strategy)
+    if reason is None and not ctx.is_offered(option):
+        reason = f"No node pool here offers {option.resource_name} on {option.model.name}."
     if reason is None:
         tradeoffs.append(_why_not(option, chosen, preference, intent_reason, named=named))
     return Alternative(**_core_fields(ctx, option), tradeoffs=tuple(tradeoffs), permitted=reason is None, reason=reason)
+
+
+def _no_pool_serves(ctx: _Context, model: GpuModelSpec | None) -> str:
+    on = f" on {model.name}" if model is not None else ""
+    return (
+        f"No node pool here offers an allocation{on} that fits this profile ({_need(ctx.profile)}) and its policy. "
+        "Ask a platform admin for a pool with a fitting GPU model and sharing mode, or pick another cluster."
+    )

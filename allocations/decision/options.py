@@ -12,7 +12,7 @@ the small prose helpers (GB, percentages, money) every explanation shares.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
@@ -92,6 +92,13 @@ class _Context:
     pools: Mapping[str, int]  # casefolded model name -> time-slice replicas
     default_time_slice_replicas: int
     forbidden: Mapping[Strategy, str]  # strategy -> why policy rules it out
+    # (model name, strategy, MIG profile name) -> whether a node pool serves it; None = every option exists.
+    offered: Callable[[str, str, str | None], bool] | None = None
+
+    def is_offered(self, option: _Option) -> bool:
+        if self.offered is None:
+            return True
+        return self.offered(option.model.name, option.strategy.value, option.mig.name if option.mig else None)
 
     def lookup(self, table: Mapping[str, Any], model: GpuModelSpec) -> Any:
         for key in (model.name, *model.aliases):
