@@ -198,5 +198,11 @@ PORTAL_DEFAULT_IMAGES = {
     "development": env_str("PORTAL_IMAGE_DEVELOPMENT") or "nvcr.io/nvidia/pytorch:24.05-py3",
     "hpc_simulation": env_str("PORTAL_IMAGE_HPC_SIMULATION") or "nvcr.io/nvidia/hpc-benchmarks:24.03",
 }
+# Utilization pulls from Prometheus (DCGM exporter series).
+BILLING_PROMETHEUS_TIMEOUT_SECONDS = env_int("BILLING_PROMETHEUS_TIMEOUT_SECONDS", 60)
+BILLING_PROMETHEUS_RETRIES = env_int("BILLING_PROMETHEUS_RETRIES", 3)
+BILLING_PROMETHEUS_BACKOFF_SECONDS = float(env_str("BILLING_PROMETHEUS_BACKOFF_SECONDS") or 0.5)
+BILLING_UTILIZATION_BACKFILL_HOURS = env_int("BILLING_UTILIZATION_BACKFILL_HOURS", 24)
+BILLING_UTILIZATION_MAX_HOURS_PER_PULL = env_int("BILLING_UTILIZATION_MAX_HOURS_PER_PULL", 168)
 # Where the gitops gateway writes manifests for clusters that use it.
 PORTAL_GITOPS_ROOT = Path(env_str("PORTAL_GITOPS_ROOT") or VAR_DIR / "gitops")

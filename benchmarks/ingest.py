@@ -1,0 +1,189 @@
+"""Utilization ingest: 1,000 GPUs x 24 h at 60 s from a real Prometheus, rollup write time vs PostgreSQL ``COPY``.
+
+History is generated in the DCGM format (tests/integration/dcgm_exporter.py), turned into TSDB blocks with
+``promtool tsdb create-blocks-from openmetrics`` (one file per device group, run in parallel) and served by the
+``prometheus`` binary on a loopback port. ``billing.services.utilization_pull`` then reads the 24 hours; the script
+prints the time spent reading, rolling up and writing, and the write time as a ratio against ``COPY`` of the same
+rows into a table of the same shape (indexes and constraints included), measured in the same run. Best of
+``--repeat`` runs each; re-pulling replaces the same rows (idempotent). No assertion on time.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpu_portal .venv/bin/python benchmarks/ingest.py [--gpus 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.integration.dcgm_exporter import FakeDevice, PrometheusServer, _format_labels
+
+TEAMS = ["vision", "nlp", "speech"]
+COLUMNS = [
+    "cluster_id", "hour", "gpu_uuid", "mig_instance", "namespace", "pod", "team_id", "request_id", "gpu_model_name",
+    "mig_profile", "hostname", "gpu_index", "sample_count", "avg_utilization_pct", "peak_utilization_pct",
+    "avg_memory_used_mib", "peak_memory_used_mib", "energy_kwh", "is_complete", "pulled_at",
+]  # fmt: skip
+
+
+def devices(count: int, first_request: int) -> list[FakeDevice]:
+    """``count`` whole GPUs on 8-GPU nodes; three in four held by a team request's pod, the rest idle."""
+    out = []
+    for i in range(count):
+        held = i % 4 != 3
+        team = TEAMS[i % len(TEAMS)]
+        out.append(
+            FakeDevice(
+                uuid=f"GPU-{i:08x}-0000-4000-8000-{i:012x}",
+                gpu=i % 8,
+                host=f"gpu-node-{i // 8:04d}",
+                namespace=f"team-{team}" if held else "",
+                pod=f"gpr-{first_request + i}-{i:05x}" if held else "",
+                power_w=350 + i % 300,
+            )
+        )
+    return out
+
+
+def write_history(devs: list[FakeDevice], start: datetime, hours: int, out_dir: Path, parts: int) -> list[Path]:
+    """OpenMetrics files (one per device group) with utilization, framebuffer and power at 60 s."""
+    files = []
+    stamps = [int((start + timedelta(minutes=m)).timestamp()) for m in range(hours * 60)]
+    size = -(-len(devs) // parts)
+    for part in range(parts):
+        group = devs[part * size : (part + 1) * size]
+        path = out_dir / f"history-{part}.om"
+        with path.open("w") as handle:
+            for name, value in (
+                ("DCGM_FI_DEV_GPU_UTIL", lambda i, m: (i * 7 + m) % 101),
+                ("DCGM_FI_DEV_FB_USED", lambda i, m: 1024 * (i % 80) + m % 60),
+                ("DCGM_FI_DEV_POWER_USAGE", lambda i, m: 300 + (i + m) % 400),
+            ):
+                handle.write(f"# TYPE {name} gauge\n")
+                for device in group:
+                    index = int(device.uuid[4:12], 16)
+                    head = f"{name}{_format_labels(device.labels(stored=True))} "
+                    handle.writelines(f"{head}{value(index, m)} {ts}\n" for m, ts in enumerate(stamps))
+            handle.write("# EOF\n")
+        files.append(path)
+    return files
+
+
+def backfill_parallel(files: list[Path], data_dir: Path, root: Path) -> None:
+    """promtool per file into its own directory, in parallel; Prometheus merges the overlapping blocks."""
+    import subprocess
+
+    def one(path: Path) -> Path:
+        out = root / f"blocks-{path.stem}"
+        cmd = ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(path), str(out)]
+        subprocess.run(cmd, check=True, capture_output=True, timeout=1800)
+        return out
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for out in pool.map(one, files):
+            for block in out.iterdir():
+                shutil.move(str(block), data_dir / block.name)
+
+
+def setup_django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.test")
+    if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+        sys.exit("benchmarks/ingest.py compares against PostgreSQL COPY: set DATABASE_URL=postgres://...")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection
+
+    # A database of its own: never the one pytest (test_gpu_portal) may be using at the same time.
+    settings.DATABASES["default"]["TEST"]["NAME"] = "bench_ingest_gpu_portal"
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+
+
+def copy_baseline(table: str, rows: list[tuple]) -> float:
+    """Seconds to COPY the rows into an empty table shaped like ``table`` (indexes and constraints included)."""
+    from django.db import connection, transaction
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS bench_copy; CREATE TABLE bench_copy (LIKE {table} INCLUDING ALL)")
+    started = time.perf_counter()
+    with (
+        transaction.atomic(),
+        connection.cursor() as cursor,
+        cursor.copy(f"COPY bench_copy ({', '.join(COLUMNS)}) FROM STDIN") as copy,
+    ):
+        for row in rows:
+            copy.write_row(row)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gpus", type=int, default=1000)
+    parser.add_argument("--hours", type=int, default=24)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if not (shutil.which("prometheus") and shutil.which("promtool")):
+        sys.exit("needs the Debian 'prometheus' package (prometheus and promtool)")
+    setup_django()
+    from django.db import connection
+
+    from allocations.models import Cluster
+    from billing.models import UtilizationRollup
+    from billing.services import utilization_pull
+    from tests.factories import GpuRequestFactory, TeamFactory
+
+    teams = {slug: TeamFactory(slug=slug) for slug in TEAMS}
+    first_request = 100_000
+    devs = devices(args.gpus, first_request)
+    for d in devs:
+        if d.pod:
+            GpuRequestFactory(id=int(d.pod.split("-")[1]), team=teams[d.namespace[5:]], requester__username="bench")
+
+    start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=2)
+    prometheus = PrometheusServer()
+    try:
+        t0 = time.perf_counter()
+        files = write_history(devs, start, args.hours, prometheus.root, parts=os.cpu_count() or 2)
+        t1 = time.perf_counter()
+        backfill_parallel(files, prometheus.data_dir, prometheus.root)
+        t2 = time.perf_counter()
+        prometheus.start(timeout=120)
+        samples = args.gpus * args.hours * 60 * 3
+        print(f"history: {samples:,} samples; generated in {t1 - t0:.1f} s, promtool {t2 - t1:.1f} s")
+        cluster = Cluster.objects.create(
+            name="bench", backend="gitops", gitops_path="bench", prometheus_url=prometheus.url
+        )
+        end = start + timedelta(hours=args.hours)
+        now = end + timedelta(minutes=10)
+        best = None
+        for _ in range(args.repeat):
+            result = utilization_pull(cluster=cluster, start=start, end=end, now=now)
+            if best is None or result.write_seconds < best.write_seconds:
+                best = result
+        rows = list(UtilizationRollup.objects.filter(cluster=cluster).order_by("id").values_list(*COLUMNS))
+        copy_seconds = min(copy_baseline(UtilizationRollup._meta.db_table, rows) for _ in range(args.repeat))
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE IF EXISTS bench_copy")
+    finally:
+        prometheus.cleanup()
+        connection.creation.destroy_test_db("bench_ingest_gpu_portal", verbosity=0)
+    assert best is not None
+    print(f"pull of {args.gpus} GPUs x {args.hours} h: {best.rows:,} rollup rows")
+    print(f"  read (Prometheus, {len(rows) // max(1, args.hours)} series x 6 queries): {best.read_seconds:.2f} s")
+    print(f"  roll-up and attribution (Python): {best.rollup_seconds:.2f} s")
+    print(f"  write (delete + bulk insert + log): {best.write_seconds:.3f} s")
+    print(f"  PostgreSQL COPY of the same rows:   {copy_seconds:.3f} s")
+    print(f"rollup write / COPY ratio: {best.write_seconds / copy_seconds:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,327 @@
+"""Writes of the billing app: pulling DCGM utilization from a cluster's Prometheus into hourly rollups.
+
+How a pull reads Prometheus, and why: per hour, PromQL subqueries at one-minute resolution
+(``avg_over_time((<util>)[1h:1m])`` and friends, evaluated at step 3600 s) are reduced on the server to one point
+per series and hour, so 1,000 GPUs x 24 h transfer 24,000 points per aggregate instead of 1.44 million raw ones.
+The one-minute grid makes ``count_over_time`` a count of minutes present (GPU-hours = minutes / 60) whatever the
+scrape interval, and lets each minute filter DCGM blank sentinels before averaging. Each hour [H, H+1h) is
+evaluated at H+1h-1s so its 60 points are H, H+1m, ..., H+59m on Prometheus 2 (closed ranges) and 3 (left-open)
+alike. A ``max by`` over the identity and workload labels drops duplicate series (two scrape jobs, a container or
+driver label change) without summing them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from allocations.models import Cluster, GpuRequest, Team
+from billing import attribution
+from billing.attribution import GAUGE_BLANK_FLOOR, HourStats
+from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
+from billing.prometheus import PrometheusClient, PrometheusError, Series
+
+logger = logging.getLogger(__name__)
+
+HOUR = timedelta(hours=1)
+# Data for an hour is final once the last scrape and rule evaluation have landed; Prometheus writes with a delay.
+SETTLE_DELAY = timedelta(minutes=2)
+CHUNK_HOURS = 24
+
+# Identity and workload labels a rollup depends on; both spellings of each (DCGM README, TESTING.md).
+_BY = (
+    "UUID, gpu, modelName, Hostname, hostname, GPU_I_ID, GPU_I_PROFILE, "
+    "namespace, pod, exported_namespace, exported_pod"
+)
+_FLOOR = f"{GAUGE_BLANK_FLOOR:.0f}"
+# Whole GPUs report DCGM_FI_DEV_GPU_UTIL (%); MIG instances only DCGM_FI_PROF_GR_ENGINE_ACTIVE (0..1), so x100.
+# `or` matches on every label but the name, so a device reporting both keeps GPU_UTIL.
+UTIL_EXPR = f"(DCGM_FI_DEV_GPU_UTIL < {_FLOOR}) or ((DCGM_FI_PROF_GR_ENGINE_ACTIVE < {_FLOOR}) * 100)"
+MEMORY_EXPR = f"DCGM_FI_DEV_FB_USED < {_FLOOR}"
+POWER_EXPR = f"DCGM_FI_DEV_POWER_USAGE < {_FLOOR}"
+QUERIES: dict[str, str] = {
+    "samples": f"max by ({_BY}) (count_over_time(({UTIL_EXPR})[1h:1m]))",
+    "util_avg": f"max by ({_BY}) (avg_over_time(({UTIL_EXPR})[1h:1m]))",
+    "util_max": f"max by ({_BY}) (max_over_time(({UTIL_EXPR})[1h:1m]))",
+    "mem_avg": f"max by ({_BY}) (avg_over_time(({MEMORY_EXPR})[1h:1m]))",
+    "mem_max": f"max by ({_BY}) (max_over_time(({MEMORY_EXPR})[1h:1m]))",
+    # Watts at each minute x 1/60 h, summed: watt-hours; / 1000: kWh.
+    "energy_kwh": f"max by ({_BY}) (sum_over_time(({POWER_EXPR})[1h:1m])) / 60000",
+}
+_FIELD = {
+    "util_avg": "avg_utilization_pct",
+    "util_max": "peak_utilization_pct",
+    "mem_avg": "avg_memory_used_mib",
+    "mem_max": "peak_memory_used_mib",
+    "energy_kwh": "energy_kwh",
+}
+
+
+@dataclass
+class PullResult:
+    """What one pull did: hours read, rows written, hours that failed, and the cluster's watermark after it."""
+
+    hours: int = 0
+    rows: int = 0
+    failed_hours: list[datetime] = field(default_factory=list)
+    watermark: datetime | None = None
+    read_seconds: float = 0.0  # Prometheus queries and parsing
+    rollup_seconds: float = 0.0  # attribution and merging in Python
+    write_seconds: float = 0.0  # the database transaction (delete, bulk insert, ingest log, watermark)
+
+
+def floor_hour(value: datetime) -> datetime:
+    """The start of the UTC hour containing ``value`` (aware)."""
+    if timezone.is_naive(value):
+        raise ValueError("naive datetime: times are aware UTC")
+    return value.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def last_complete_hour_end(now: datetime) -> datetime:
+    """The end of the last hour whose data Prometheus holds in full at ``now``."""
+    return floor_hour(now - SETTLE_DELAY)
+
+
+def prometheus_client_for(cluster: Cluster) -> PrometheusClient:
+    """A Prometheus client for the cluster, with retry settings from ``BILLING_PROMETHEUS_*`` (optional)."""
+    return PrometheusClient.for_cluster(
+        cluster,
+        retries=getattr(settings, "BILLING_PROMETHEUS_RETRIES", 3),
+        backoff=getattr(settings, "BILLING_PROMETHEUS_BACKOFF_SECONDS", 0.5),
+        timeout=(3.05, float(getattr(settings, "BILLING_PROMETHEUS_TIMEOUT_SECONDS", 60))),
+    )
+
+
+def _hour_of(timestamp: float) -> datetime:
+    # Each hour is evaluated one second before its end (see the module docstring).
+    return datetime.fromtimestamp(round(timestamp) + 1, tz=UTC) - HOUR
+
+
+def _collect(
+    results: dict[str, list[Series]],
+    *,
+    cluster: Cluster,
+    team_by_namespace: dict[str, int],
+    request_team: dict[int, int],
+) -> dict[tuple[datetime, str, str, str, str], tuple[attribution.GpuIdentity, attribution.Owner, HourStats]]:
+    """Per (hour, device, owner), the identity, owner and merged statistics of the query results."""
+    parts: dict[tuple, dict[tuple, dict[str, float]]] = defaultdict(dict)
+    meta: dict[tuple, tuple[attribution.GpuIdentity, attribution.Owner]] = {}
+    for name, series_list in results.items():
+        for series in series_list:
+            identity = attribution.gpu_identity(series.labels, cluster=cluster.name)
+            if identity is None:
+                continue
+            owner = attribution.owner_from_labels(
+                series.labels, team_by_namespace=team_by_namespace, request_team=request_team
+            )
+            raw_key = series.key
+            for timestamp, value in series.points:
+                value = attribution.clean_value(value)
+                if value is None:
+                    continue
+                hour = _hour_of(timestamp)
+                key = (hour, identity.uuid, identity.mig_instance_id, owner.namespace, owner.pod)
+                meta.setdefault(key, (identity, owner))
+                # Labels other than those in `by` never reach us, so raw_key separates only true duplicates.
+                parts[key].setdefault(raw_key - {("__name__", series.labels.get("__name__", ""))}, {})[name] = value
+    out = {}
+    for key, by_series in parts.items():
+        stats = []
+        for values in by_series.values():
+            samples = int(values.get("samples", 0))
+            if samples <= 0:
+                continue
+            stats.append(HourStats(samples=samples, **{_FIELD[k]: v for k, v in values.items() if k in _FIELD}))
+        merged = attribution.merge_stats(stats)
+        if merged.samples:
+            identity, owner = meta[key]
+            out[key] = (identity, owner, merged)
+    return out
+
+
+def _read_hours(client: PrometheusClient, first_hour: datetime, last_hour: datetime) -> dict[str, list[Series]]:
+    start = first_hour + HOUR - timedelta(seconds=1)
+    end = last_hour + HOUR - timedelta(seconds=1)
+    return {name: client.query_range(query, start, end, 3600) for name, query in QUERIES.items()}
+
+
+def _write_chunk(
+    *,
+    cluster: Cluster,
+    hours: list[datetime],
+    collected: dict,
+    complete_before: datetime,
+    now: datetime,
+) -> int:
+    """Replace the chunk's rollups and ingest log in one transaction; advance the watermark over contiguous hours."""
+    rows = [
+        UtilizationRollup(
+            cluster=cluster,
+            hour=hour,
+            gpu_uuid=identity.uuid,
+            mig_instance=identity.mig_instance_id,
+            namespace=owner.namespace[:63],
+            pod=owner.pod[:253],
+            team_id=owner.team,
+            request_id=owner.request_id,
+            gpu_model_name=identity.model_name[:100],
+            mig_profile=identity.mig_profile[:32],
+            hostname=identity.host[:253],
+            gpu_index=identity.gpu_index,
+            sample_count=stats.samples,
+            avg_utilization_pct=stats.avg_utilization_pct,
+            peak_utilization_pct=stats.peak_utilization_pct,
+            avg_memory_used_mib=stats.avg_memory_used_mib,
+            peak_memory_used_mib=stats.peak_memory_used_mib,
+            energy_kwh=None if identity.is_mig_instance else stats.energy_kwh,
+            is_complete=hour + HOUR <= complete_before,
+            pulled_at=now,
+        )
+        for (hour, *_), (identity, owner, stats) in collected.items()
+    ]
+    per_hour: dict[datetime, int] = defaultdict(int)
+    for row in rows:
+        per_hour[row.hour] += 1
+    with transaction.atomic():
+        # Serialises pulls of one cluster: the second waits here, then replaces the same rows.
+        watermark = UtilizationWatermark.objects.select_for_update().filter(cluster=cluster).first()
+        UtilizationRollup.objects.filter(cluster=cluster, hour__gte=hours[0], hour__lte=hours[-1]).delete()
+        # update_conflicts: a concurrent pull that slipped in between still cannot double a row.
+        UtilizationRollup.objects.bulk_create(
+            rows,
+            batch_size=2000,
+            update_conflicts=True,
+            unique_fields=["cluster", "hour", "gpu_uuid", "mig_instance", "namespace", "pod"],
+            update_fields=[
+                "team",
+                "request",
+                "gpu_model_name",
+                "mig_profile",
+                "hostname",
+                "gpu_index",
+                "sample_count",
+                "avg_utilization_pct",
+                "peak_utilization_pct",
+                "avg_memory_used_mib",
+                "peak_memory_used_mib",
+                "energy_kwh",
+                "is_complete",
+                "pulled_at",
+            ],
+        )
+        ended = [hour for hour in hours if hour + HOUR <= complete_before]
+        for hour in ended:
+            status = IngestStatus.COMPLETE if per_hour.get(hour) else IngestStatus.NO_DATA
+            _log_hour(cluster=cluster, hour=hour, status=status, rows=per_hour.get(hour, 0), error="", now=now)
+        if ended:
+            _advance_watermark(cluster=cluster, watermark=watermark, first=hours[0], last=ended[-1], now=now)
+    return len(rows)
+
+
+def _log_hour(*, cluster: Cluster, hour: datetime, status: str, rows: int, error: str, now: datetime) -> None:
+    entry, created = UtilizationIngestHour.objects.get_or_create(
+        cluster=cluster, hour=hour, defaults={"status": status, "rows": rows, "error": error, "updated_at": now}
+    )
+    if status == IngestStatus.FAILED and entry.status != IngestStatus.FAILED and not created:
+        # An hour read before stays as read; the failure is only noted.
+        UtilizationIngestHour.objects.filter(pk=entry.pk).update(attempts=entry.attempts + 1, error=error[:2000])
+        return
+    entry.status, entry.rows, entry.error, entry.updated_at = status, rows, error[:2000], now
+    entry.attempts += 1
+    entry.save()
+
+
+def _advance_watermark(
+    *, cluster: Cluster, watermark: UtilizationWatermark | None, first: datetime, last: datetime, now: datetime
+) -> None:
+    # Only over a contiguous run: an old range re-read by hand, or one past a gap, must not skip the gap.
+    if watermark is None:
+        UtilizationWatermark.objects.create(cluster=cluster, last_complete_hour=last, updated_at=now)
+    elif first <= watermark.last_complete_hour + HOUR and last > watermark.last_complete_hour:
+        watermark.last_complete_hour, watermark.updated_at = last, now
+        watermark.save(update_fields=["last_complete_hour", "updated_at"])
+
+
+def _mark_failed(*, cluster: Cluster, hours: list[datetime], error: str, now: datetime) -> None:
+    with transaction.atomic():
+        for hour in hours:
+            _log_hour(cluster=cluster, hour=hour, status=IngestStatus.FAILED, rows=0, error=error, now=now)
+
+
+def utilization_pull(
+    *,
+    cluster: Cluster,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    now: datetime | None = None,
+    client: PrometheusClient | None = None,
+    max_hours: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> PullResult:
+    """Read [start, end) from the cluster's Prometheus into hourly rollups, replacing what those hours held.
+
+    By default it catches up from the hour after the watermark (or ``BILLING_UTILIZATION_BACKFILL_HOURS`` back,
+    24 by default) to the last complete hour, at most ``max_hours`` (``BILLING_UTILIZATION_MAX_HOURS_PER_PULL``,
+    a week by default) at a time. An hour not yet ended may be read on request: its rows say ``is_complete=False``
+    and it is neither logged nor watermarked. On a Prometheus error the unread hours are logged as failed (shown
+    as incomplete, never as zero use), the watermark stays, and the error is raised for the caller to retry.
+    """
+    now = now or timezone.now()
+    complete_before = last_complete_hour_end(now)
+    watermark = UtilizationWatermark.objects.filter(cluster=cluster).first()
+    if start is None:
+        if watermark is not None:
+            start = watermark.last_complete_hour + HOUR
+        else:
+            start = complete_before - HOUR * int(getattr(settings, "BILLING_UTILIZATION_BACKFILL_HOURS", 24))
+    start = floor_hour(start)
+    end = complete_before if end is None else end
+    if floor_hour(end) != end:
+        end = floor_hour(end) + HOUR  # a partial hour is read whole
+    max_hours = max_hours or int(getattr(settings, "BILLING_UTILIZATION_MAX_HOURS_PER_PULL", 24 * 7))
+    hours = []
+    hour = start
+    while hour < end and len(hours) < max_hours:
+        hours.append(hour)
+        hour += HOUR
+    result = PullResult(watermark=watermark.last_complete_hour if watermark else None)
+    if not hours:
+        return result
+    client = client or prometheus_client_for(cluster)
+    team_by_namespace = dict(Team.objects.values_list("namespace", "id"))
+    request_team = dict(GpuRequest.objects.values_list("id", "team_id"))
+    for index in range(0, len(hours), CHUNK_HOURS):
+        chunk = hours[index : index + CHUNK_HOURS]
+        started = time.perf_counter()
+        try:
+            series = _read_hours(client, chunk[0], chunk[-1])
+        except PrometheusError as exc:
+            failed = [h for h in hours[index:] if h + HOUR <= complete_before]
+            _mark_failed(cluster=cluster, hours=failed, error=str(exc), now=now)
+            result.failed_hours.extend(failed)
+            logger.warning("Utilization pull of %s stopped at %s: %s", cluster.name, chunk[0].isoformat(), exc)
+            raise
+        result.read_seconds += time.perf_counter() - started
+        started = time.perf_counter()
+        collected = _collect(series, cluster=cluster, team_by_namespace=team_by_namespace, request_team=request_team)
+        result.rollup_seconds += time.perf_counter() - started
+        started = time.perf_counter()
+        result.rows += _write_chunk(
+            cluster=cluster, hours=chunk, collected=collected, complete_before=complete_before, now=now
+        )
+        result.write_seconds += time.perf_counter() - started
+        result.hours += len(chunk)
+        if progress is not None:
+            progress(len(chunk))
+    watermark = UtilizationWatermark.objects.filter(cluster=cluster).first()
+    result.watermark = watermark.last_complete_hour if watermark else None
+    return result

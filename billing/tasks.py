@@ -1,0 +1,53 @@
+"""Celery tasks of the billing app: thin, named, idempotent; the work is in ``billing.services``."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from allocations.models import Cluster
+from billing.prometheus import PrometheusUnavailable
+from billing.services import utilization_pull
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    name="billing.pull_utilization",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    # Only an unreachable or overloaded Prometheus is worth retrying; a bad query or a bad secret reference is not.
+    autoretry_for=(PrometheusUnavailable,),
+    retry_backoff=30,
+    retry_backoff_max=900,
+    retry_jitter=True,
+    max_retries=5,
+)
+def pull_utilization(cluster_id: int) -> dict[str, object]:
+    """Catch one cluster's rollups up to its last complete hour; re-running it re-reads, never doubles, an hour."""
+    cluster = Cluster.objects.filter(pk=cluster_id, is_active=True).exclude(prometheus_url="").first()
+    if cluster is None:
+        return {"cluster": cluster_id, "skipped": "inactive, missing or without a Prometheus URL"}
+    result = utilization_pull(cluster=cluster)
+    return {
+        "cluster": cluster.name,
+        "hours": result.hours,
+        "rows": result.rows,
+        "watermark": result.watermark.isoformat() if result.watermark else None,
+    }
+
+
+@shared_task(name="billing.pull_utilization_all", acks_late=True)
+def pull_utilization_all() -> list[int]:
+    """Queue one ``billing.pull_utilization`` per active cluster with a Prometheus URL (beat: every 5 minutes)."""
+    ids = list(
+        Cluster.objects.filter(is_active=True).exclude(prometheus_url="").order_by("pk").values_list("pk", flat=True)
+    )
+    for cluster_id in ids:
+        # One task per cluster isolates failures: one dead Prometheus never holds the others back.
+        try:
+            pull_utilization.delay(cluster_id)
+        except Exception:  # an eager run re-raises the task's error; the others must still be queued
+            logger.exception("Utilization pull of cluster %s failed", cluster_id)
+    return ids
