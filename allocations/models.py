@@ -445,6 +445,11 @@ class GpuRequest(models.Model):
     status = models.CharField(max_length=20, choices=RequestStatus.choices, default=RequestStatus.DRAFT, db_index=True)
     status_detail = models.TextField(blank=True, help_text="Pending reason or the last error, for the user.")
     last_task_id = models.CharField(max_length=255, blank=True)
+    manifests = models.JSONField(default=list, blank=True, help_text="The Kubernetes objects last rendered.")
+    manifests_rendered_at = models.DateTimeField(null=True, blank=True)
+    observed_phase = models.CharField(max_length=20, blank=True, help_text="Workload phase last seen on the cluster.")
+    observed_at = models.DateTimeField(null=True, blank=True)
+    expiry_notified_at = models.DateTimeField(null=True, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -62,3 +62,20 @@ def notify_on_commit(kind: str, request: GpuRequest, comment: str = "") -> None:
             )
 
     transaction.on_commit(deliver)
+
+
+def notify_expiry_soon_on_commit(request: GpuRequest) -> None:
+    """Tell the requester, once the transaction commits, that their allocation expires within a day."""
+    request_id = request.pk
+
+    def deliver() -> None:
+        fresh = GpuRequest.objects.select_related("team", "requester").get(pk=request_id)
+        if fresh.requester.email:
+            _send(
+                f"[GPU Portal] Request #{fresh.pk} {fresh.name} expires {fresh.expires_at:%Y-%m-%d %H:%M} UTC",
+                "allocations/email/expiring.txt",
+                fresh,
+                [fresh.requester.email],
+            )
+
+    transaction.on_commit(deliver)

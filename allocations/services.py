@@ -305,6 +305,11 @@ def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, c
                 ]
             }
         )
-    return gpu_request_transition(
-        request=request, to_status=RequestStatus.RELEASED, acting_user=acting_user, comment=comment or "Released"
-    )
+    from allocations.tasks import release_request
+
+    with transaction.atomic():
+        gpu_request_transition(
+            request=request, to_status=RequestStatus.RELEASED, acting_user=acting_user, comment=comment or "Released"
+        )
+        transaction.on_commit(lambda: release_request.delay(request.pk))
+    return request

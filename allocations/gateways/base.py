@@ -1,0 +1,120 @@
+"""The one small interface every cluster gateway implements, and the results and errors it speaks in.
+
+A gateway turns rendered Kubernetes objects (plain dicts from ``allocations.manifests``) into reality on one cluster:
+server-side apply through the Kubernetes API, or files in a GitOps tree that Argo CD or Flux applies. Services and
+tasks only see this interface, so the provisioning logic is the same for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+FIELD_MANAGER = "gpu-portal"
+KubeObject = dict[str, Any]
+
+
+class GatewayError(Exception):
+    """A cluster operation failed; ``transient`` says whether retrying later may succeed."""
+
+    transient: bool = False
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TransientGatewayError(GatewayError):
+    """The cluster could not be reached or answered 5xx/429: retry with backoff."""
+
+    transient = True
+
+
+class PermanentGatewayError(GatewayError):
+    """The cluster refused the objects (4xx other than 429): retrying will not help; show the message."""
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Which object: enough to find it again."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None = None
+
+    @classmethod
+    def of(cls, obj: KubeObject) -> ObjectRef:
+        meta = obj.get("metadata", {})
+        return cls(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What an apply did: the objects applied, and those whose live state had drifted from the rendering."""
+
+    applied: tuple[ObjectRef, ...] = ()
+    drifted: tuple[ObjectRef, ...] = ()
+    location: str = ""
+
+
+@dataclass(frozen=True)
+class PodStatus:
+    """One pod of a workload, as the scheduler and kubelet report it."""
+
+    name: str
+    phase: str
+    ready: bool = False
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class WorkloadStatus:
+    """The observed state of a request's workload.
+
+    ``phase``: ``Running`` (every wanted pod runs), ``Pending`` (some pod waits; ``pending_reason`` says why, e.g.
+    ``0/4 nodes are available: 4 Insufficient nvidia.com/gpu``), ``Succeeded``, ``Failed``, ``NotFound`` (nothing is
+    there), or ``Unobservable`` (a GitOps tree cannot see the cluster).
+    """
+
+    phase: str
+    pods: tuple[PodStatus, ...] = ()
+    pending_reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class NodeInventory:
+    """One GPU node: its labels (GPU Feature Discovery), taints, and allocatable GPU resources."""
+
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    allocatable: dict[str, int] = field(default_factory=dict)
+    taints: tuple[dict[str, str], ...] = ()
+    ready: bool = True
+
+
+class ClusterGateway(Protocol):
+    """Apply, observe and delete a request's objects on one cluster."""
+
+    def apply(self, objects: Sequence[KubeObject]) -> ApplyResult:
+        """Create or update the objects idempotently (server-side apply, field manager ``gpu-portal``)."""
+        ...
+
+    def delete(self, objects: Sequence[KubeObject]) -> tuple[ObjectRef, ...]:
+        """Delete the objects; ones already gone are not an error. Returns what was deleted."""
+        ...
+
+    def workload_status(self, *, namespace: str, request_id: int) -> WorkloadStatus:
+        """Pods of the request's workload (label ``gpu-portal/request=<id>``) and why any is Pending."""
+        ...
+
+    def list_gpu_nodes(self) -> tuple[NodeInventory, ...]:
+        """Nodes that advertise GPU resources (``nvidia.com/gpu`` or ``nvidia.com/mig-*``)."""
+        ...

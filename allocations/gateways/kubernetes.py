@@ -1,0 +1,447 @@
+"""The Kubernetes API gateway: server-side apply with the official client, pod and node observation, error mapping.
+
+Objects go out as ``PATCH`` with ``application/apply-patch+yaml`` (JSON is YAML), field manager ``gpu-portal`` and
+``force=true``: the portal owns what it renders, and a hand edit to those fields is taken back (and reported as drift).
+Reads of pods, events and nodes use the typed ``CoreV1Api``. Errors leave as ``TransientGatewayError`` (unreachable,
+5xx, 429) or ``PermanentGatewayError`` (other 4xx), carrying the API's own ``message``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import urllib3
+import yaml
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
+
+from allocations.gateways.base import (
+    FIELD_MANAGER,
+    ApplyResult,
+    GatewayError,
+    KubeObject,
+    NodeInventory,
+    ObjectRef,
+    PermanentGatewayError,
+    PodStatus,
+    TransientGatewayError,
+    WorkloadStatus,
+)
+from allocations.manifests import REQUEST_LABEL, workload_name
+
+APPLY_PATCH = "application/apply-patch+yaml"
+GPU_RESOURCE = "nvidia.com/gpu"
+# Time-slicing with renameByDefault advertises shares under this name (allocations.manifests.contexts).
+SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+T = TypeVar("T")
+
+# (apiVersion, kind) -> (plural, namespaced) for what the renderer emits and the gateway reads; any other kind is
+# looked up once through API discovery (``_resource``), so a CRD works without a code change.
+BUILTIN_RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
+    ("v1", "Namespace"): ("namespaces", False),
+    ("v1", "Node"): ("nodes", False),
+    ("v1", "ConfigMap"): ("configmaps", True),
+    ("v1", "Secret"): ("secrets", True),
+    ("v1", "Service"): ("services", True),
+    ("v1", "ServiceAccount"): ("serviceaccounts", True),
+    ("v1", "ResourceQuota"): ("resourcequotas", True),
+    ("v1", "LimitRange"): ("limitranges", True),
+    ("v1", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
+    ("v1", "Pod"): ("pods", True),
+    ("apps/v1", "Deployment"): ("deployments", True),
+    ("apps/v1", "StatefulSet"): ("statefulsets", True),
+    ("batch/v1", "Job"): ("jobs", True),
+    ("policy/v1", "PodDisruptionBudget"): ("poddisruptionbudgets", True),
+    ("networking.k8s.io/v1", "NetworkPolicy"): ("networkpolicies", True),
+    ("scheduling.k8s.io/v1", "PriorityClass"): ("priorityclasses", False),
+    ("rbac.authorization.k8s.io/v1", "Role"): ("roles", True),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("rolebindings", True),
+}
+# Keys holding quantities (sizeLimit) or maps of them (limits, hard): the API server stores them canonically, so
+# "1024Mi" reads back as "1Gi" and must not count as drift.
+QUANTITY_PARENTS = frozenset({"limits", "requests", "hard", "default", "defaultRequest", "max", "min"})
+
+
+def api_client_for(
+    *, kubeconfig_ref: str = "", host: str = "", token: str = "", verify_ssl: bool = True
+) -> client.ApiClient:
+    """An ApiClient from a kubeconfig reference (``env:VAR`` holding YAML, ``file:/path``, ``in-cluster``) or a host."""
+    # With no reference, host (and an optional bearer token) is used as is, as tests and port-forwards do; a host
+    # given with a reference overrides the kubeconfig's server (an API endpoint reached through a tunnel).
+    configuration = client.Configuration()
+    ref = kubeconfig_ref.strip()
+    try:
+        _load(configuration, ref, host)
+    except config.ConfigException as error:
+        raise PermanentGatewayError(f"The cluster's kubeconfig ({ref}) is unusable: {error}") from error
+    if not ref:
+        configuration.verify_ssl = verify_ssl
+    _override(configuration, host=host.rstrip("/"), token=token)
+    refresh = configuration.refresh_api_key_hook
+    if refresh is not None and (host or token):
+        # The kubeconfig loader's hook rewrites host and token before every request; keep the overrides on top.
+        def refresh_then_override(target: client.Configuration) -> None:
+            refresh(target)
+            _override(target, host=host.rstrip("/"), token=token)
+
+        configuration.refresh_api_key_hook = refresh_then_override
+    return client.ApiClient(configuration)
+
+
+def _load(configuration: client.Configuration, ref: str, host: str) -> None:
+    """Fill a configuration from a kubeconfig reference; no reference needs a host."""
+    if ref.startswith("env:"):
+        variable = ref.removeprefix("env:")
+        text = os.environ.get(variable)
+        if not text:
+            raise PermanentGatewayError(f"Environment variable {variable} (the cluster's kubeconfig) is not set.")
+        try:
+            kubeconfig = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise PermanentGatewayError(f"Environment variable {variable} does not hold kubeconfig YAML.") from error
+        if not isinstance(kubeconfig, dict):
+            raise PermanentGatewayError(f"Environment variable {variable} does not hold kubeconfig YAML.")
+        # persist_config=False: a refreshed token has nowhere to be written back to.
+        config.load_kube_config_from_dict(kubeconfig, client_configuration=configuration, persist_config=False)
+    elif ref.startswith("file:"):
+        path = ref.removeprefix("file:")
+        if not os.path.isfile(path):
+            raise PermanentGatewayError(f"Kubeconfig file {path} does not exist.")
+        config.load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
+    elif ref == "in-cluster":
+        config.load_incluster_config(client_configuration=configuration)
+    elif ref:
+        raise PermanentGatewayError(f"Unknown kubeconfig reference {ref!r}: use env:VAR, file:/path or in-cluster.")
+    elif not host:
+        raise PermanentGatewayError("The cluster has neither a kubeconfig reference nor an API endpoint.")
+
+
+def _override(configuration: client.Configuration, *, host: str, token: str) -> None:
+    if host:
+        configuration.host = host
+    if token:
+        configuration.api_key = {"BearerToken": token}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+
+
+class KubernetesGateway:
+    """A cluster reached through its API server: server-side apply, pod and node reads, mapped errors."""
+
+    def __init__(self, api_client: client.ApiClient, *, timeout_seconds: float = 30.0) -> None:
+        self._api = api_client
+        self._core = client.CoreV1Api(api_client)
+        self._timeout = timeout_seconds
+        self._discovered: dict[tuple[str, str], tuple[str, bool]] = {}
+
+    @classmethod
+    def connect(
+        cls, *, kubeconfig_ref: str = "", host: str = "", token: str = "", verify_ssl: bool = True
+    ) -> KubernetesGateway:
+        """A gateway configured as ``api_client_for`` describes."""
+        return cls(api_client_for(kubeconfig_ref=kubeconfig_ref, host=host, token=token, verify_ssl=verify_ssl))
+
+    @property
+    def location(self) -> str:
+        """The API server's URL."""
+        return str(self._api.configuration.host)
+
+    def apply(self, objects: Sequence[KubeObject]) -> ApplyResult:
+        """Server-side apply each object in order; an object whose live fields differ from the rendering drifted."""
+        applied: list[ObjectRef] = []
+        drifted: list[ObjectRef] = []
+        for obj in objects:
+            ref = ObjectRef.of(obj)
+            path = self._path(ref)
+            live = self._call("GET", path, what=ref, missing_ok=True)
+            if live is not None and not covers(live, obj):
+                drifted.append(ref)
+            query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+            self._call("PATCH", path, what=ref, query=query, body=dict(obj), content_type=APPLY_PATCH)
+            applied.append(ref)
+        return ApplyResult(applied=tuple(applied), drifted=tuple(drifted), location=self.location)
+
+    def delete(self, objects: Sequence[KubeObject]) -> tuple[ObjectRef, ...]:
+        """Delete the objects in reverse order (dependents first); one already gone is skipped, not an error."""
+        deleted: list[ObjectRef] = []
+        for obj in reversed(objects):
+            ref = ObjectRef.of(obj)
+            # Background propagation: a Job deleted through the API otherwise orphans its pods.
+            query = [("propagationPolicy", "Background")]
+            if self._call("DELETE", self._path(ref), what=ref, query=query, missing_ok=True) is not None:
+                deleted.append(ref)
+        return tuple(deleted)
+
+    def workload_status(self, *, namespace: str, request_id: int) -> WorkloadStatus:
+        """The request's pods (label ``gpu-portal/request=<id>``) and, for a Pending one, the scheduler's reason."""
+        wanted = str(request_id)
+        listing = self._read(
+            lambda: self._core.list_namespaced_pod(
+                namespace, label_selector=f"{REQUEST_LABEL}={wanted}", _request_timeout=self._timeout
+            ),
+            what=f"pods of request {request_id} in {namespace}",
+        )
+        # Filtered again here: a selector the server ignored must not show another request's pods.
+        pods = [
+            pod
+            for pod in listing.items or []
+            if (pod.metadata.labels or {}).get(REQUEST_LABEL) == wanted and not pod.metadata.deletion_timestamp
+        ]
+        if not pods:
+            return self._status_without_pods(namespace, request_id)
+        unschedulable = self._scheduling_messages(namespace, pods)
+        statuses = tuple(sorted((pod_status(pod, unschedulable) for pod in pods), key=lambda p: p.name))
+        return summarize(statuses)
+
+    def list_gpu_nodes(self) -> tuple[NodeInventory, ...]:
+        """Nodes advertising ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` or ``nvidia.com/mig-*``, by name."""
+        listing = self._read(lambda: self._core.list_node(_request_timeout=self._timeout), what="nodes")
+        inventory = [node_inventory(node) for node in listing.items or []]
+        return tuple(sorted((node for node in inventory if node.allocatable), key=lambda node: node.name))
+
+    def _status_without_pods(self, namespace: str, request_id: int) -> WorkloadStatus:
+        name = workload_name(request_id)
+        job = self._call("GET", f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}", what=name, missing_ok=True)
+        if job is not None:
+            conditions = {c.get("type"): c for c in (job.get("status") or {}).get("conditions") or []}
+            for kind, phase in (("Complete", "Succeeded"), ("Failed", "Failed")):
+                if (conditions.get(kind) or {}).get("status") == "True":
+                    return WorkloadStatus(phase=phase, message=conditions[kind].get("message", ""))
+            return WorkloadStatus(phase="Pending", pending_reason="The Job has created no pods yet.")
+        path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
+        deployment = self._call("GET", path, what=name, missing_ok=True)
+        if deployment is None:
+            return WorkloadStatus(phase="NotFound", message=f"No workload {name} in namespace {namespace}.")
+        reason = "The Deployment has created no pods yet."
+        for condition in (deployment.get("status") or {}).get("conditions") or []:
+            # ReplicaFailure carries admission refusals such as "exceeded quota".
+            if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
+                reason = condition.get("message") or reason
+        return WorkloadStatus(phase="Pending", pending_reason=reason)
+
+    def _scheduling_messages(self, namespace: str, pods: Sequence[Any]) -> dict[str, str]:
+        """The newest ``FailedScheduling`` event message per Pending pod that has no PodScheduled message."""
+        waiting = {
+            pod.metadata.name
+            for pod in pods
+            if (pod.status and pod.status.phase) == "Pending" and not _condition(pod, "PodScheduled").get("message")
+        }
+        if not waiting:
+            return {}
+        events = self._read(
+            lambda: self._core.list_namespaced_event(
+                namespace, field_selector="reason=FailedScheduling", _request_timeout=self._timeout
+            ),
+            what=f"events in {namespace}",
+        )
+        newest: dict[str, tuple[float, str]] = {}
+        for event in events.items or []:
+            involved = event.involved_object
+            if event.reason != "FailedScheduling" or involved is None or involved.name not in waiting:
+                continue
+            if involved.kind not in (None, "Pod"):
+                continue
+            when = _timestamp(event.last_timestamp or event.event_time or event.metadata.creation_timestamp)
+            if involved.name not in newest or when >= newest[involved.name][0]:
+                newest[involved.name] = (when, event.message or "")
+        return {name: message for name, (_, message) in newest.items()}
+
+    def _resource(self, api_version: str, kind: str) -> tuple[str, bool]:
+        key = (api_version, kind)
+        if key in BUILTIN_RESOURCES:
+            return BUILTIN_RESOURCES[key]
+        if key not in self._discovered:
+            prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+            listing = self._call("GET", prefix, what=f"API {api_version}", missing_ok=True) or {}
+            for resource in listing.get("resources") or []:
+                if resource.get("kind") == kind and "/" not in resource.get("name", ""):
+                    self._discovered[key] = (resource["name"], bool(resource.get("namespaced")))
+                    break
+            else:
+                raise PermanentGatewayError(f"The cluster does not serve {kind} in {api_version}.", status=404)
+        return self._discovered[key]
+
+    def _path(self, ref: ObjectRef) -> str:
+        plural, namespaced = self._resource(ref.api_version, ref.kind)
+        prefix = "/api/v1" if ref.api_version == "v1" else f"/apis/{ref.api_version}"
+        name = quote(ref.name, safe="")
+        if not namespaced:
+            return f"{prefix}/{plural}/{name}"
+        if not ref.namespace:
+            raise PermanentGatewayError(f"{ref} is namespaced but names no namespace.")
+        return f"{prefix}/namespaces/{quote(ref.namespace, safe='')}/{plural}/{name}"
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: object,
+        query: Sequence[tuple[str, str]] = (),
+        body: KubeObject | None = None,
+        content_type: str = "application/json",
+        missing_ok: bool = False,
+    ) -> dict[str, Any] | None:
+        """One raw API request (``param_serialize`` then ``call_api``): the JSON answer, or None for 404 if allowed."""
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            method_, url, headers_, body_, post = self._api.param_serialize(
+                method, path, query_params=list(query), header_params=headers, body=body, auth_settings=["BearerToken"]
+            )
+            response = self._api.call_api(method_, url, headers_, body_, post, _request_timeout=self._timeout)
+            data = response.read()
+        except ApiException as error:
+            raise gateway_error(error.status or 0, error.body or error.reason, what) from error
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise self._unreachable(what, error) from error
+        if response.status == 404 and missing_ok:
+            return None
+        if not 200 <= response.status < 300:
+            raise gateway_error(response.status, data, what)
+        return json.loads(data) if data else {}
+
+    def _unreachable(self, what: object, error: Exception) -> TransientGatewayError:
+        return TransientGatewayError(f"{what}: the API server at {self.location} is unreachable ({error}).")
+
+    def _read(self, call: Callable[[], T], *, what: str) -> T:
+        """A typed CoreV1Api call, its errors mapped like raw ones."""
+        try:
+            return call()
+        except ApiException as error:
+            raise gateway_error(error.status or 0, error.body or error.reason, what) from error
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise self._unreachable(what, error) from error
+
+
+def gateway_error(status: int, body: bytes | str | None, what: object) -> GatewayError:
+    """The gateway error for an API answer: transient for 0 (no answer), 429 and 5xx; permanent otherwise."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
+    message = text.strip()
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and parsed.get("message"):
+        message = str(parsed["message"])  # the Status body's own words, e.g. 'jobs.batch "x" is forbidden: ...'
+    message = f"{what}: {message or f'HTTP {status}'}"
+    if status == 0 and "SSLError" in text:
+        return PermanentGatewayError(message)  # a certificate problem does not go away by waiting
+    if status == 0 or status == 429 or status >= 500:
+        return TransientGatewayError(message, status=status or None)
+    return PermanentGatewayError(message, status=status)
+
+
+def covers(live: Any, wanted: Any, *, quantities: bool = False) -> bool:
+    """Whether the live state holds every field the rendering sets, with the same value (server defaults aside)."""
+    if isinstance(wanted, Mapping):
+        if not isinstance(live, Mapping):
+            return False
+        for key, value in wanted.items():
+            if key not in live:
+                # The API server drops nulls and empty values; their absence is no drift.
+                if value is None or value == {} or value == []:
+                    continue
+                return False
+            inner = quantities or key in QUANTITY_PARENTS or key == "sizeLimit"
+            if not covers(live[key], value, quantities=inner):
+                return False
+        return True
+    if isinstance(wanted, list):
+        # Defaults land inside list items (a container's terminationMessagePath), so items are compared as subsets.
+        return isinstance(live, list) and len(live) == len(wanted) and all(map(covers, live, wanted))
+    if live == wanted:
+        return True
+    if quantities:
+        try:
+            return parse_quantity(live) == parse_quantity(wanted)
+        except (ValueError, TypeError):
+            return False
+    return False
+
+
+def _condition(obj: Any, kind: str) -> dict[str, str]:
+    for condition in (obj.status.conditions if obj.status else None) or []:
+        if condition.type == kind:
+            return {
+                "status": condition.status or "",
+                "reason": condition.reason or "",
+                "message": condition.message or "",
+            }
+    return {}
+
+
+def _timestamp(value: datetime | None) -> float:
+    return value.timestamp() if value is not None else 0.0
+
+
+def _container_problem(pod: Any) -> tuple[str, str]:
+    """The first waiting or terminated container's reason and message (ImagePullBackOff, OOMKilled, ...)."""
+    status = pod.status
+    for container in [*(status.init_container_statuses or []), *(status.container_statuses or [])]:
+        state = container.state
+        if state is None:
+            continue
+        for detail in (state.waiting, state.terminated):
+            if detail is not None and detail.reason and detail.reason not in ("ContainerCreating", "PodInitializing"):
+                return detail.reason, detail.message or ""
+    return "", ""
+
+
+def pod_status(pod: Any, unschedulable: Mapping[str, str]) -> PodStatus:
+    """One pod as the portal reports it; a Pending pod's message says why it waits."""
+    status = pod.status
+    phase = (status.phase if status else None) or "Unknown"
+    ready = _condition(pod, "Ready").get("status") == "True"
+    reason = (status.reason if status else None) or ""
+    message = (status.message if status else None) or ""
+    scheduled = _condition(pod, "PodScheduled")
+    if phase == "Pending" and scheduled.get("status") != "True":
+        reason = scheduled.get("reason") or ("Unschedulable" if pod.metadata.name in unschedulable else reason)
+        message = scheduled.get("message") or unschedulable.get(pod.metadata.name, "") or message
+    elif status is not None and not message and not ready and phase != "Succeeded":
+        problem_reason, problem_message = _container_problem(pod)
+        reason, message = (problem_reason, problem_message) if problem_reason else (reason, message)
+    return PodStatus(name=pod.metadata.name, phase=phase, ready=ready, reason=reason, message=message)
+
+
+def summarize(pods: tuple[PodStatus, ...]) -> WorkloadStatus:
+    """One phase for the workload: Pending if any pod waits, Running if the rest run, else how they ended."""
+    pending = [pod for pod in pods if pod.phase == "Pending"]
+    if pending:
+        reason = next((pod.message or pod.reason for pod in pending if pod.message or pod.reason), "")
+        return WorkloadStatus(phase="Pending", pods=pods, pending_reason=reason)
+    live = [pod for pod in pods if pod.phase not in ("Succeeded", "Failed")]
+    if live:
+        phase = "Running" if all(pod.phase == "Running" for pod in live) else "Pending"
+        troubled = [f"{pod.name}: {pod.reason}" for pod in live if not pod.ready and pod.reason]
+        return WorkloadStatus(phase=phase, pods=pods, message="; ".join(troubled))
+    failed = [pod for pod in pods if pod.phase == "Failed"]
+    if failed:
+        message = "; ".join(f"{pod.name}: {pod.message or pod.reason or 'failed'}" for pod in failed)
+        return WorkloadStatus(phase="Failed", pods=pods, message=message)
+    return WorkloadStatus(phase="Succeeded", pods=pods)
+
+
+def node_inventory(node: Any) -> NodeInventory:
+    """A node's GFD labels, taints, Ready condition and allocatable GPU resources (integers)."""
+    allocatable: dict[str, int] = {}
+    for resource, quantity in ((node.status.allocatable if node.status else None) or {}).items():
+        if resource in (GPU_RESOURCE, SHARED_GPU_RESOURCE) or resource.startswith(MIG_RESOURCE_PREFIX):
+            allocatable[resource] = int(parse_quantity(quantity))
+    taints = tuple(
+        {"key": taint.key, "value": taint.value or "", "effect": taint.effect}
+        for taint in ((node.spec.taints if node.spec else None) or [])
+    )
+    return NodeInventory(
+        name=node.metadata.name,
+        labels=dict(node.metadata.labels or {}),
+        allocatable=allocatable,
+        taints=taints,
+        ready=_condition(node, "Ready").get("status") == "True",
+    )

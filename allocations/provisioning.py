@@ -1,0 +1,248 @@
+"""Provisioning services: render a request's objects, apply them through its cluster's gateway, observe, tear down.
+
+PostgreSQL is the source of truth. Every function re-reads the request, checks its status, and is safe to run twice:
+server-side apply and file writes are idempotent, deletes tolerate what is already gone, and status changes go
+through ``gpu_request_transition`` (row lock + event). Tasks call these and decide only about retries.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q, Sum
+from django.utils import timezone
+
+from allocations.gateways.base import ClusterGateway, PermanentGatewayError, WorkloadStatus
+from allocations.manifests import (
+    ManifestError,
+    PoolContext,
+    TeamContext,
+    WorkloadContext,
+    is_request_owned,
+    render_request_objects,
+)
+from allocations.models import Cluster, GpuRequest, NodePool, Quota, RequestStatus, Team
+from allocations.selectors import catalog_from_db, tier_spec
+from allocations.services import gpu_request_transition
+
+logger = logging.getLogger(__name__)
+SYSTEM = "system:provisioning"
+# Phases in which every wanted pod runs (or the cluster cannot be observed, as with a GitOps tree).
+RUNNING_PHASES = frozenset({"Running", "Succeeded", "Unobservable"})
+
+
+def cluster_gateway(cluster: Cluster) -> ClusterGateway:
+    """The gateway for a cluster's backend, configured from its secret references (never from stored secrets)."""
+    from allocations.gateways import gateway_for
+
+    return gateway_for(
+        backend=cluster.backend,
+        api_endpoint=cluster.api_endpoint,
+        kubeconfig_ref=cluster.kubeconfig_secret_ref,
+        gitops_root=settings.PORTAL_GITOPS_ROOT,
+        gitops_path=cluster.gitops_path or cluster.name,
+        gitops_commit=cluster.gitops_commit,
+    )
+
+
+def team_context(team: Team, cluster: Cluster) -> TeamContext:
+    """The team's namespace and its quotas on this cluster (team-wide, cluster and pool quotas added up)."""
+    scope = Q(cluster__isnull=True, node_pool__isnull=True) | Q(cluster=cluster) | Q(node_pool__cluster=cluster)
+    rows = Quota.objects.filter(scope, team=team).values("resource_name").annotate(total=Sum("limit"))
+    return TeamContext(slug=team.slug, namespace=team.namespace, quotas={r["resource_name"]: r["total"] for r in rows})
+
+
+def pool_context(pool: NodePool) -> PoolContext:
+    """A node pool as the renderer takes it."""
+    return PoolContext(
+        name=pool.name,
+        gpu_model=pool.gpu_model.name,
+        product_label=pool.gpu_model.product_label,
+        sharing_mode=pool.sharing_mode,
+        time_slice_replicas=pool.time_slice_replicas,
+        node_labels=dict(pool.node_labels or {}),
+        taints=list(pool.taints or []),
+        mig_devices=dict(pool.mig_devices or {}),
+    )
+
+
+def workload_context(request: GpuRequest) -> WorkloadContext:
+    """Everything the renderer needs about one request, from its frozen spec and its team, tier and pool."""
+    return WorkloadContext(
+        request_id=request.pk,
+        name=request.name,
+        workload_type=request.workload_type,
+        image=request.image or settings.PORTAL_DEFAULT_IMAGES[request.workload_type],
+        command=list(request.command or []),
+        spec=request.spec,
+        team=team_context(request.team, request.cluster),
+        duration_hours=request.duration_hours,
+        tier=tier_spec(request.sla_tier) if request.sla_tier else None,
+        pool=pool_context(request.node_pool) if request.node_pool else None,
+    )
+
+
+def gpu_request_render(*, request: GpuRequest) -> list[dict[str, Any]]:
+    """Render the request's objects and keep them on the request (the detail page and the API show them)."""
+    objects = render_request_objects(workload_context(request), catalog=catalog_from_db())
+    GpuRequest.objects.filter(pk=request.pk).update(manifests=objects, manifests_rendered_at=timezone.now())
+    request.manifests = objects
+    return objects
+
+
+def _load(request_id: int) -> GpuRequest | None:
+    return (
+        GpuRequest.objects.select_related("team", "cluster", "node_pool__gpu_model", "sla_tier")
+        .filter(pk=request_id)
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a provisioning step did, for logs and task results."""
+
+    request_id: int
+    action: str
+    detail: str = ""
+
+
+def _observe(request: GpuRequest, status: WorkloadStatus) -> Outcome:
+    """Record what the cluster says, and move provisioning -> active once the workload runs."""
+    now = timezone.now()
+    if status.phase in RUNNING_PHASES:
+        detail = status.message or "Running."
+    elif status.phase == "Pending":
+        detail = f"Pending: {status.pending_reason or 'waiting for the scheduler.'}"
+    else:
+        detail = status.message or status.phase
+    updates: dict[str, Any] = {"observed_phase": status.phase, "observed_at": now, "status_detail": detail}
+    if request.status == RequestStatus.PROVISIONING and status.phase in RUNNING_PHASES:
+        updates["activated_at"] = now  # the same instant the expiry counts from
+        if request.expires_at is None and request.duration_hours:
+            updates["expires_at"] = now + timedelta(hours=float(request.duration_hours))
+        gpu_request_transition(
+            request=request, to_status=RequestStatus.ACTIVE, acting_user=None, actor_label=SYSTEM, updates=updates
+        )
+        return Outcome(request.pk, "activated", detail)
+    GpuRequest.objects.filter(pk=request.pk).update(**updates)
+    return Outcome(request.pk, "observed", detail)
+
+
+def gpu_request_provision(*, request_id: int, task_id: str = "") -> Outcome:
+    """Render and apply an approved (or re-applied) request, then observe it; safe to run again at any point."""
+    request = _load(request_id)
+    if request is None:
+        return Outcome(request_id, "missing")
+    if request.status == RequestStatus.APPROVED:
+        gpu_request_transition(
+            request=request,
+            to_status=RequestStatus.PROVISIONING,
+            acting_user=None,
+            actor_label=SYSTEM,
+            updates={"last_task_id": task_id} if task_id else None,
+        )
+    elif request.status not in (RequestStatus.PROVISIONING, RequestStatus.ACTIVE):
+        return Outcome(request_id, "skipped", f"status is {request.status}")
+    if request.cluster is None:
+        return _fail(request, "The request has no cluster to run on.")
+    try:
+        objects = gpu_request_render(request=request)
+    except ManifestError as exc:
+        return _fail(request, f"The request cannot be rendered for pool {request.node_pool}: {exc}")
+    gateway = cluster_gateway(request.cluster)
+    try:
+        result = gateway.apply(objects)
+        status = gateway.workload_status(namespace=request.team.namespace, request_id=request.pk)
+    except PermanentGatewayError as exc:
+        return _fail(request, f"The cluster refused the objects: {exc}")
+    if result.drifted and request.status == RequestStatus.ACTIVE:
+        logger.info("request %s: re-applied drifted objects %s", request.pk, ", ".join(map(str, result.drifted)))
+    return _observe(request, status)
+
+
+def _fail(request: GpuRequest, message: str) -> Outcome:
+    gpu_request_transition(
+        request=request,
+        to_status=RequestStatus.FAILED,
+        acting_user=None,
+        actor_label=SYSTEM,
+        comment=message,
+        updates={"status_detail": message},
+    )
+    return Outcome(request.pk, "failed", message)
+
+
+def gpu_request_record_error(*, request_id: int, message: str, task_id: str = "") -> None:
+    """Keep a task's readable error and id on the request without changing its status (a failure hook)."""
+    GpuRequest.objects.filter(pk=request_id).update(status_detail=message[:2000], last_task_id=task_id)
+
+
+def gpu_request_teardown(*, request_id: int) -> Outcome:
+    """Delete the request's own objects from its cluster (shared namespace objects stay); idempotent."""
+    request = _load(request_id)
+    if request is None or request.cluster is None:
+        return Outcome(request_id, "missing")
+    if request.status not in (RequestStatus.RELEASED, RequestStatus.EXPIRED, RequestStatus.FAILED):
+        return Outcome(request_id, "skipped", f"status is {request.status}")
+    owned = [obj for obj in (request.manifests or []) if is_request_owned(obj)]
+    if not owned:
+        return Outcome(request_id, "nothing-to-delete")
+    deleted = cluster_gateway(request.cluster).delete(owned)
+    GpuRequest.objects.filter(pk=request.pk).update(
+        observed_phase="NotFound", observed_at=timezone.now(), status_detail="Workload removed from the cluster."
+    )
+    return Outcome(request_id, "deleted", ", ".join(map(str, deleted)))
+
+
+# A request in approved or provisioning with no progress for this long is handed to provisioning again: the message
+# published on commit may have been lost (a Redis restart, a crash between commit and publish).
+STUCK_AFTER = timedelta(minutes=2)
+
+
+def stuck_request_ids(now: Any = None) -> list[int]:
+    """Requests approved or provisioning whose last change is older than STUCK_AFTER."""
+    now = now or timezone.now()
+    return list(
+        GpuRequest.objects.filter(
+            status__in=(RequestStatus.APPROVED, RequestStatus.PROVISIONING), updated_at__lt=now - STUCK_AFTER
+        ).values_list("pk", flat=True)
+    )
+
+
+def active_request_ids() -> list[int]:
+    """Requests whose workload should be running, to observe and re-apply on drift."""
+    return list(GpuRequest.objects.filter(status=RequestStatus.ACTIVE).values_list("pk", flat=True))
+
+
+def gpu_requests_expire(*, now: Any = None) -> tuple[list[int], list[int]]:
+    """Expire requests past their expiry and return (expired ids, ids whose owner is told it expires in a day)."""
+    from allocations.notifications import notify_expiry_soon_on_commit
+
+    now = now or timezone.now()
+    running = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE)
+    expired = []
+    for request in GpuRequest.objects.filter(status__in=running, expires_at__lte=now):
+        gpu_request_transition(
+            request=request,
+            to_status=RequestStatus.EXPIRED,
+            acting_user=None,
+            actor_label="system:expiry",
+            comment=f"Expired at {request.expires_at:%Y-%m-%d %H:%M} UTC.",
+        )
+        expired.append(request.pk)
+    warned = []
+    soon = GpuRequest.objects.filter(
+        status__in=running, expires_at__gt=now, expires_at__lte=now + timedelta(days=1), expiry_notified_at=None
+    )
+    for request in soon:
+        with transaction.atomic():
+            if GpuRequest.objects.filter(pk=request.pk, expiry_notified_at=None).update(expiry_notified_at=now):
+                notify_expiry_soon_on_commit(request)
+                warned.append(request.pk)
+    return expired, warned

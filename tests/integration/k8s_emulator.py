@@ -1,0 +1,317 @@
+"""A Kubernetes API server emulator for the gateway tests: kmock's ``KubernetesEmulator`` over real HTTP, gaps closed.
+
+``PortalKubernetesEmulator`` adds, and only adds, what the Kubernetes gateway needs from an API server
+(TESTING.md, "Kubernetes"):
+
+- **server-side apply**: ``PATCH`` with ``application/apply-patch+yaml`` parses the body as YAML (JSON included),
+  requires ``fieldManager``, checks the body's name against the URL, creates a missing object (201) and otherwise
+  merges the body in (200); a no-op apply leaves the object and its ``resourceVersion`` untouched;
+- **Namespace URLs** (``/api/v1/namespaces/<name>``) are read as the Namespace object, not as a namespace prefix;
+- **label and field selectors** on lists: equality (``k=v``, ``k==v``, ``k!=v``) and existence (``k``, ``!k``);
+  set-based selectors (``in``, ``notin``) answer 400 rather than a wrong list;
+- **lists** carry ``kind`` (``PodList``) and ``apiVersion``; objects get ``uid``, ``creationTimestamp`` and a
+  ``resourceVersion`` that grows when an apply changes them;
+- **injected failures** (``fail``): the next matching requests answer a ``Status`` with a chosen code and message
+  before any state changes, as an API server, an admission webhook or a proxy in front of one would.
+
+What it cannot prove, so a real cluster (kind, or a staging cluster) still has to:
+
+- **field ownership**: there are no ``managedFields``; an apply is a plain JSON merge, so a field the portal stops
+  rendering stays here, where a real server would remove it; lists are replaced whole, never merged by key;
+- **conflicts**: no field-manager conflicts exist, so ``force=true`` is accepted and never exercised; a 409 appears
+  only when injected;
+- **admission and validation**: no schema validation, defaulting, quota, LimitRange, PodSecurity or webhooks; any
+  object is stored as sent (the manifests are validated offline by ``kubernetes-validate`` in the manifest tests);
+- **controllers and the scheduler**: nothing creates pods, events or node status; tests inject them (``put``);
+- **garbage collection**: ``propagationPolicy`` is ignored; deleting a Job or a Namespace leaves its pods here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import itertools
+import re
+import threading
+import uuid
+from collections.abc import Awaitable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import aiohttp.web
+import attrs
+import kmock
+import yaml
+from kmock import action, method
+
+T = TypeVar("T")
+APPLY_PATCH = "application/apply-patch+yaml"
+# kind -> (group, version, plural, namespaced): what the portal renders and the gateway reads.
+KINDS: dict[str, tuple[str, str, str, bool]] = {
+    "Namespace": ("", "v1", "namespaces", False),
+    "Node": ("", "v1", "nodes", False),
+    "Pod": ("", "v1", "pods", True),
+    "Event": ("", "v1", "events", True),
+    "ConfigMap": ("", "v1", "configmaps", True),
+    "Service": ("", "v1", "services", True),
+    "ResourceQuota": ("", "v1", "resourcequotas", True),
+    "LimitRange": ("", "v1", "limitranges", True),
+    "Deployment": ("apps", "v1", "deployments", True),
+    "Job": ("batch", "v1", "jobs", True),
+    "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),
+    "NetworkPolicy": ("networking.k8s.io", "v1", "networkpolicies", True),
+    "PriorityClass": ("scheduling.k8s.io", "v1", "priorityclasses", False),
+}
+VERBS = {"get", "list", "watch", "create", "patch", "delete"}
+_NAMESPACE_URL = re.compile(r"^/api/v1/namespaces/([^/]+)$")
+_NAMESPACE_ACTIONS = {method.GET: action.FETCH, method.PATCH: action.UPDATE, method.DELETE: action.DELETE}
+
+
+def resource_of(kind: str) -> kmock.resource:
+    """The emulator's resource for a kind."""
+    group, version, plural, _ = KINDS[kind]
+    return kmock.resource(group, version, plural)
+
+
+def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
+    """A ``Status`` object as the API server answers failures."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Status",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+
+
+@dataclass
+class _Failure:
+    method: str
+    path: str
+    code: int
+    reason: str
+    message: str
+    times: int
+
+
+@attrs.define(kw_only=True)
+class PortalKubernetesEmulator(kmock.KubernetesEmulator):
+    """kmock's emulator plus server-side apply, Namespace URLs, selectors, typed lists and injected failures."""
+
+    _failures: list[_Failure] = attrs.field(factory=list, init=False)
+    _versions: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        for kind, (group, version, plural, namespaced) in KINDS.items():
+            info = kmock.ResourceInfo(kind=kind, namespaced=namespaced, verbs=VERBS)
+            self.resources[kmock.resource(group, version, plural)] = info
+
+    def fail(self, verb: str, path: str, code: int, message: str, *, reason: str = "", times: int = 1) -> None:
+        """Answer the next ``times`` requests ``verb path`` (path without query) with a Status of ``code``."""
+        self._failures.append(_Failure(verb.upper(), path, code, reason or f"Injected{code}", message, times))
+
+    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        found = _NAMESPACE_URL.match(request.url.path)
+        if found:
+            namespaces = kmock.resource("", "v1", "namespaces")
+            action_ = _NAMESPACE_ACTIONS.get(request.method)
+            fixed = attrs.evolve(request, resource=namespaces, namespace=None, name=found[1], action=action_)
+            # kmock's views find requests by identity in its request log, so the corrected one replaces the parsed one.
+            self._requests[:] = [fixed if seen is request else seen for seen in self._requests]
+            request = fixed
+        for failure in self._failures:
+            if failure.times > 0 and (failure.method, failure.path) == (request.method.value, request.url.path):
+                failure.times -= 1
+                body = status_body(failure.code, failure.reason, failure.message)
+                return aiohttp.web.json_response(body, status=failure.code)
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if request.method == method.PATCH and content_type == APPLY_PATCH and request.name and request.resource:
+            return await self._apply(request)
+        return await super()._handle(request)
+
+    async def _apply(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        """Server-side apply as a merge: create the object when missing, merge the body in otherwise."""
+        try:
+            body = yaml.safe_load(request.text)
+        except yaml.YAMLError as error:
+            return _refuse(400, "BadRequest", f"error decoding YAML: {error}")
+        if not isinstance(body, dict):
+            return _refuse(400, "BadRequest", "the apply body is not an object")
+        if not request.params.get("fieldManager"):
+            return _refuse(400, "BadRequest", "PATCH apply requires fieldManager to be set")
+        meta = body.setdefault("metadata", {})
+        if meta.get("name") != request.name:
+            message = f"the name of the object ({meta.get('name')}) does not match the name on the URL ({request.name})"
+            return _refuse(400, "BadRequest", message)
+        if request.namespace is not None:
+            meta.setdefault("namespace", request.namespace)
+        key = (request.resource, request.namespace, request.name)
+        async with self._lock:
+            existing = self._objects[key] if key in self._objects else None  # noqa: SIM401 (ObjectsArray has no get)
+            if existing is None or existing.deleted:
+                stamp = {"uid": str(uuid.uuid4()), "creationTimestamp": _now(), "resourceVersion": self._version()}
+                created = {**body, "metadata": {**meta, **stamp}}
+                if existing is None:
+                    self._objects[key] = created
+                else:
+                    existing.create(created)
+                code, event, obj = 201, "ADDED", self._objects[key]
+            else:
+                before = existing.raw
+                existing.patch(copy.deepcopy(body))
+                if existing.raw == before:
+                    del existing.history[-1]  # a no-op apply writes nothing, as a real server
+                else:
+                    del existing.history[-1]
+                    existing.patch({**body, "metadata": {**meta, "resourceVersion": self._version()}})
+                code, event, obj = 200, "MODIFIED", existing
+            raw = obj.raw
+            await self._buses[request.resource].put({"type": event, "object": raw})
+        return aiohttp.web.json_response(raw, status=code)
+
+    async def _serve_list(self, request: kmock.Request) -> dict[str, Any]:
+        """The stock list, filtered by label and field selectors, with ``kind`` and ``apiVersion``."""
+        listing = dict(await super()._serve_list(request))
+        items = listing.get("items", [])
+        for param, lookup in (("labelSelector", _label), ("fieldSelector", _field)):
+            selector = request.params.get(param, "")
+            if selector:
+                items = [item for item in items if _selects(selector, item, lookup)]
+        listing["items"] = items
+        assert request.resource is not None  # a list request always names its resource
+        info = self.resources[request.resource]
+        group, version = request.resource.group, request.resource.version
+        listing["apiVersion"] = f"{group}/{version}" if group else version
+        listing["kind"] = f"{info.kind}List"
+        return listing
+
+    def _version(self) -> str:
+        return str(next(self._versions))
+
+
+class SelectorError(kmock.KubernetesError):
+    """A selector the emulator does not evaluate: answered 400 so no test trusts a wrong list."""
+
+
+def _refuse(code: int, reason: str, message: str) -> aiohttp.web.Response:
+    return aiohttp.web.json_response(status_body(code, reason, message), status=code)
+
+
+def _now() -> str:
+    return datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _label(item: Mapping[str, Any], key: str) -> str | None:
+    return ((item.get("metadata") or {}).get("labels") or {}).get(key)
+
+
+def _field(item: Mapping[str, Any], key: str) -> str | None:
+    value: Any = item
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return None if value is None else str(value)
+
+
+def _selects(selector: str, item: Mapping[str, Any], lookup: Any) -> bool:
+    """Whether an item matches an equality- or existence-based selector."""
+    for term in (part.strip() for part in selector.split(",") if part.strip()):
+        if re.search(r"\s(not)?in\s*\(", term) or "(" in term:
+            raise SelectorError(status=400, reason="BadRequest", message=f"set-based selector not emulated: {term}")
+        if "!=" in term:
+            key, value = (side.strip() for side in term.split("!=", 1))
+            if lookup(item, key) == value:
+                return False
+        elif "=" in term:
+            key, value = (side.strip() for side in term.replace("==", "=").split("=", 1))
+            if lookup(item, key) != value:
+                return False
+        elif term.startswith("!"):
+            if lookup(item, term[1:].strip()) is not None:
+                return False
+        elif lookup(item, term) is None:
+            return False
+    return True
+
+
+class EmulatedCluster:
+    """The emulator on a loopback port, served from a background thread with its own event loop, for sync tests."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="k8s-emulator", daemon=True)
+        self.emulator: PortalKubernetesEmulator
+        self._server: kmock.Server
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(cls) -> Iterator[EmulatedCluster]:
+        """Start the emulator, hand it over, and stop it however the test ends."""
+        cluster = cls()
+        cluster._thread.start()
+        try:
+            cluster._run(cluster._enter())
+            yield cluster
+        finally:
+            with contextlib.suppress(Exception):
+                cluster._run(cluster._exit())
+            cluster._loop.call_soon_threadsafe(cluster._loop.stop)
+            cluster._thread.join(timeout=10)
+            cluster._loop.close()
+
+    @property
+    def url(self) -> str:
+        """The API server's base URL, e.g. ``http://127.0.0.1:40123``."""
+        return str(self._server.url).rstrip("/")
+
+    @property
+    def requests(self) -> list[kmock.Request]:
+        """Every request served so far, in order."""
+        return self._locked(lambda _: list(self.emulator._requests))
+
+    def put(self, obj: Mapping[str, Any]) -> None:
+        """Store an object as a controller, the scheduler or a kubelet would have written it."""
+        meta = obj["metadata"]
+        key = (resource_of(obj["kind"]), meta.get("namespace"), meta["name"])
+        self._locked(lambda objects: objects.__setitem__(key, copy.deepcopy(dict(obj))))
+
+    def edit(self, kind: str, name: str, changes: Mapping[str, Any], namespace: str | None = None) -> None:
+        """Merge changes into a stored object, as ``kubectl edit`` by someone else would."""
+        self._locked(lambda objects: objects[resource_of(kind), namespace, name].patch(copy.deepcopy(dict(changes))))
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """A stored object's current state, or None when it does not exist."""
+
+        def read(objects: kmock.ObjectsArray) -> dict[str, Any] | None:
+            key = (resource_of(kind), namespace, name)
+            return None if key not in objects or objects[key].deleted else copy.deepcopy(objects[key].raw)
+
+        return self._locked(read)
+
+    def fail(self, verb: str, path: str, code: int, message: str, *, reason: str = "", times: int = 1) -> None:
+        """Make the next ``times`` matching requests fail (see ``PortalKubernetesEmulator.fail``)."""
+        self._locked(lambda _: self.emulator.fail(verb, path, code, message, reason=reason, times=times))
+
+    def _locked(self, change: Any) -> Any:
+        async def under_lock() -> Any:
+            async with self.emulator._lock:
+                return change(self.emulator.objects)
+
+        return self._run(under_lock())
+
+    def _run(self, coroutine: Awaitable[T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=30)  # type: ignore[arg-type]
+
+    async def _enter(self) -> None:
+        self.emulator = PortalKubernetesEmulator()
+        await self.emulator.__aenter__()
+        self._server = kmock.Server(self.emulator)
+        await self._server.__aenter__()
+
+    async def _exit(self) -> None:
+        await self._server.__aexit__(None, None, None)
+        await self.emulator.__aexit__(None, None, None)
