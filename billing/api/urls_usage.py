@@ -1,0 +1,3 @@
+"""REST API routes for billing usage."""
+
+urlpatterns: list = []

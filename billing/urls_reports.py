@@ -1,0 +1,3 @@
+"""Browser routes for billing reports pages."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""Browser routes for billing utilization pages."""
+
+urlpatterns: list = []
