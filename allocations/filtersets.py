@@ -1,11 +1,56 @@
-"""One FilterSet per model, shared by the browser lists and the API (netbox's pattern)."""
+"""One FilterSet per model, shared by the browser lists and the API (netbox's pattern).
+
+Values are made safe for PostgreSQL here, once, for both: a time's UTC offset beyond +/-15:59 is refused by the
+database (``time zone displacement out of range``) and a NUL character cannot be stored in text, so times are
+normalized to UTC and NULs are refused as invalid input (a 400 in the API, a form error in the browser).
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import django_filters
+from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Q, QuerySet
+from django_filters.fields import IsoDateTimeField
 
 from allocations.models import GpuRequest, RequestStatus, SlaTier, Team, WorkloadType
+
+
+class UtcIsoDateTimeField(IsoDateTimeField):
+    """An ISO 8601 date-time converted to UTC; one that falls outside the calendar in UTC is invalid."""
+
+    def to_python(self, value: Any) -> datetime | None:
+        result = super().to_python(value)
+        if result is None:
+            return None
+        try:
+            return result.astimezone(UTC)
+        except OverflowError:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid") from None
+
+
+class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """``IsoDateTimeFilter`` whose value reaches the database in UTC."""
+
+    field_class = UtcIsoDateTimeField
+
+
+class SafeModelChoiceField(forms.ModelChoiceField):
+    """A model choice whose raw value may not contain NUL characters."""
+
+    default_validators = [ProhibitNullCharactersValidator()]
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str):
+            ProhibitNullCharactersValidator()(value)
+        return super().to_python(value)
+
+
+class SafeModelChoiceFilter(django_filters.ModelChoiceFilter):
+    field_class = SafeModelChoiceField
 
 
 class GpuRequestFilterSet(django_filters.FilterSet):
@@ -13,15 +58,13 @@ class GpuRequestFilterSet(django_filters.FilterSet):
 
     q = django_filters.CharFilter(method="search", label="Search")
     status = django_filters.MultipleChoiceFilter(choices=RequestStatus.choices)
-    team = django_filters.ModelChoiceFilter(
-        field_name="team", to_field_name="slug", queryset=Team.objects.all(), label="Team"
-    )
-    sla_tier = django_filters.ModelChoiceFilter(
+    team = SafeModelChoiceFilter(field_name="team", to_field_name="slug", queryset=Team.objects.all(), label="Team")
+    sla_tier = SafeModelChoiceFilter(
         field_name="sla_tier", to_field_name="slug", queryset=SlaTier.objects.all(), label="SLA tier"
     )
     workload_type = django_filters.ChoiceFilter(choices=WorkloadType.choices)
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    created_after = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = GpuRequest

@@ -61,7 +61,7 @@ def notify_on_commit(kind: str, request: GpuRequest, comment: str = "") -> None:
                 comment=comment,
             )
 
-    transaction.on_commit(deliver)
+    transaction.on_commit(deliver, robust=True)
 
 
 def notify_expiry_soon_on_commit(request: GpuRequest) -> None:
@@ -78,4 +78,4 @@ def notify_expiry_soon_on_commit(request: GpuRequest) -> None:
                 [fresh.requester.email],
             )
 
-    transaction.on_commit(deliver)
+    transaction.on_commit(deliver, robust=True)

@@ -30,13 +30,14 @@ from allocations.selectors import membership_role, user_is_approver
 
 
 class InvalidTransition(Exception):
-    """A status change the request lifecycle does not allow; nothing was changed."""
+    """A status change the request lifecycle (or the action asked for) does not allow; nothing was changed."""
 
-    def __init__(self, request: GpuRequest, to_status: str) -> None:
+    def __init__(self, request: GpuRequest, to_status: str, message: str | None = None) -> None:
         allowed = sorted(ALLOWED_TRANSITIONS.get(request.status, frozenset()))
         allowed_text = ", ".join(allowed) if allowed else "none (it is final)"
         super().__init__(
-            f"Request #{request.pk} is {request.status}; it cannot move to {to_status}. "
+            message
+            or f"Request #{request.pk} is {request.status}; it cannot move to {to_status}. "
             f"From {request.status} it may move to: {allowed_text}."
         )
         self.from_status = request.status
@@ -231,7 +232,7 @@ def _approve_locked(
     from allocations.tasks import provision_request
 
     notify_on_commit("approved", request, comment)
-    transaction.on_commit(lambda: provision_request.delay(request.pk))
+    transaction.on_commit(lambda: provision_request.delay(request.pk), robust=True)
     return request
 
 
@@ -279,7 +280,11 @@ def gpu_request_cancel(*, request: GpuRequest, acting_user: AbstractBaseUser, co
     """Withdraw a request that is not yet approved (it ends as released)."""
     _require_owner_or_lead(acting_user, request)
     if request.status not in (RequestStatus.DRAFT, RequestStatus.PENDING_APPROVAL):
-        raise ValidationError({"status": [f"Only a pending request can be cancelled; this one is {request.status}."]})
+        raise InvalidTransition(
+            request,
+            RequestStatus.RELEASED,
+            f"Only a pending request can be cancelled; #{request.pk} is {request.status} (release it instead).",
+        )
     return gpu_request_transition(
         request=request,
         to_status=RequestStatus.RELEASED,
@@ -297,13 +302,11 @@ def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, c
     """Give an approved or running allocation back: it stops counting against the quota at once."""
     _require_owner_or_lead(acting_user, request)
     if request.status not in RELEASABLE_STATUSES:
-        raise ValidationError(
-            {
-                "status": [
-                    f"Only an approved, provisioning, active or failed request can be released; this one is "
-                    f"{request.status}."
-                ]
-            }
+        raise InvalidTransition(
+            request,
+            RequestStatus.RELEASED,
+            f"Only an approved, provisioning, active or failed request can be released; #{request.pk} is "
+            f"{request.status}.",
         )
     from allocations.tasks import release_request
 
@@ -311,5 +314,5 @@ def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, c
         gpu_request_transition(
             request=request, to_status=RequestStatus.RELEASED, acting_user=acting_user, comment=comment or "Released"
         )
-        transaction.on_commit(lambda: release_request.delay(request.pk))
+        transaction.on_commit(lambda: release_request.delay(request.pk), robust=True)
     return request

@@ -1,3 +1,13 @@
-"""REST API routes under /api/v1/."""
+"""REST API routes under /api/v1/: kebab-case plural resources, lifecycle writes as actions."""
 
-urlpatterns: list = []
+from rest_framework.routers import DefaultRouter
+
+from allocations.api import views
+
+router = DefaultRouter()
+router.include_root_view = False
+router.register("recommendations", views.RecommendationViewSet, basename="recommendation")
+router.register("requests", views.GpuRequestViewSet, basename="gpu-request")
+router.register("teams", views.TeamViewSet, basename="team")
+
+urlpatterns = router.urls

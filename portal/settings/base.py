@@ -132,7 +132,9 @@ _BROKER_FROM_ENV = env_str("CELERY_BROKER_URL") or ""
 CELERY_TASK_ALWAYS_EAGER = not _BROKER_FROM_ENV
 # With no broker, tasks run eagerly; the in-memory transport keeps Celery from dialling localhost.
 CELERY_BROKER_URL = _BROKER_FROM_ENV or "memory://"
-CELERY_TASK_EAGER_PROPAGATES = True
+# Without a broker a task's error is kept on its row by the failure hook; it must not turn a committed approval
+# into a 500. Tests turn propagation on to see errors.
+CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

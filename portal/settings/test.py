@@ -13,6 +13,7 @@ from .base import REST_FRAMEWORK, VAR_DIR
 INTEGRATION_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_BROKER_URL = INTEGRATION_BROKER_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"

@@ -156,11 +156,11 @@ def test_cancel_and_release_by_owner_or_lead_only(demo_org) -> None:
 
     approved = submit(demo_org, name="a")
     gpu_request_approve(request=approved, acting_user=demo_org.approver)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidTransition, match="release it instead"):
         gpu_request_cancel(request=approved, acting_user=demo_org.member)
     gpu_request_release(request=approved, acting_user=demo_org.member)
     assert approved.status == RequestStatus.RELEASED
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidTransition):
         gpu_request_release(request=approved, acting_user=demo_org.member)
 
 

@@ -1,0 +1,321 @@
+"""Input and output serializers of the allocations API.
+
+Workload profiles are validated by ``WorkloadProfile.from_mapping`` (the pure core), never re-implemented here: the
+profile fields below are declared so the OpenAPI schema documents them, and ``ProfileInputSerializer`` hands them to
+the core and answers its ``ProfileError`` in DRF's ``{"field": ["message"]}`` shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.fields import SkipField, get_error_detail
+from rest_framework.settings import api_settings
+
+from allocations.decision import ProfileError, WorkloadProfile
+from allocations.decision.profile import MAX_NUMBER
+from allocations.models import (
+    Cluster,
+    GpuRequest,
+    Membership,
+    Quota,
+    RequestEvent,
+    Team,
+    WorkloadType,
+)
+from allocations.selectors import teams_visible_to
+
+_POSITIVE_NUMBER = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": int(MAX_NUMBER)}
+
+
+@extend_schema_field(_POSITIVE_NUMBER)
+class _PositiveNumberField(serializers.FloatField):
+    """A number > 0 in the schema; the core parses it exactly as a Decimal."""
+
+
+class _SlugField(serializers.SlugRelatedField):
+    """A slug that names an object; one with a NUL character names none (and must not reach PostgreSQL)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and "\x00" in data:
+            self.fail("does_not_exist", slug_name=self.slug_field, value=data.replace("\x00", ""))
+        return super().to_internal_value(data)
+
+
+# --- Workload profile in ----------------------------------------------------------------------------------------------
+
+
+class ProfileInputSerializer(serializers.Serializer):
+    """The workload profile (DESIGN.md), validated by ``WorkloadProfile.from_mapping``; the fields document it.
+
+    ``validated_data`` holds ``profile`` (the parsed ``WorkloadProfile``), ``profile_data`` (the raw profile fields, as
+    the submit service takes them) and every other declared field, validated by DRF as usual.
+    """
+
+    workload_type = serializers.ChoiceField(choices=WorkloadType.choices)
+    gpu_memory_gb = _PositiveNumberField(help_text="Peak GPU memory one replica needs, in GB.")
+    gpu_count = serializers.IntegerField(
+        required=False, min_value=1, max_value=int(MAX_NUMBER), help_text="GPUs per replica (default 1)."
+    )
+    replicas = serializers.IntegerField(required=False, min_value=1, max_value=int(MAX_NUMBER))
+    latency_sensitive = serializers.BooleanField(
+        required=False, allow_null=True, help_text="Default: true for realtime_inference, else false."
+    )
+    latency_p99_ms = _PositiveNumberField(required=False, allow_null=True)
+    isolation_required = serializers.BooleanField(
+        required=False, help_text="Memory and fault isolation needed (default false)."
+    )
+    expected_utilization_pct = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=100)
+    sla_tier = serializers.CharField(required=False, allow_null=True, max_length=100, help_text="SLA tier slug.")
+    gpu_model = serializers.CharField(
+        required=False,
+        allow_null=True,
+        max_length=100,
+        help_text="Catalog name, e.g. A100-40GB (null: the framework picks).",
+    )
+    duration_hours = _PositiveNumberField(required=False, allow_null=True)
+    cluster = _SlugField(
+        slug_field="name",
+        queryset=Cluster.objects.filter(is_active=True),
+        required=False,
+        allow_null=True,
+        help_text="Place on this cluster only (name); default: any active cluster.",
+    )
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, Mapping):
+            message = f"Invalid data. Expected a dictionary, but got {type(data).__name__}."
+            raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [message]}, code="invalid")
+        profile_names = set(WorkloadProfile.field_names())
+        own = {name for name in self.fields if name not in profile_names}
+        # Unknown keys go to the core along with the profile fields, which names them in its answer.
+        profile_data = {key: data[key] for key in data if key not in own}
+        errors: dict[str, Any] = {}
+        validated: dict[str, Any] = {}
+        try:
+            validated["profile"] = WorkloadProfile.from_mapping(profile_data)
+        except ProfileError as exc:
+            errors.update(exc.errors)
+        validated["profile_data"] = profile_data
+        for name in own:
+            field = self.fields[name]
+            if field.read_only:
+                continue
+            try:
+                value = field.run_validation(field.get_value(data))
+            except serializers.ValidationError as exc:
+                errors[name] = exc.detail
+            except DjangoValidationError as exc:
+                errors[name] = get_error_detail(exc)
+            except SkipField:
+                continue
+            else:
+                self.set_value(validated, field.source_attrs, value)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return validated
+
+
+class _VisibleTeamField(_SlugField):
+    """A team slug, looked up only among the teams the user may see (others read as "does not exist")."""
+
+    def get_queryset(self) -> QuerySet[Team]:
+        return teams_visible_to(self.context["request"].user)
+
+
+class GpuRequestCreateSerializer(ProfileInputSerializer):
+    """A new request: the profile fields flat, plus the team, a name and what it is for."""
+
+    team = _VisibleTeamField(slug_field="slug", queryset=Team.objects.all(), help_text="Team slug.")
+    name = serializers.CharField(max_length=100)
+    purpose = serializers.CharField(required=False, allow_blank=True, default="")
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    image = serializers.CharField(required=False, allow_blank=True, max_length=255, default="")
+    command = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False, default=list)
+
+
+class CommentSerializer(serializers.Serializer):
+    """The body of a request action: an optional comment (a reason is required to reject)."""
+
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+
+
+# --- Recommendation out -----------------------------------------------------------------------------------------------
+
+
+class MoneySerializer(serializers.Serializer):
+    """An amount of money: a decimal string rounded to the cent (null when no price is known) and its currency."""
+
+    amount = serializers.CharField(allow_null=True)
+    currency = serializers.CharField()
+
+
+class _AllocationCoreSerializer(serializers.Serializer):
+    """The fields a recommendation and its alternatives share (DESIGN.md "Recommendation")."""
+
+    strategy = serializers.ChoiceField(choices=["dedicated", "mig", "time-slicing"])
+    resource_name = serializers.CharField()
+    quantity = serializers.IntegerField()
+    replicas = serializers.IntegerField()
+    gpu_model = serializers.CharField()
+    mig_profile = serializers.CharField(allow_null=True)
+    time_slice_replicas = serializers.IntegerField(allow_null=True)
+    node_selector = serializers.DictField(child=serializers.CharField())
+    expected_overhead_pct = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2)
+    utilization_target_pct = serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2)
+    isolation = serializers.ChoiceField(choices=["full", "hardware", "none"])
+    estimated_monthly_cost = MoneySerializer()
+    saving_vs_dedicated_pct = serializers.FloatField()
+
+
+class AlternativeSerializer(_AllocationCoreSerializer):
+    """Another way to run the workload, its tradeoffs, and whether policy permits it."""
+
+    tradeoffs = serializers.ListField(child=serializers.CharField())
+    permitted = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True)
+
+
+class RecommendationSerializer(_AllocationCoreSerializer):
+    """The recommended allocation, why, and the alternatives."""
+
+    rationale = serializers.ListField(child=serializers.CharField())
+    alternatives = AlternativeSerializer(many=True)
+    topology_aware = serializers.BooleanField()
+
+
+# --- Requests out -----------------------------------------------------------------------------------------------------
+
+
+class GpuRequestSerializer(serializers.ModelSerializer):
+    """A GPU request as the API shows it: who, what was asked, the spec frozen at submission, status and times."""
+
+    team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    requester = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    node_pool = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    sla_tier = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    gpu_model = serializers.CharField(source="gpu_model_requested", read_only=True)
+    spec = serializers.SerializerMethodField()
+
+    class Meta:
+        model = GpuRequest
+        fields = [
+            "id",
+            "name",
+            "purpose",
+            "status",
+            "status_detail",
+            "team",
+            "requester",
+            "workload_type",
+            "gpu_memory_gb",
+            "gpu_count",
+            "replicas",
+            "latency_sensitive",
+            "latency_p99_ms",
+            "isolation_required",
+            "expected_utilization_pct",
+            "sla_tier",
+            "gpu_model",
+            "duration_hours",
+            "expires_at",
+            "image",
+            "command",
+            "cluster",
+            "node_pool",
+            "resource_name",
+            "resource_units",
+            "spec",
+            "created_at",
+            "updated_at",
+            "submitted_at",
+            "approved_at",
+            "activated_at",
+            "ended_at",
+        ]
+        read_only_fields = fields
+        extra_kwargs = {
+            name: {"coerce_to_string": False}
+            for name in ("gpu_memory_gb", "latency_p99_ms", "expected_utilization_pct", "duration_hours")
+        }
+
+    @extend_schema_field(RecommendationSerializer)
+    def get_spec(self, obj: GpuRequest) -> dict[str, Any]:
+        # The spec is stored as the framework wrote it at submission; it is shown as frozen, never recomputed.
+        return obj.spec
+
+
+# Both refer to the request's StatusEnum: spectacular would otherwise name the same choice set three times.
+_STATUS_REF = {"$ref": "#/components/schemas/StatusEnum"}
+
+
+@extend_schema_field(_STATUS_REF)
+class _EventStatusField(serializers.CharField):
+    """A request status in an event."""
+
+
+@extend_schema_field({"oneOf": [_STATUS_REF, {"type": "string", "maxLength": 0}]})
+class _EventFromStatusField(serializers.CharField):
+    """The status an event moved from; blank for the first event."""
+
+
+class RequestEventSerializer(serializers.ModelSerializer):
+    """One status change of a request: who, when, from, to and why."""
+
+    actor = serializers.CharField(source="actor_label", read_only=True)
+    from_status = _EventFromStatusField(read_only=True)
+    to_status = _EventStatusField(read_only=True)
+
+    class Meta:
+        model = RequestEvent
+        fields = ["id", "at", "actor", "from_status", "to_status", "comment"]
+        read_only_fields = fields
+
+
+# --- Teams out --------------------------------------------------------------------------------------------------------
+
+
+class TeamMemberSerializer(serializers.ModelSerializer):
+    """A member of a team and their role."""
+
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role"]
+        read_only_fields = fields
+
+
+class QuotaSerializer(serializers.ModelSerializer):
+    """One quota of a team with what the team holds against it now."""
+
+    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    node_pool = serializers.StringRelatedField(read_only=True, allow_null=True, help_text="cluster/pool")
+    scope = serializers.CharField(source="scope_label", read_only=True)
+    used = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Quota
+        fields = ["id", "resource_name", "cluster", "node_pool", "scope", "limit", "used"]
+        read_only_fields = fields
+
+    def get_used(self, obj: Quota) -> int:
+        return int(self.context.get("quota_usage", {}).get(obj.pk, 0))
+
+
+class TeamSerializer(serializers.ModelSerializer):
+    """A team with its members and its quotas (limit and units in use)."""
+
+    members = TeamMemberSerializer(source="memberships", many=True, read_only=True)
+    quotas = QuotaSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Team
+        fields = ["slug", "name", "namespace", "cost_center", "monthly_gpu_hour_budget", "members", "quotas"]
+        read_only_fields = fields

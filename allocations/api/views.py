@@ -1,0 +1,339 @@
+"""Thin API views: parse with an input serializer, call a service or a selector, answer with an output serializer.
+
+Querysets come from the selectors (``gpu_requests_visible_to``, ``teams_visible_to``), so another team's objects are
+404 by construction. Rule-bearing writes are explicit actions that call the services, whose errors are answered in
+DRF's shape: ``ValidationError`` -> 400 ``{"field": [...]}``, ``PermissionDenied`` -> 403 with the service's reason,
+``InvalidTransition`` -> 409.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
+from django.http import Http404
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
+from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.fields import get_error_detail
+from rest_framework.filters import OrderingFilter, SearchFilter
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import exception_handler
+
+from allocations import services
+from allocations.api import serializers as api
+from allocations.api.filters import NUL_MESSAGE, RejectNulCharacters
+from allocations.api.permissions import IsActivePortalUser
+from allocations.decision import ProfileError
+from allocations.filtersets import GpuRequestFilterSet
+from allocations.models import GpuRequest, Team
+from allocations.placement import place
+from allocations.selectors import gpu_requests_visible_to, quota_usage_by_quota, teams_with_quotas_visible_to
+
+
+class Conflict(exceptions.APIException):
+    """409: the request's current status does not allow the action."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request's status does not allow this action."
+    default_code = "invalid_transition"
+
+
+def service_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, after translating the services' Django exceptions into API errors with their messages."""
+    if isinstance(exc, services.InvalidTransition):
+        exc = Conflict(str(exc))
+    elif isinstance(exc, ProfileError):
+        exc = exceptions.ValidationError(exc.errors)
+    elif isinstance(exc, DjangoValidationError):
+        detail = get_error_detail(exc)
+        if not isinstance(detail, dict):
+            detail = {api_settings.NON_FIELD_ERRORS_KEY: detail}
+        exc = exceptions.ValidationError(detail)
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    return exception_handler(exc, context)
+
+
+class ServiceApiMixin:
+    """Base of every allocations API view: authenticated users only, service errors in DRF's shape."""
+
+    permission_classes = [IsActivePortalUser]
+
+    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
+        return service_exception_handler
+
+
+_ERROR = inline_serializer("Error", fields={"detail": serializers.CharField()})
+_FIELD_ERRORS = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description='Invalid input: `{"field": ["message", ...]}` naming each bad field.',
+)
+_AUTH_ERRORS = {401: _ERROR, 403: _ERROR}
+
+_PROFILE_EXAMPLE = {
+    "workload_type": "realtime_inference",
+    "gpu_memory_gb": 8,
+    "latency_sensitive": True,
+    "latency_p99_ms": 50,
+    "expected_utilization_pct": 40,
+}
+_RECOMMENDATION_EXAMPLE = {
+    "strategy": "mig",
+    "resource_name": "nvidia.com/mig-1g.10gb",
+    "quantity": 1,
+    "replicas": 1,
+    "gpu_model": "H100-80GB",
+    "mig_profile": "1g.10gb",
+    "time_slice_replicas": None,
+    "node_selector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+    "expected_overhead_pct": [0, 5],
+    "utilization_target_pct": [60, 80],
+    "isolation": "hardware",
+    "estimated_monthly_cost": {"amount": "201.19", "currency": "USD"},
+    "saving_vs_dedicated_pct": 85.7,
+    "rationale": [
+        "Latency-sensitive with 8 GB <= 10 GB: a MIG instance, whose hardware isolation prevents jitter "
+        "(decision tree, Part 4.6).",
+        "MIG: the smallest H100-80GB profile that holds 8 GB is 1g.10gb.",
+    ],
+    "alternatives": [
+        {
+            "strategy": "dedicated",
+            "resource_name": "nvidia.com/gpu",
+            "quantity": 1,
+            "replicas": 1,
+            "gpu_model": "H100-80GB",
+            "mig_profile": None,
+            "time_slice_replicas": None,
+            "node_selector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+            "expected_overhead_pct": [0, 0],
+            "utilization_target_pct": [80, 95],
+            "isolation": "full",
+            "estimated_monthly_cost": {"amount": "1408.35", "currency": "USD"},
+            "saving_vs_dedicated_pct": 0.0,
+            "tradeoffs": [
+                "Performance: the whole GPU with no sharing overhead and under 10% memory fragmentation (Part 1.4).",
+                "Isolation: full; nothing else runs on the GPU.",
+            ],
+            "permitted": True,
+            "reason": None,
+        }
+    ],
+    "topology_aware": False,
+}
+
+
+class RecommendationViewSet(ServiceApiMixin, viewsets.GenericViewSet):
+    """Preview the allocation a workload profile would get; writes nothing."""
+
+    serializer_class = api.ProfileInputSerializer
+    filter_backends: list[type] = []
+    pagination_class = None
+
+    @extend_schema(
+        summary="Recommend a GPU allocation for a workload profile",
+        description=(
+            "Runs the decision framework over the node pools that exist (of one cluster when `cluster` is given) "
+            "and answers the spec a request with this profile would freeze at submission. No side effects."
+        ),
+        request=api.ProfileInputSerializer,
+        responses={200: api.RecommendationSerializer, 400: _FIELD_ERRORS, **_AUTH_ERRORS},
+        examples=[
+            OpenApiExample("Small real-time model", value=_PROFILE_EXAMPLE, request_only=True),
+            OpenApiExample("A MIG slice", value=_RECOMMENDATION_EXAMPLE, response_only=True, status_codes=["200"]),
+        ],
+        tags=["recommendations"],
+    )
+    def create(self, request: Request) -> Response:
+        """Validate the profile and answer the recommendation placed on a real pool."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        placement = place(serializer.validated_data["profile"], cluster=serializer.validated_data.get("cluster"))
+        return Response(api.RecommendationSerializer(placement.spec).data)
+
+
+_COMMENT_BODY = OpenApiExample("Comment", value={"comment": "Fits the quota; go ahead."}, request_only=True)
+
+
+def _action_schema(summary: str, ok: int) -> Callable[[Any], Any]:
+    responses = {ok: api.GpuRequestSerializer, 400: _FIELD_ERRORS, 404: _ERROR, 409: _ERROR, **_AUTH_ERRORS}
+    return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[_COMMENT_BODY])
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List the requests you may see",
+        responses={200: api.GpuRequestSerializer(many=True), 400: _FIELD_ERRORS, 404: _ERROR, **_AUTH_ERRORS},
+    ),
+    retrieve=extend_schema(
+        summary="One request", responses={200: api.GpuRequestSerializer, 404: _ERROR, **_AUTH_ERRORS}
+    ),
+)
+@extend_schema(tags=["requests"])
+class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """GPU requests: list, read, submit, and the lifecycle actions (approve, reject, cancel, release)."""
+
+    serializer_class = api.GpuRequestSerializer
+    filter_backends = [RejectNulCharacters, DjangoFilterBackend, SearchFilter, OrderingFilter]
+    filterset_class = GpuRequestFilterSet
+    lookup_value_regex = r"[^/]+"  # "0.5" or "x" is a JSON 404 from get_object, not Django's HTML 404
+    search_fields = ["name", "purpose", "team__slug", "requester__username"]
+    ordering_fields = ["id", "created_at", "updated_at", "submitted_at", "approved_at", "status", "name"]
+    ordering = ["-created_at", "-id"]
+
+    def get_queryset(self) -> QuerySet[GpuRequest]:
+        return gpu_requests_visible_to(user=self.request.user)
+
+    def _answer(self, request_obj: GpuRequest, code: int = status.HTTP_200_OK) -> Response:
+        # Re-read through the selector: the services refresh the row and drop the related objects it had.
+        fresh = self.get_queryset().get(pk=request_obj.pk)
+        return Response(api.GpuRequestSerializer(fresh, context=self.get_serializer_context()).data, status=code)
+
+    def _comment(self, request: Request) -> str:
+        body = api.CommentSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return body.validated_data["comment"]
+
+    @extend_schema(
+        summary="Submit a request",
+        description=(
+            "Takes the workload profile fields (flat) plus `team`, `name` and what it is for. The recommendation is "
+            "frozen as `spec`, the quota is checked, and the request waits for approval (or is approved by the "
+            "team's auto-approval policy). A quota that does not fit answers 400 naming `quota`."
+        ),
+        request=api.GpuRequestCreateSerializer,
+        responses={201: api.GpuRequestSerializer, 400: _FIELD_ERRORS, **_AUTH_ERRORS},
+        examples=[
+            OpenApiExample(
+                "Fine-tune on one GPU",
+                value={
+                    "team": "vision",
+                    "name": "resnet-finetune",
+                    "purpose": "Fine-tune ResNet-50 on the new labels",
+                    "workload_type": "training",
+                    "gpu_memory_gb": 40,
+                    "duration_hours": 48,
+                },
+                request_only=True,
+            )
+        ],
+    )
+    def create(self, request: Request) -> Response:
+        """Validate the body and submit through ``gpu_request_submit``."""
+        body = api.GpuRequestCreateSerializer(data=request.data, context=self.get_serializer_context())
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        created = services.gpu_request_submit(
+            acting_user=request.user,
+            team=data["team"],
+            name=data["name"],
+            profile_data=data["profile_data"],
+            purpose=data.get("purpose", ""),
+            cluster=data.get("cluster"),
+            expires_at=data.get("expires_at"),
+            image=data.get("image", ""),
+            command=data.get("command") or [],
+        )
+        return self._answer(created, status.HTTP_201_CREATED)
+
+    @_action_schema("Approve a pending request (platform approvers; never your own)", 202)
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, pk: str | None = None) -> Response:
+        """Approve: the quota is re-checked and provisioning is queued (202)."""
+        obj = services.gpu_request_approve(
+            request=self.get_object(), acting_user=request.user, comment=self._comment(request)
+        )
+        return self._answer(obj, status.HTTP_202_ACCEPTED)
+
+    @_action_schema("Reject a pending request with a reason (platform approvers)", 200)
+    @action(detail=True, methods=["post"])
+    def reject(self, request: Request, pk: str | None = None) -> Response:
+        """Reject; the comment is the reason the requester sees."""
+        obj = services.gpu_request_reject(
+            request=self.get_object(), acting_user=request.user, comment=self._comment(request)
+        )
+        return self._answer(obj)
+
+    @_action_schema("Cancel a request that is not approved yet (requester, team lead, approver)", 200)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Withdraw a pending request; it ends as released."""
+        obj = services.gpu_request_cancel(
+            request=self.get_object(), acting_user=request.user, comment=self._comment(request)
+        )
+        return self._answer(obj)
+
+    @_action_schema("Release an approved or running allocation (requester, team lead, approver)", 200)
+    @action(detail=True, methods=["post"])
+    def release(self, request: Request, pk: str | None = None) -> Response:
+        """Give the allocation back; it stops counting against the quota at once."""
+        obj = services.gpu_request_release(
+            request=self.get_object(), acting_user=request.user, comment=self._comment(request)
+        )
+        return self._answer(obj)
+
+    @extend_schema(
+        summary="The request's status changes, oldest first",
+        responses={200: api.RequestEventSerializer(many=True), 404: _ERROR, **_AUTH_ERRORS},
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def events(self, request: Request, pk: str | None = None) -> Response:
+        """The append-only event log of one visible request."""
+        obj = self.get_object()
+        return Response(api.RequestEventSerializer(obj.events.order_by("at", "id"), many=True).data)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Teams you may see, with members and quota use",
+        responses={200: api.TeamSerializer(many=True), 400: _FIELD_ERRORS, 404: _ERROR, **_AUTH_ERRORS},
+    ),
+    retrieve=extend_schema(summary="One team", responses={200: api.TeamSerializer, 404: _ERROR, **_AUTH_ERRORS}),
+)
+@extend_schema(tags=["teams"])
+class TeamViewSet(ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
+    """Teams the user belongs to (approvers: every team), their members and quotas with units in use."""
+
+    serializer_class = api.TeamSerializer
+    lookup_field = "slug"
+    # Anything up to the next slash reaches the view, so a malformed slug is DRF's JSON 404, not Django's HTML one.
+    lookup_value_regex = r"[^/]+"
+    filter_backends = [RejectNulCharacters, SearchFilter, OrderingFilter]
+    search_fields = ["slug", "name"]
+    ordering_fields = ["slug", "name"]
+    ordering = ["name"]
+
+    def get_queryset(self) -> QuerySet[Team]:
+        return teams_with_quotas_visible_to(user=self.request.user)
+
+    def get_object(self) -> Team:
+        # A slug with a NUL would reach PostgreSQL, which refuses it (a 500); no team has one.
+        if "\x00" in self.kwargs.get(self.lookup_field, ""):
+            raise Http404(NUL_MESSAGE)
+        return super().get_object()
+
+    def _serialize(self, teams: list[Team], *, many: bool) -> Any:
+        quotas = [quota for team in teams for quota in team.quotas.all()]
+        context = {**self.get_serializer_context(), "quota_usage": quota_usage_by_quota(quotas=quotas)}
+        serializer = api.TeamSerializer(teams if many else teams[0], many=many, context=context)
+        return serializer.data
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """A page of visible teams; quota use is read in one query for the whole page."""
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(queryset)
+        if page is not None:
+            return self.get_paginated_response(self._serialize(list(page), many=True))
+        return Response(self._serialize(list(queryset), many=True))
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One visible team by slug."""
+        return Response(self._serialize([self.get_object()], many=False))

@@ -1,0 +1,179 @@
+"""Browser forms: they check the shape of the input; the services decide what is allowed (DESIGN.md)."""
+
+from __future__ import annotations
+
+import shlex
+from datetime import datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from allocations.models import Cluster, GpuModel, SlaTier, WorkloadType
+from allocations.selectors import teams_of
+
+# The workload profile fields of DESIGN.md that this form carries, in contract order.
+PROFILE_FIELDS = (
+    "workload_type",
+    "gpu_memory_gb",
+    "gpu_count",
+    "replicas",
+    "latency_sensitive",
+    "latency_p99_ms",
+    "isolation_required",
+    "expected_utilization_pct",
+    "sla_tier",
+    "gpu_model",
+    "duration_hours",
+)
+LATENCY_CHOICES = [("", "Auto (by workload type)"), ("true", "Yes"), ("false", "No")]
+
+
+class GpuRequestForm(forms.Form):
+    """A new GPU request: who and what for, the workload profile, how long, and optionally where and what runs."""
+
+    team = forms.ModelChoiceField(queryset=None, to_field_name="slug", empty_label=None)
+    name = forms.CharField(max_length=100, help_text="Short and recognisable, e.g. resnet50-training.")
+    purpose = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    workload_type = forms.ChoiceField(choices=WorkloadType.choices, initial=WorkloadType.TRAINING)
+    gpu_memory_gb = forms.DecimalField(
+        label="GPU memory (GB)",
+        min_value=Decimal("0.01"),
+        max_digits=7,
+        decimal_places=2,
+        help_text="Peak GPU memory one replica needs.",
+    )
+    gpu_count = forms.IntegerField(label="GPUs per replica", min_value=1, initial=1)
+    replicas = forms.IntegerField(min_value=1, initial=1)
+    latency_sensitive = forms.ChoiceField(choices=LATENCY_CHOICES, required=False, label="Latency-sensitive")
+    latency_p99_ms = forms.DecimalField(label="Latency p99 (ms)", required=False, min_value=Decimal("0.01"))
+    isolation_required = forms.BooleanField(
+        required=False, label="Needs memory and fault isolation", help_text="Rules out time-slicing."
+    )
+    expected_utilization_pct = forms.DecimalField(
+        label="Expected utilization (%)", required=False, min_value=Decimal(0), max_value=Decimal(100)
+    )
+    gpu_model = forms.ChoiceField(required=False, label="GPU model", help_text="Leave empty: the portal picks.")
+
+    sla_tier = forms.ModelChoiceField(
+        queryset=SlaTier.objects.all(), to_field_name="slug", required=False, empty_label="No tier", label="SLA tier"
+    )
+    duration_hours = forms.DecimalField(label="Duration (hours)", required=False, min_value=Decimal("0.01"))
+    expires_on = forms.DateField(label="or expiry date", required=False, widget=forms.DateInput(attrs={"type": "date"}))
+
+    cluster = forms.ModelChoiceField(
+        queryset=Cluster.objects.filter(is_active=True),
+        to_field_name="name",
+        required=False,
+        empty_label="Any cluster",
+    )
+    image = forms.CharField(
+        max_length=255, required=False, label="Container image", help_text="Empty: the default for the workload."
+    )
+    command = forms.CharField(
+        required=False, label="Command", help_text="Shell-style, e.g. python train.py --epochs 10"
+    )
+
+    def __init__(self, *args: Any, user: AbstractBaseUser, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams_of(user).order_by("name")
+        models = GpuModel.objects.order_by("name").values_list("name", flat=True)
+        self.fields["gpu_model"].choices = [("", "Any (the portal picks)"), *((m, m) for m in models)]
+
+    def clean_command(self) -> list[str]:
+        value = self.cleaned_data.get("command") or ""
+        try:
+            return shlex.split(value)
+        except ValueError as exc:
+            raise ValidationError(f"Cannot split the command: {exc}.") from exc
+
+    def clean_expires_on(self) -> Any:
+        value = self.cleaned_data.get("expires_on")
+        if value is not None and value <= timezone.localdate():
+            raise ValidationError("The expiry date must be after today.")
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if cleaned.get("duration_hours") is not None and cleaned.get("expires_on") is not None:
+            self.add_error("expires_on", "Give a duration or an expiry date, not both.")
+        return cleaned
+
+    def profile_data(self) -> dict[str, Any]:
+        """The workload profile as the decision framework reads it (blank optional fields left out)."""
+        data: dict[str, Any] = {}
+        for name in PROFILE_FIELDS:
+            value = self.cleaned_data.get(name)
+            if name == "sla_tier":
+                value = value.slug if value is not None else None
+            elif name == "latency_sensitive":
+                value = {"true": True, "false": False}.get(value or "")
+            if value not in (None, ""):
+                data[name] = value
+        return data
+
+    def expires_at(self) -> datetime | None:
+        """The expiry as an aware datetime: the start of the day after the chosen date, in the portal's time zone."""
+        day = self.cleaned_data.get("expires_on")
+        if day is None:
+            return None
+        return timezone.make_aware(datetime.combine(day + timedelta(days=1), time.min))
+
+    def service_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``gpu_request_submit`` (the acting user is the caller's)."""
+        data = self.cleaned_data
+        return {
+            "team": data["team"],
+            "name": data["name"],
+            "purpose": data.get("purpose", ""),
+            "profile_data": self.profile_data(),
+            "cluster": data.get("cluster"),
+            "expires_at": self.expires_at(),
+            "image": data.get("image", ""),
+            "command": data.get("command") or [],
+        }
+
+    def add_service_errors(self, error: ValidationError) -> None:
+        """Show a service's ValidationError on the fields it names; quota and unknown keys become form errors."""
+        if not hasattr(error, "error_dict"):
+            self.add_error(None, error)
+            return
+        for field, messages in error.message_dict.items():
+            target = {"expires_at": "expires_on"}.get(field, field)
+            for message in messages:
+                self.add_error(target if target in self.fields else None, message)
+
+
+class CommentForm(forms.Form):
+    """An optional comment on a status change (required by the service to reject)."""
+
+    comment = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class ReviewForm(CommentForm):
+    """Approve or reject one request."""
+
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+
+
+class BulkReviewForm(ReviewForm):
+    """Approve or reject several pending requests with one comment."""
+
+    ids = forms.TypedMultipleChoiceField(coerce=int, choices=[], error_messages={"required": "Tick some requests."})
+
+    def __init__(self, *args: Any, pending_ids: list[int], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["ids"].choices = [(pk, str(pk)) for pk in pending_ids]
+        self.fields["ids"].error_messages["invalid_choice"] = (
+            "Request %(value)s is no longer pending: reload the queue."
+        )
+
+
+class TokenForm(forms.Form):
+    """Create (or replace) or revoke the user's API token."""
+
+    action = forms.ChoiceField(choices=[("create", "Create"), ("revoke", "Revoke")])

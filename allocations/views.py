@@ -1,0 +1,285 @@
+"""Browser pages of the allocations app: thin views over forms, selectors (reads) and services (writes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from rest_framework.authtoken.models import Token
+
+from allocations.filtersets import GpuRequestFilterSet
+from allocations.forms import BulkReviewForm, CommentForm, GpuRequestForm, ReviewForm, TokenForm
+from allocations.models import GpuRequest, RequestStatus, Team
+from allocations.selectors import (
+    approval_queue,
+    gpu_request_actions,
+    gpu_request_detail,
+    gpu_requests_visible_to,
+    team_overview,
+    teams_of,
+    teams_visible_to,
+    user_is_approver,
+)
+from allocations.services import (
+    InvalidTransition,
+    gpu_request_approve,
+    gpu_request_cancel,
+    gpu_request_reject,
+    gpu_request_release,
+    gpu_request_submit,
+)
+
+PAGE_SIZE = 25
+NEW_TOKEN_SESSION_KEY = "allocations:new_api_token"  # noqa: S105 - a session key name, not a secret
+
+
+def _error_text(error: Exception) -> str:
+    """One readable sentence from a service error (ValidationError lists, PermissionDenied, InvalidTransition)."""
+    if isinstance(error, ValidationError):
+        return " ".join(error.messages)
+    return str(error) or "You are not allowed to do that."
+
+
+# --- Requests ----------------------------------------------------------------------------------------------------
+
+
+@login_required
+def request_new(request: HttpRequest) -> HttpResponse:
+    """Describe a workload, preview the recommendation live, and submit the request for approval."""
+    form = GpuRequestForm(request.POST or None, user=request.user, initial=_initial_from_query(request))
+    if request.method == "POST" and form.is_valid():
+        try:
+            gpu_request = gpu_request_submit(acting_user=request.user, **form.service_kwargs())
+        except ValidationError as exc:
+            form.add_service_errors(exc)
+        else:
+            messages.success(
+                request,
+                f"Request #{gpu_request.pk} “{gpu_request.name}” was submitted: "
+                f"{gpu_request.get_status_display().lower()}.",
+            )
+            return redirect("allocations:request-detail", pk=gpu_request.pk)
+    status = 400 if request.method == "POST" else 200
+    context = {"form": form, "has_teams": form.fields["team"].queryset.exists()}
+    return render(request, "allocations/request_form.html", context, status=status)
+
+
+def _initial_from_query(request: HttpRequest) -> dict[str, str]:
+    """Prefill the form from ?team=slug (links from a team page)."""
+    team = request.GET.get("team")
+    return {"team": team} if team else {}
+
+
+@login_required
+def request_list(request: HttpRequest) -> HttpResponse:
+    """The requests of the user's teams (all teams for approvers), filtered, searched and paginated."""
+    queryset = gpu_requests_visible_to(user=request.user)
+    mine = request.GET.get("mine") == "1"
+    if mine:
+        queryset = queryset.filter(requester=request.user)
+    filterset = GpuRequestFilterSet(request.GET, queryset=queryset)
+    filterset.filters["team"].queryset = teams_visible_to(request.user)
+    results = filterset.qs if filterset.is_valid() else queryset.none()
+    page = Paginator(results, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "filterset": filterset,
+        "page": page,
+        "mine": mine,
+        "filtered": any(value for key, value in request.GET.items() if key != "page"),
+        "querystring": query.urlencode(),
+        "has_teams": teams_of(request.user).exists() or user_is_approver(request.user),
+    }
+    return render(request, "allocations/request_list.html", context)
+
+
+@login_required
+def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One request: profile, frozen spec with rationale and alternatives, timeline, and the user's actions."""
+    try:
+        gpu_request = gpu_request_detail(user=request.user, pk=pk)
+    except GpuRequest.DoesNotExist as exc:
+        raise Http404("No such request in your teams.") from exc
+    context = {
+        "gpu_request": gpu_request,
+        "spec": gpu_request.spec or {},
+        "events": gpu_request.events.all(),
+        "actions": gpu_request_actions(user=request.user, request=gpu_request),
+        "comment_form": CommentForm(),
+    }
+    return render(request, "allocations/request_detail.html", context)
+
+
+def _act_on_request(request: HttpRequest, pk: int, service: Callable[..., GpuRequest], done: str) -> HttpResponse:
+    """Run a user action (cancel, release) through its service and come back to the detail page with a message."""
+    try:
+        gpu_request = gpu_request_detail(user=request.user, pk=pk)
+    except GpuRequest.DoesNotExist as exc:
+        raise Http404("No such request in your teams.") from exc
+    form = CommentForm(request.POST)
+    comment = form.cleaned_data["comment"] if form.is_valid() else ""
+    try:
+        service(request=gpu_request, acting_user=request.user, comment=comment)
+    except PermissionDenied:
+        raise
+    except (ValidationError, InvalidTransition) as exc:
+        messages.error(request, _error_text(exc))
+    else:
+        messages.success(request, f"Request #{gpu_request.pk} {done}.")
+    return redirect("allocations:request-detail", pk=pk)
+
+
+@login_required
+@require_POST
+def request_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    """Withdraw a pending request."""
+    return _act_on_request(request, pk, gpu_request_cancel, "was cancelled")
+
+
+@login_required
+@require_POST
+def request_release(request: HttpRequest, pk: int) -> HttpResponse:
+    """Give an approved or running allocation back."""
+    return _act_on_request(request, pk, gpu_request_release, "was released; its quota is free again")
+
+
+# --- Approvals ---------------------------------------------------------------------------------------------------
+
+
+def _require_approver(request: HttpRequest) -> None:
+    if not user_is_approver(request.user):
+        raise PermissionDenied("Only platform approvers can see the approval queue.")
+
+
+@login_required
+def approval_list(request: HttpRequest) -> HttpResponse:
+    """Pending requests, oldest first, with quota headroom; approve or reject one by one or in bulk."""
+    _require_approver(request)
+    rows = approval_queue(user=request.user)
+    return render(request, "allocations/approval_queue.html", {"rows": rows})
+
+
+def _review(request: HttpRequest, gpu_request: GpuRequest, decision: str, comment: str) -> str | None:
+    """Approve or reject through the services; returns the error to show, or None when it worked."""
+    try:
+        if decision == "approve":
+            gpu_request_approve(request=gpu_request, acting_user=request.user, comment=comment)
+        else:
+            gpu_request_reject(request=gpu_request, acting_user=request.user, comment=comment)
+    except (PermissionDenied, ValidationError, InvalidTransition) as exc:
+        return f"#{gpu_request.pk} {gpu_request.name}: {_error_text(exc)}"
+    return None
+
+
+def _pending(request: HttpRequest) -> Any:
+    return gpu_requests_visible_to(user=request.user).filter(status=RequestStatus.PENDING_APPROVAL)
+
+
+def _after_review(request: HttpRequest) -> HttpResponse:
+    target = request.POST.get("next", "")
+    if target.startswith("/") and not target.startswith("//"):
+        return redirect(target)
+    return redirect("allocations:approvals")
+
+
+@login_required
+@require_POST
+def approval_review(request: HttpRequest, pk: int) -> HttpResponse:
+    """Approve or reject one pending request with an optional comment (a rejection needs one)."""
+    _require_approver(request)
+    try:
+        gpu_request = gpu_requests_visible_to(user=request.user).get(pk=pk)
+    except GpuRequest.DoesNotExist as exc:
+        raise Http404("No such request.") from exc
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose approve or reject.")
+        return _after_review(request)
+    decision = form.cleaned_data["decision"]
+    error = _review(request, gpu_request, decision, form.cleaned_data["comment"])
+    if error:
+        messages.error(request, error)
+    else:
+        verb = "approved" if decision == "approve" else "rejected"
+        messages.success(request, f"Request #{gpu_request.pk} “{gpu_request.name}” was {verb}.")
+    return _after_review(request)
+
+
+@login_required
+@require_POST
+def approval_bulk(request: HttpRequest) -> HttpResponse:
+    """Approve or reject the ticked requests with one comment; each one goes through the service on its own."""
+    _require_approver(request)
+    pending = _pending(request)
+    form = BulkReviewForm(request.POST, pending_ids=list(pending.values_list("pk", flat=True)))
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, error)
+        return redirect("allocations:approvals")
+    decision, comment = form.cleaned_data["decision"], form.cleaned_data["comment"]
+    done, failed = [], []
+    for gpu_request in pending.filter(pk__in=form.cleaned_data["ids"]).order_by("submitted_at", "id"):
+        error = _review(request, gpu_request, decision, comment)
+        (failed if error else done).append(error or f"#{gpu_request.pk}")
+    if done:
+        verb = "Approved" if decision == "approve" else "Rejected"
+        messages.success(request, f"{verb} {len(done)} request{'s' if len(done) != 1 else ''}: {', '.join(done)}.")
+    for error in failed:
+        messages.error(request, error)
+    return redirect("allocations:approvals")
+
+
+# --- Teams and tokens --------------------------------------------------------------------------------------------
+
+
+@login_required
+def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """A team: members and roles, quota bars per resource, active allocations and the monthly budget."""
+    try:
+        context = team_overview(user=request.user, slug=slug)
+    except Team.DoesNotExist as exc:
+        raise Http404("No such team among yours.") from exc
+    return render(request, "allocations/team_detail.html", context)
+
+
+def _token_replace(user: Any) -> Token:
+    """Replace the user's API token with a fresh one (DRF keeps one token per user)."""
+    with transaction.atomic():
+        Token.objects.filter(user=user).delete()
+        return Token.objects.create(user=user)
+
+
+@login_required
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    """Create, replace or revoke the user's REST API token; a new key is shown once."""
+    if request.method == "POST":
+        form = TokenForm(request.POST)
+        if form.is_valid() and form.cleaned_data["action"] == "create":
+            token = _token_replace(request.user)
+            request.session[NEW_TOKEN_SESSION_KEY] = token.key
+            messages.success(request, "A new API token was created. Copy it now: it is not shown again.")
+        elif form.is_valid():
+            deleted, _ = Token.objects.filter(user=request.user).delete()
+            if deleted:
+                messages.success(request, "Your API token was revoked; notebooks using it now get 401.")
+            else:
+                messages.info(request, "You had no API token.")
+        return redirect("allocations:tokens")
+    token = Token.objects.filter(user=request.user).first()
+    context = {
+        "token": token,
+        "new_key": request.session.pop(NEW_TOKEN_SESSION_KEY, None),
+        "api_root": request.build_absolute_uri(reverse("api-docs")).removesuffix("docs/") + "v1/",
+    }
+    return render(request, "allocations/tokens.html", context)

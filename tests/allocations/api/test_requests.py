@@ -1,0 +1,242 @@
+"""GET/POST /api/v1/requests/ and GET /api/v1/requests/{id}/(events/): scoping, submission, filters, query budget."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from allocations.models import GpuRequest, RequestStatus
+from tests.factories import ROLES, GpuRequestFactory
+
+URL = "/api/v1/requests/"
+NEW = {"team": "vision", "name": "resnet", "purpose": "fine-tune", "workload_type": "training", "gpu_memory_gb": 40}
+
+pytestmark = pytest.mark.django_db
+
+# Which teams' requests each role sees: approvers (and the staff admin) all of them, everyone else their own team's.
+VISIBLE_TEAMS = {
+    "platform_admin": {"vision", "nlp"},
+    "approver": {"vision", "nlp"},
+    "team_lead": {"vision"},
+    "member": {"vision"},
+    "outsider": {"nlp"},
+}
+
+
+@pytest.fixture
+def two_teams_requests(demo_org):
+    """One request of each team, made by their members."""
+    return (
+        GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name="vision-job"),
+        GpuRequestFactory(team=demo_org.other_team, requester=demo_org.outsider, name="nlp-job"),
+    )
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_list_shows_only_visible_teams(client_as, two_teams_requests, role):
+    response = client_as(role).get(URL)
+
+    assert response.status_code == 200
+    body = response.json()
+    assert {"count", "next", "previous", "results"} <= body.keys()
+    assert {row["team"] for row in body["results"]} == VISIBLE_TEAMS[role]
+    assert body["count"] == len(VISIBLE_TEAMS[role])
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_detail_of_another_teams_request_is_404(client_as, two_teams_requests, role):
+    vision_request, nlp_request = two_teams_requests
+    client = client_as(role)
+
+    for request in (vision_request, nlp_request):
+        response = client.get(f"{URL}{request.pk}/")
+        expected = 200 if request.team.slug in VISIBLE_TEAMS[role] else 404
+        assert response.status_code == expected
+        if expected == 200:
+            assert response.json()["id"] == request.pk
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_events_follow_the_same_scoping(client_as, submit, role):
+    request = submit()
+
+    response = client_as(role).get(f"{URL}{request.pk}/events/")
+
+    if "vision" not in VISIBLE_TEAMS[role]:
+        assert response.status_code == 404
+        return
+    assert response.status_code == 200
+    events = response.json()
+    assert [(e["from_status"], e["to_status"]) for e in events] == [("draft", "pending_approval")]
+    assert events[0]["actor"] == "member"
+
+
+# Submitting for team vision: members and leads may; approvers and the admin see the team but are not members (403);
+# the outsider cannot even see it, so the slug does not resolve (400 naming `team`, no existence leak).
+CREATE_STATUS = {"platform_admin": 403, "approver": 403, "team_lead": 201, "member": 201, "outsider": 400}
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_create_role_matrix(client_as, demo_org, role):
+    response = client_as(role).post(URL, NEW, format="json")
+
+    assert response.status_code == CREATE_STATUS[role], response.content
+    if response.status_code == 201:
+        body = response.json()
+        assert body["status"] == RequestStatus.PENDING_APPROVAL
+        assert body["team"] == "vision"
+        assert body["requester"] == demo_org.user(role).username
+        assert body["spec"]["resource_name"] == "nvidia.com/gpu"
+        assert body["spec"]["estimated_monthly_cost"]["currency"] == "USD"
+        assert body["created_at"] and body["submitted_at"]
+        assert GpuRequest.objects.get(pk=body["id"]).spec == body["spec"]
+    elif response.status_code == 400:
+        assert "team" in response.json()
+        assert not GpuRequest.objects.exists()
+    else:
+        assert "not a member" in response.json()["detail"]
+
+
+def test_create_takes_cluster_image_command_and_expiry(client_as, demo_org):
+    expires = (timezone.now() + timedelta(days=2)).isoformat()
+    body = {**NEW, "cluster": "demo", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "command": ["python", "train.py"]}
+
+    response = client_as("member").post(URL, {**body, "expires_at": expires}, format="json")
+
+    assert response.status_code == 201, response.content
+    created = response.json()
+    assert created["cluster"] == "demo"
+    assert created["node_pool"] == "h100"
+    assert created["command"] == ["python", "train.py"]
+    assert created["expires_at"] is not None
+
+
+@pytest.mark.parametrize(
+    ("change", "fields"),
+    [
+        ({"gpu_memory_gb": -5}, {"gpu_memory_gb"}),
+        ({"workload_type": None}, {"workload_type"}),
+        ({"name": ""}, {"name"}),
+        ({"team": "no-such-team"}, {"team"}),
+        ({"cluster": "nowhere"}, {"cluster"}),
+        ({"expires_at": "2000-01-01T00:00:00Z"}, {"expires_at"}),
+        ({"gpu_count": 0, "name": "", "shoe_size": 44}, {"gpu_count", "name", "shoe_size"}),
+    ],
+)
+def test_bad_submission_is_400_naming_the_fields(client_as, demo_org, change, fields):
+    response = client_as("member").post(URL, {**NEW, **change}, format="json")
+
+    assert response.status_code == 400, response.content
+    assert fields <= response.json().keys()
+    assert not GpuRequest.objects.exists()
+
+
+def test_missing_team_and_name_are_required(client_as, demo_org):
+    response = client_as("member").post(URL, {"workload_type": "training", "gpu_memory_gb": 40}, format="json")
+
+    assert response.status_code == 400
+    assert {"team", "name"} <= response.json().keys()
+
+
+def test_quota_exceeded_is_400_with_limit_use_and_ask(client_as, demo_org):
+    big = {**NEW, "gpu_memory_gb": 80, "gpu_count": 8, "replicas": 2}
+
+    response = client_as("member").post(URL, big, format="json")
+
+    assert response.status_code == 400
+    [message] = response.json()["quota"]
+    assert "may hold 8" in message
+    assert "0 in use" in message
+    assert "16 asked" in message
+    assert not GpuRequest.objects.exists()
+
+
+def test_list_filters_search_and_ordering(client_as, demo_org):
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name="alpha", purpose="segmentation")
+    GpuRequestFactory(
+        team=demo_org.team,
+        requester=demo_org.team_lead,
+        name="beta",
+        purpose="detection",
+        status=RequestStatus.APPROVED,
+    )
+    GpuRequestFactory(team=demo_org.other_team, requester=demo_org.outsider, name="gamma")
+    client = client_as("approver")
+
+    def names(query: str) -> list[str]:
+        response = client.get(f"{URL}?{query}")
+        assert response.status_code == 200, response.content
+        return [row["name"] for row in response.json()["results"]]
+
+    assert names("status=approved") == ["beta"]
+    assert sorted(names("team=vision")) == ["alpha", "beta"]
+    assert names("q=segment") == ["alpha"]
+    assert names("search=detect") == ["beta"]
+    assert names("search=outsider") == ["gamma"]
+    assert names("ordering=name") == ["alpha", "beta", "gamma"]
+    assert names("ordering=-name") == ["gamma", "beta", "alpha"]
+    assert client.get(f"{URL}?status=sleeping").status_code == 400
+
+
+def test_filters_never_widen_the_scope(client_as, two_teams_requests):
+    response = client_as("member").get(f"{URL}?team=nlp")
+
+    assert response.status_code == 200
+    assert response.json()["results"] == []
+
+
+@pytest.mark.parametrize("count", [5, 30])
+def test_list_query_count_does_not_grow_with_rows(client_as, demo_org, django_assert_max_num_queries, count):
+    for index in range(count):
+        requester = demo_org.member if index % 2 else demo_org.team_lead
+        GpuRequestFactory(team=demo_org.team, requester=requester, cluster=demo_org.cluster, node_pool=demo_org.pool)
+    client = client_as("member")
+
+    # Permissions (user and group perms for the approver check), count, page: the same budget for 5 or 30 rows.
+    with django_assert_max_num_queries(5):
+        response = client.get(URL)
+
+    assert response.status_code == 200
+    assert response.json()["count"] == count
+
+
+def test_anonymous_list_is_401(two_teams_requests):
+    assert APIClient().get(URL).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("created_after=2020-01-01T00:00:00%2B23:40", 200),  # PostgreSQL refuses offsets past 15:59 unless made UTC
+        ("created_before=0001-01-01T00:00:00%2B23:00", 400),  # no such time in UTC
+        ("created_after=yesterday", 400),
+    ],
+)
+def test_time_filters_are_normalized_to_utc(client_as, two_teams_requests, query, expected):
+    response = client_as("approver").get(f"{URL}?{query}")
+
+    assert response.status_code == expected, response.content
+    if expected == 200:
+        assert response.json()["count"] == 2
+
+
+@pytest.mark.parametrize("query", ["search=a%00b", "team=vi%00sion", "q=%00", "ordering=na%00me", "sla%00tier=x"])
+def test_nul_characters_in_query_parameters_are_400(client_as, two_teams_requests, query):
+    # PostgreSQL refuses NUL in text; the API must answer 400 before the value reaches it, never 500.
+    response = client_as("approver").get(f"{URL}?{query}")
+
+    assert response.status_code == 400
+    assert list(response.json().values()) == [["Null characters are not allowed."]]
+
+
+@pytest.mark.parametrize("field", ["team", "cluster", "name", "image"])
+def test_nul_characters_in_the_body_are_400_naming_the_field(client_as, demo_org, field):
+    value = {"team": "vision", "cluster": "demo", "name": "x", "image": "img"}[field]
+
+    response = client_as("member").post(URL, {**NEW, field: f"{value}\x00"}, format="json")
+
+    assert response.status_code == 400
+    assert field in response.json()

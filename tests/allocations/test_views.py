@@ -1,0 +1,468 @@
+"""Browser pages of allocations: each page for each role, form errors, actions through the services, bulk review."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from allocations.models import GpuRequest, Quota, RequestStatus
+from allocations.services import gpu_request_submit
+from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+TRAINING = {"workload_type": "training", "gpu_memory_gb": "40", "gpu_count": "1", "replicas": "1"}
+
+
+def client_for(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def form_data(**overrides: str) -> dict[str, str]:
+    return {"team": "vision", "name": "resnet-train", "purpose": "Retrain", **TRAINING, **overrides}
+
+
+def submit(org: DemoOrg, user=None, **profile) -> GpuRequest:
+    data = {"workload_type": "training", "gpu_memory_gb": 40, **profile}
+    return gpu_request_submit(acting_user=user or org.member, team=org.team, name="job", profile_data=data)
+
+
+def messages_of(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]] if response.context else []
+
+
+# --- Anonymous users and the nav ----------------------------------------------------------------------------------
+
+PAGES = [
+    ("allocations:request-new", {}),
+    ("allocations:request-list", {}),
+    ("allocations:approvals", {}),
+    ("allocations:team-detail", {"slug": "vision"}),
+    ("allocations:tokens", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "kwargs"), PAGES)
+def test_pages_need_sign_in(client: Client, demo_org: DemoOrg, name: str, kwargs: dict) -> None:
+    response = client.get(reverse(name, kwargs=kwargs))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+@pytest.mark.parametrize(("role", "sees_approvals"), [("member", False), ("approver", True), ("platform_admin", True)])
+def test_nav_links(demo_org: DemoOrg, role: str, sees_approvals: bool) -> None:
+    html = client_for(demo_org.user(role)).get(reverse("home")).content.decode()
+    for url in ("/requests/new/", "/requests/", "/account/tokens/"):
+        assert f'href="{url}"' in html
+    assert ('href="/approvals/"' in html) is sees_approvals
+
+
+# --- New request --------------------------------------------------------------------------------------------------
+
+
+def test_new_request_form_offers_only_the_users_teams_and_carries_csrf(demo_org: DemoOrg) -> None:
+    response = client_for(demo_org.member).get(reverse("allocations:request-new"))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "csrfmiddlewaretoken" in html
+    assert list(response.context["form"].fields["team"].queryset) == [demo_org.team]
+    assert 'data-preview-url="/api/v1/recommendations/"' in html
+    assert "js/request_form.js" in html
+
+
+def test_new_request_without_a_team_shows_the_empty_state(demo_org: DemoOrg) -> None:
+    response = client_for(UserFactory(username="loner")).get(reverse("allocations:request-new"))
+    assert response.status_code == 200
+    assert "You are not in a team yet" in response.content.decode()
+
+
+def test_submit_creates_a_pending_request_and_redirects_to_it(demo_org: DemoOrg) -> None:
+    client = client_for(demo_org.member)
+    response = client.post(reverse("allocations:request-new"), form_data(command="python train.py --epochs 3"))
+    gpu_request = GpuRequest.objects.get(name="resnet-train")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("allocations:request-detail", kwargs={"pk": gpu_request.pk})
+    assert gpu_request.status == RequestStatus.PENDING_APPROVAL
+    assert gpu_request.requester == demo_org.member
+    assert gpu_request.command == ["python", "train.py", "--epochs", "3"]
+    assert gpu_request.resource_name == "nvidia.com/gpu"
+    page = client.get(response["Location"])
+    assert any("was submitted" in m for m in messages_of(page))
+
+
+def test_submit_with_an_expiry_date(demo_org: DemoOrg) -> None:
+    day = timezone.localdate() + timedelta(days=3)
+    response = client_for(demo_org.member).post(reverse("allocations:request-new"), form_data(expires_on=str(day)))
+    assert response.status_code == 302
+    expires_at = timezone.localtime(GpuRequest.objects.get(name="resnet-train").expires_at)
+    assert (expires_at.date(), expires_at.hour) == (day + timedelta(days=1), 0)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "words"),
+    [
+        ({"name": ""}, "name", "required"),
+        ({"gpu_memory_gb": ""}, "gpu_memory_gb", "required"),
+        ({"gpu_memory_gb": "-1"}, "gpu_memory_gb", "greater than"),
+        ({"team": "nlp"}, "team", "valid choice"),
+        ({"expected_utilization_pct": "150"}, "expected_utilization_pct", "less than"),
+        ({"duration_hours": "5", "expires_on": "2999-01-01"}, "expires_on", "not both"),
+        ({"expires_on": "2000-01-01"}, "expires_on", "after today"),
+        ({"command": "python 'unclosed"}, "command", "split"),
+        # The service's own ValidationError lands on the field it names: no pool offers an A100 here.
+        ({"gpu_model": "A100-40GB"}, "gpu_model", "No node pool offers"),
+    ],
+)
+def test_submit_errors_are_shown_on_their_field(demo_org: DemoOrg, overrides: dict, field: str, words: str) -> None:
+    response = client_for(demo_org.member).post(reverse("allocations:request-new"), form_data(**overrides))
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert words in " ".join(errors[field])
+    assert not GpuRequest.objects.exists()
+
+
+def test_quota_errors_are_a_form_error_naming_quota_limit_use_and_ask(demo_org: DemoOrg) -> None:
+    Quota.objects.filter(team=demo_org.team).update(limit=1)
+    response = client_for(demo_org.member).post(reverse("allocations:request-new"), form_data(replicas="2"))
+    assert response.status_code == 400
+    message = " ".join(response.context["form"].non_field_errors())
+    for word in ("Quota exceeded", "may hold 1", "0 in use", "2 asked"):
+        assert word in message
+    assert "Quota exceeded" in response.content.decode()
+
+
+def test_no_quota_at_all_is_explained(demo_org: DemoOrg) -> None:
+    Quota.objects.filter(team=demo_org.team).delete()
+    response = client_for(demo_org.member).post(reverse("allocations:request-new"), form_data())
+    assert "has no quota for nvidia.com/gpu" in " ".join(response.context["form"].non_field_errors())
+
+
+# --- Request list -------------------------------------------------------------------------------------------------
+
+
+def test_list_shows_the_users_teams_only(demo_org: DemoOrg) -> None:
+    mine = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name="vision-job")
+    GpuRequestFactory(team=demo_org.other_team, requester=demo_org.outsider, name="nlp-job")
+    response = client_for(demo_org.member).get(reverse("allocations:request-list"))
+    assert [r.pk for r in response.context["page"].object_list] == [mine.pk]
+    assert "nlp-job" not in response.content.decode()
+
+
+def test_list_for_approvers_shows_every_team(demo_org: DemoOrg) -> None:
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
+    GpuRequestFactory(team=demo_org.other_team, requester=demo_org.outsider)
+    response = client_for(demo_org.approver).get(reverse("allocations:request-list"))
+    assert response.context["page"].paginator.count == 2
+
+
+def test_list_filters_searches_and_restricts_team_choices(demo_org: DemoOrg) -> None:
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name="alpha", status=RequestStatus.ACTIVE)
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.team_lead, name="beta")
+    client = client_for(demo_org.member)
+    by_status = client.get(reverse("allocations:request-list"), {"status": "active"})
+    assert [r.name for r in by_status.context["page"].object_list] == ["alpha"]
+    by_name = client.get(reverse("allocations:request-list"), {"q": "BET"})
+    assert [r.name for r in by_name.context["page"].object_list] == ["beta"]
+    mine = client.get(reverse("allocations:request-list"), {"mine": "1"})
+    assert [r.name for r in mine.context["page"].object_list] == ["alpha"]
+    other_team = client.get(reverse("allocations:request-list"), {"team": "nlp"})
+    assert other_team.context["filterset"].errors
+    assert other_team.context["page"].paginator.count == 0
+    assert list(by_name.context["filterset"].filters["team"].queryset) == [demo_org.team]
+
+
+def test_list_filters_by_date(demo_org: DemoOrg) -> None:
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name="today")
+    tomorrow = (timezone.localdate() + timedelta(days=1)).isoformat()
+    client = client_for(demo_org.member)
+    assert (
+        client.get(reverse("allocations:request-list"), {"created_after": tomorrow}).context["page"].paginator.count
+        == 0
+    )
+    assert (
+        client.get(reverse("allocations:request-list"), {"created_before": tomorrow}).context["page"].paginator.count
+        == 1
+    )
+
+
+def test_list_paginates_by_25_within_a_query_budget(demo_org: DemoOrg, django_assert_max_num_queries) -> None:
+    GpuRequestFactory.create_batch(30, team=demo_org.team, requester=demo_org.member)
+    client = client_for(demo_org.member)
+    with django_assert_max_num_queries(12):
+        first = client.get(reverse("allocations:request-list"), {"status": "pending_approval"})
+    assert len(first.context["page"].object_list) == 25
+    assert "status=pending_approval&amp;page=2" in first.content.decode()
+    second = client.get(reverse("allocations:request-list"), {"page": 2})
+    assert len(second.context["page"].object_list) == 5
+
+
+def test_list_empty_states(demo_org: DemoOrg) -> None:
+    client = client_for(demo_org.member)
+    assert "No requests yet" in client.get(reverse("allocations:request-list")).content.decode()
+    assert "No request matches" in client.get(reverse("allocations:request-list"), {"q": "zzz"}).content.decode()
+
+
+# --- Request detail and the user's actions ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("role", "status"),
+    [("member", 200), ("team_lead", 200), ("approver", 200), ("platform_admin", 200), ("outsider", 404)],
+)
+def test_detail_by_role(demo_org: DemoOrg, role: str, status: int) -> None:
+    gpu_request = submit(demo_org)
+    response = client_for(demo_org.user(role)).get(reverse("allocations:request-detail", kwargs={"pk": gpu_request.pk}))
+    assert response.status_code == status
+
+
+def test_detail_shows_spec_rationale_alternatives_and_timeline(demo_org: DemoOrg) -> None:
+    gpu_request = submit(demo_org, workload_type="development", gpu_memory_gb=3, sla_tier="tier3_development")
+    html = client_for(demo_org.member).get(gpu_request_url(gpu_request)).content.decode()
+    spec = gpu_request.spec
+    assert spec["resource_name"] in html
+    assert spec["rationale"][0].split(":")[0][:30] in html.replace("&#x27;", "'").replace("&quot;", '"')
+    assert "Pending approval" in html and "Submitted" in html
+    assert ("Alternatives" in html) is bool(spec["alternatives"])
+    assert f'action="/requests/{gpu_request.pk}/cancel/"' in html
+
+
+def gpu_request_url(gpu_request: GpuRequest, action: str = "") -> str:
+    url = reverse("allocations:request-detail", kwargs={"pk": gpu_request.pk})
+    return f"{url}{action}/" if action else url
+
+
+def test_cancel_by_the_requester(demo_org: DemoOrg) -> None:
+    gpu_request = submit(demo_org)
+    client = client_for(demo_org.member)
+    response = client.post(gpu_request_url(gpu_request, "cancel"), {"comment": "Not needed"}, follow=True)
+    gpu_request.refresh_from_db()
+    assert gpu_request.status == RequestStatus.RELEASED
+    assert gpu_request.events.last().comment == "Not needed"
+    assert any("cancelled" in m for m in messages_of(response))
+
+
+def test_cancel_needs_post(demo_org: DemoOrg) -> None:
+    gpu_request = submit(demo_org)
+    assert client_for(demo_org.member).get(gpu_request_url(gpu_request, "cancel")).status_code == 405
+
+
+def test_cancel_by_another_member_is_forbidden_and_outsiders_get_404(demo_org: DemoOrg) -> None:
+    gpu_request = submit(demo_org)
+    colleague = MembershipFactory(team=demo_org.team).user
+    page = client_for(colleague).get(gpu_request_url(gpu_request)).content.decode()
+    assert "Cancel request" not in page
+    assert client_for(colleague).post(gpu_request_url(gpu_request, "cancel")).status_code == 403
+    assert client_for(demo_org.outsider).post(gpu_request_url(gpu_request, "cancel")).status_code == 404
+    gpu_request.refresh_from_db()
+    assert gpu_request.status == RequestStatus.PENDING_APPROVAL
+
+
+def test_cancel_of_an_approved_request_shows_the_service_error(demo_org: DemoOrg) -> None:
+    gpu_request = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, status=RequestStatus.APPROVED)
+    response = client_for(demo_org.member).post(gpu_request_url(gpu_request, "cancel"), follow=True)
+    assert any("Only a pending request can be cancelled" in m for m in messages_of(response))
+
+
+def test_release_by_the_team_lead(demo_org: DemoOrg) -> None:
+    gpu_request = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, status=RequestStatus.ACTIVE)
+    client = client_for(demo_org.team_lead)
+    assert "Release GPUs" in client.get(gpu_request_url(gpu_request)).content.decode()
+    client.post(gpu_request_url(gpu_request, "release"))
+    gpu_request.refresh_from_db()
+    assert gpu_request.status == RequestStatus.RELEASED
+
+
+# --- Approvals ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_approval_queue_by_role(demo_org: DemoOrg, role: str) -> None:
+    submit(demo_org)
+    response = client_for(demo_org.user(role)).get(reverse("allocations:approvals"))
+    assert response.status_code == (200 if role in ("approver", "platform_admin") else 403)
+
+
+def test_approval_queue_lists_pending_oldest_first_with_headroom(demo_org: DemoOrg) -> None:
+    first, second = submit(demo_org), submit(demo_org, user=demo_org.team_lead)
+    GpuRequest.objects.filter(pk=second.pk).update(submitted_at=timezone.now() - timedelta(days=1))
+    response = client_for(demo_org.approver).get(reverse("allocations:approvals"))
+    rows = response.context["rows"]
+    assert [row["request"].pk for row in rows] == [second.pk, first.pk]
+    assert rows[0]["headroom"][0].quota.limit == 8
+    html = response.content.decode()
+    assert "0 / 8 used" in html and "csrfmiddlewaretoken" in html
+
+
+def test_approval_queue_empty_state(demo_org: DemoOrg) -> None:
+    html = client_for(demo_org.approver).get(reverse("allocations:approvals")).content.decode()
+    assert "Nothing waits for approval" in html
+
+
+def review(org: DemoOrg, gpu_request: GpuRequest, decision: str, comment: str = "", user=None):
+    url = reverse("allocations:approval-review", kwargs={"pk": gpu_request.pk})
+    return client_for(user or org.approver).post(url, {"decision": decision, "comment": comment}, follow=True)
+
+
+def test_approve_one(demo_org: DemoOrg) -> None:
+    gpu_request = submit(demo_org)
+    response = review(demo_org, gpu_request, "approve", "ok")
+    gpu_request.refresh_from_db()
+    assert gpu_request.status == RequestStatus.APPROVED
+    assert any("was approved" in m for m in messages_of(response))
+
+
+def test_reject_needs_a_comment(demo_org: DemoOrg) -> None:
+    gpu_request = submit(demo_org)
+    response = review(demo_org, gpu_request, "reject")
+    assert any("Say why" in m for m in messages_of(response))
+    review(demo_org, gpu_request, "reject", "Use the T4 pool")
+    gpu_request.refresh_from_db()
+    assert gpu_request.status == RequestStatus.REJECTED
+
+
+def test_approver_cannot_approve_their_own_request(demo_org: DemoOrg) -> None:
+    MembershipFactory(user=demo_org.approver, team=demo_org.team)
+    gpu_request = submit(demo_org, user=demo_org.approver)
+    html = client_for(demo_org.approver).get(reverse("allocations:approvals")).content.decode()
+    assert "Your own request" in html
+    response = review(demo_org, gpu_request, "approve")
+    assert response.status_code == 200
+    assert any("cannot approve or reject your own request" in m for m in messages_of(response))
+    gpu_request.refresh_from_db()
+    assert gpu_request.status == RequestStatus.PENDING_APPROVAL
+
+
+def test_approve_when_the_quota_no_longer_fits_shows_the_service_error(demo_org: DemoOrg) -> None:
+    gpu_request = submit(demo_org, replicas=2)
+    Quota.objects.filter(team=demo_org.team).update(limit=1)
+    response = review(demo_org, gpu_request, "approve")
+    assert any("Quota exceeded" in m and "2 asked" in m for m in messages_of(response))
+    gpu_request.refresh_from_db()
+    assert gpu_request.status == RequestStatus.PENDING_APPROVAL
+
+
+def test_approving_twice_shows_the_transition_error(demo_org: DemoOrg) -> None:
+    gpu_request = submit(demo_org)
+    review(demo_org, gpu_request, "approve")
+    response = review(demo_org, gpu_request, "approve")
+    assert any("cannot move to approved" in m for m in messages_of(response))
+
+
+@pytest.mark.parametrize("role", ["member", "team_lead", "outsider"])
+def test_review_and_bulk_are_forbidden_to_non_approvers(demo_org: DemoOrg, role: str) -> None:
+    gpu_request = submit(demo_org)
+    client = client_for(demo_org.user(role))
+    url = reverse("allocations:approval-review", kwargs={"pk": gpu_request.pk})
+    assert client.post(url, {"decision": "approve"}).status_code == 403
+    bulk = client.post(reverse("allocations:approval-bulk"), {"decision": "approve", "ids": [gpu_request.pk]})
+    assert bulk.status_code == 403
+    gpu_request.refresh_from_db()
+    assert gpu_request.status == RequestStatus.PENDING_APPROVAL
+
+
+def test_bulk_approve(demo_org: DemoOrg) -> None:
+    first, second, untouched = submit(demo_org), submit(demo_org), submit(demo_org)
+    response = client_for(demo_org.approver).post(
+        reverse("allocations:approval-bulk"),
+        {"decision": "approve", "ids": [first.pk, second.pk], "comment": "Batch OK"},
+        follow=True,
+    )
+    statuses = dict(GpuRequest.objects.values_list("pk", "status"))
+    assert statuses == {first.pk: "approved", second.pk: "approved", untouched.pk: "pending_approval"}
+    assert any("Approved 2 requests" in m for m in messages_of(response))
+    assert first.events.last().comment == "Batch OK"
+
+
+def test_bulk_reports_each_failure_and_approves_the_rest(demo_org: DemoOrg) -> None:
+    fits, too_big = submit(demo_org, replicas=6), submit(demo_org, replicas=6)
+    response = client_for(demo_org.approver).post(
+        reverse("allocations:approval-bulk"), {"decision": "approve", "ids": [fits.pk, too_big.pk]}, follow=True
+    )
+    texts = messages_of(response)
+    assert any("Approved 1 request:" in m for m in texts)
+    assert any(m.startswith(f"#{too_big.pk}") and "Quota exceeded" in m for m in texts)
+
+
+def test_bulk_reject_and_bad_input(demo_org: DemoOrg) -> None:
+    first = submit(demo_org)
+    client = client_for(demo_org.approver)
+    url = reverse("allocations:approval-bulk")
+    assert any("Tick some" in m for m in messages_of(client.post(url, {"decision": "reject"}, follow=True)))
+    stale = client.post(url, {"decision": "approve", "ids": [first.pk + 999]}, follow=True)
+    assert any("no longer pending" in m for m in messages_of(stale))
+    client.post(url, {"decision": "reject", "ids": [first.pk], "comment": "Too big"})
+    first.refresh_from_db()
+    assert first.status == RequestStatus.REJECTED
+
+
+# --- Team page ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("role", "status"),
+    [("member", 200), ("team_lead", 200), ("approver", 200), ("platform_admin", 200), ("outsider", 404)],
+)
+def test_team_page_by_role(demo_org: DemoOrg, role: str, status: int) -> None:
+    response = client_for(demo_org.user(role)).get(reverse("allocations:team-detail", kwargs={"slug": "vision"}))
+    assert response.status_code == status
+
+
+def test_team_page_shows_members_quota_use_and_active_allocations(demo_org: DemoOrg) -> None:
+    demo_org.team.monthly_gpu_hour_budget = 1500
+    demo_org.team.save()
+    GpuRequestFactory(
+        team=demo_org.team, requester=demo_org.member, name="live-one", status=RequestStatus.ACTIVE, resource_units=3
+    )
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name="gone", status=RequestStatus.RELEASED)
+    html = client_for(demo_org.member).get(reverse("allocations:team-detail", kwargs={"slug": "vision"})).content
+    html = html.decode()
+    assert "lead" in html and "Team lead" in html and "member" in html
+    assert "3 / 8" in html
+    assert "live-one" in html and "gone" not in html
+    assert "1500 GPU-hours" in html
+
+
+def test_unknown_team_is_404(demo_org: DemoOrg) -> None:
+    response = client_for(demo_org.approver).get(reverse("allocations:team-detail", kwargs={"slug": "nope"}))
+    assert response.status_code == 404
+
+
+# --- API tokens ---------------------------------------------------------------------------------------------------
+
+
+def test_token_create_is_shown_once_then_revoked(demo_org: DemoOrg) -> None:
+    client = client_for(demo_org.member)
+    url = reverse("allocations:tokens")
+    assert "You have no API token" in client.get(url).content.decode()
+    response = client.post(url, {"action": "create"}, follow=True)
+    key = Token.objects.get(user=demo_org.member).key
+    assert key in response.content.decode()
+    assert "Token " in response.content.decode()  # the notebook snippet
+    again = client.get(url).content.decode()
+    assert key not in again and key[-4:] in again
+    client.post(url, {"action": "create"})
+    assert Token.objects.get(user=demo_org.member).key != key
+    client.post(url, {"action": "revoke"})
+    assert not Token.objects.filter(user=demo_org.member).exists()
+
+
+def test_tokens_page_has_csrf_and_only_touches_the_users_token(demo_org: DemoOrg) -> None:
+    other = Token.objects.create(user=demo_org.outsider)
+    client = client_for(demo_org.member)
+    assert "csrfmiddlewaretoken" in client.get(reverse("allocations:tokens")).content.decode()
+    client.post(reverse("allocations:tokens"), {"action": "revoke"})
+    assert Token.objects.filter(pk=other.pk).exists()
+
+
+def test_csrf_is_enforced_on_forms(demo_org: DemoOrg) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(demo_org.member)
+    assert client.post(reverse("allocations:request-new"), form_data()).status_code == 403
+    assert client.post(reverse("allocations:tokens"), {"action": "create"}).status_code == 403
