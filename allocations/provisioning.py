@@ -28,7 +28,7 @@ from allocations.manifests import (
 )
 from allocations.models import Cluster, GpuRequest, NodePool, Quota, RequestStatus, Team
 from allocations.selectors import catalog_from_db, tier_spec
-from allocations.services import gpu_request_transition
+from allocations.services import InvalidTransition, gpu_request_transition
 
 logger = logging.getLogger(__name__)
 SYSTEM = "system:provisioning"
@@ -113,7 +113,19 @@ class Outcome:
 
 
 def _observe(request: GpuRequest, status: WorkloadStatus) -> Outcome:
-    """Record what the cluster says, and move provisioning -> active once the workload runs."""
+    """Record what the cluster says, and move provisioning -> active once the workload runs.
+
+    Raises InvalidTransition when the request ended (released, expired) since it was read.
+    """
+    with transaction.atomic():
+        current = GpuRequest.objects.select_for_update().get(pk=request.pk)
+        if current.status not in (RequestStatus.PROVISIONING, RequestStatus.ACTIVE):
+            raise InvalidTransition(current, RequestStatus.ACTIVE)
+        request.status = current.status
+        return _record_observation(request, status)
+
+
+def _record_observation(request: GpuRequest, status: WorkloadStatus) -> Outcome:
     now = timezone.now()
     if status.phase in RUNNING_PHASES:
         detail = status.message or "Running."
@@ -134,8 +146,11 @@ def _observe(request: GpuRequest, status: WorkloadStatus) -> Outcome:
     return Outcome(request.pk, "observed", detail)
 
 
-def gpu_request_provision(*, request_id: int, task_id: str = "") -> Outcome:
-    """Render and apply an approved (or re-applied) request, then observe it; safe to run again at any point."""
+def gpu_request_provision(*, request_id: int, task_id: str = "", gateway: ClusterGateway | None = None) -> Outcome:
+    """Render and apply an approved (or re-applied) request, then observe it; safe to run again at any point.
+
+    ``gateway`` defaults to the request's cluster gateway.
+    """
     request = _load(request_id)
     if request is None:
         return Outcome(request_id, "missing")
@@ -155,7 +170,7 @@ def gpu_request_provision(*, request_id: int, task_id: str = "") -> Outcome:
         objects = gpu_request_render(request=request)
     except ManifestError as exc:
         return _fail(request, f"The request cannot be rendered for pool {request.node_pool}: {exc}")
-    gateway = cluster_gateway(request.cluster)
+    gateway = gateway or cluster_gateway(request.cluster)
     try:
         result = gateway.apply(objects)
         status = gateway.workload_status(namespace=request.team.namespace, request_id=request.pk)
@@ -163,7 +178,14 @@ def gpu_request_provision(*, request_id: int, task_id: str = "") -> Outcome:
         return _fail(request, f"The cluster refused the objects: {exc}")
     if result.drifted and request.status == RequestStatus.ACTIVE:
         logger.info("request %s: re-applied drifted objects %s", request.pk, ", ".join(map(str, result.drifted)))
-    return _observe(request, status)
+    try:
+        return _observe(request, status)
+    except InvalidTransition:
+        pass
+    # A release or expiry committed while we applied: its teardown may already have run, so take back what this
+    # apply (re)created rather than leave GPUs held by a request that billing counts as ended.
+    withdrawn = gateway.delete([obj for obj in objects if is_request_owned(obj)])
+    return Outcome(request.pk, "withdrawn", ", ".join(map(str, withdrawn)))
 
 
 def _fail(request: GpuRequest, message: str) -> Outcome:

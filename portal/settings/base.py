@@ -142,7 +142,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540)
 CELERY_TIMEZONE = "UTC"
-# Redis re-delivers an unacknowledged message after this long; it must exceed the longest task.
+# Redis re-delivers an unacknowledged message (a worker died mid-task) once it is older than this, at the next sweep:
+# when a worker starts, then about every 100 s. It must exceed the longest task.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 
 REST_FRAMEWORK = {

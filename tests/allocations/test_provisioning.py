@@ -120,3 +120,24 @@ def test_reconcile_requeues_a_request_stuck_in_approved(demo_org) -> None:
 def test_gpu_memory_is_kept_exactly(demo_org) -> None:
     request = approved(demo_org, gpu_memory_gb="12.5")
     assert request.gpu_memory_gb == Decimal("12.5")
+
+
+def test_a_release_that_lands_while_applying_withdraws_the_applied_objects(demo_org, gitops_root) -> None:
+    from allocations.gateways.gitops import GitOpsGateway
+
+    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="t", profile_data=TRAINING)
+    GpuRequest.objects.filter(pk=request.pk).update(status=RequestStatus.APPROVED)
+
+    class ReleasedWhileApplying(GitOpsGateway):
+        """The requester releases between the apply and the observation (another worker runs the teardown)."""
+
+        def apply(self, objects):
+            result = super().apply(objects)
+            GpuRequest.objects.filter(pk=request.pk).update(status=RequestStatus.RELEASED)
+            return result
+
+    gateway = ReleasedWhileApplying(gitops_root, demo_org.cluster.gitops_path)
+    outcome = gpu_request_provision(request_id=request.pk, gateway=gateway)
+
+    assert outcome.action == "withdrawn"
+    assert not any(doc["kind"] == "Job" for doc in tree(gitops_root).values())

@@ -12,7 +12,13 @@
 - **lists** carry ``kind`` (``PodList``) and ``apiVersion``; objects get ``uid``, ``creationTimestamp`` and a
   ``resourceVersion`` that grows when an apply changes them;
 - **injected failures** (``fail``): the next matching requests answer a ``Status`` with a chosen code and message
-  before any state changes, as an API server, an admission webhook or a proxy in front of one would.
+  before any state changes, as an API server, an admission webhook or a proxy in front of one would;
+- **injected slowness** (``delay``): the next matching requests are held (for ``seconds``, or until the test
+  calls ``Delay.release()``) and then served as usual, as a slow API server or webhook would; ``Delay.arrived`` lets a
+  test act (kill the client, say) while one is in flight. When its client goes away a held request is abandoned and
+  changes nothing (kmock serves through aiohttp's test server, which cancels the handlers of closed connections),
+  unless it was made with ``outlive_client=True``: then it is served anyway, late, as a real API server finishes a
+  write it had begun.
 
 What it cannot prove, so a real cluster (kind, or a staging cluster) still has to:
 
@@ -36,7 +42,7 @@ import re
 import threading
 import uuid
 from collections.abc import Awaitable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -89,6 +95,28 @@ def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
 
 
 @dataclass
+class Delay:
+    """An injected pause; ``arrived`` is set when a held request comes in, ``done`` when it was served or abandoned.
+
+    ``outcome`` is the HTTP status the held request was answered with, or None while held or when it was abandoned.
+    """
+
+    method: str
+    path: str
+    seconds: float
+    times: int
+    outlive_client: bool = False
+    arrived: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    outcome: int | None = None
+
+    def release(self) -> None:
+        """Serve the held requests now rather than when ``seconds`` have passed."""
+        self.released.set()
+
+
+@dataclass
 class _Failure:
     method: str
     path: str
@@ -103,6 +131,8 @@ class PortalKubernetesEmulator(kmock.KubernetesEmulator):
     """kmock's emulator plus server-side apply, Namespace URLs, selectors, typed lists and injected failures."""
 
     _failures: list[_Failure] = attrs.field(factory=list, init=False)
+    _delays: list[Delay] = attrs.field(factory=list, init=False)
+    _outliving: set[asyncio.Task[aiohttp.web.StreamResponse]] = attrs.field(factory=set, init=False)
     _versions: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -115,7 +145,43 @@ class PortalKubernetesEmulator(kmock.KubernetesEmulator):
         """Answer the next ``times`` requests ``verb path`` (path without query) with a Status of ``code``."""
         self._failures.append(_Failure(verb.upper(), path, code, reason or f"Injected{code}", message, times))
 
+    def delay(self, verb: str, path: str, seconds: float, *, times: int = 1, outlive_client: bool = False) -> Delay:
+        """Hold the next ``times`` requests ``verb path`` (path without query) for ``seconds``, then serve them."""
+        delay = Delay(verb.upper(), path, seconds, times, outlive_client)
+        self._delays.append(delay)
+        return delay
+
+    def release_all(self) -> None:
+        """Stop holding requests (the server is going away)."""
+        for delay in self._delays:
+            delay.release()
+
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        for delay in self._delays:
+            if delay.times > 0 and (delay.method, delay.path) == (request.method.value, request.url.path):
+                delay.times -= 1
+                delay.arrived.set()
+                if not delay.outlive_client:
+                    return await self._hold(delay, request)
+                # Shielded: the client's disconnect cancels only this handler, not the held request.
+                held = asyncio.ensure_future(self._hold(delay, request))
+                self._outliving.add(held)
+                held.add_done_callback(self._outliving.discard)
+                return await asyncio.shield(held)
+        return await self._handle_now(request)
+
+    async def _hold(self, delay: Delay, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        try:
+            deadline = asyncio.get_running_loop().time() + delay.seconds
+            while not delay.released.is_set() and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.02)
+            response = await self._handle_now(request)
+            delay.outcome = response.status
+            return response
+        finally:
+            delay.done.set()
+
+    async def _handle_now(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         found = _NAMESPACE_URL.match(request.url.path)
         if found:
             namespaces = kmock.resource("", "v1", "namespaces")
@@ -296,6 +362,21 @@ class EmulatedCluster:
         """Make the next ``times`` matching requests fail (see ``PortalKubernetesEmulator.fail``)."""
         self._locked(lambda _: self.emulator.fail(verb, path, code, message, reason=reason, times=times))
 
+    def delay(self, verb: str, path: str, seconds: float, *, times: int = 1, outlive_client: bool = False) -> Delay:
+        """Hold the next ``times`` matching requests (see ``PortalKubernetesEmulator.delay``)."""
+        return self._locked(
+            lambda _: self.emulator.delay(verb, path, seconds, times=times, outlive_client=outlive_client)
+        )
+
+    def labelled(self, key: str, value: str) -> list[dict[str, Any]]:
+        """Every stored (not deleted) object, of any kind, whose label ``key`` is ``value``."""
+
+        def read(objects: kmock.ObjectsArray) -> list[dict[str, Any]]:
+            found = (obj.raw for obj in objects.values() if not obj.deleted)
+            return [copy.deepcopy(raw) for raw in found if _label(raw, key) == value]
+
+        return self._locked(read)
+
     def _locked(self, change: Any) -> Any:
         async def under_lock() -> Any:
             async with self.emulator._lock:
@@ -313,5 +394,8 @@ class EmulatedCluster:
         await self._server.__aenter__()
 
     async def _exit(self) -> None:
+        self.emulator.release_all()
+        if self.emulator._outliving:  # held requests that outlived their clients finish before the loop stops
+            await asyncio.wait(list(self.emulator._outliving), timeout=5)
         await self._server.__aexit__(None, None, None)
         await self.emulator.__aexit__(None, None, None)
