@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
 from allocations.models import (
     Cluster,
+    ClusterBackend,
     GpuModel,
     GpuRequest,
     Membership,
@@ -19,6 +23,20 @@ from allocations.models import (
     SlaTier,
     Team,
 )
+from allocations.selectors import user_is_approver
+from allocations.services import (
+    InvalidTransition,
+    cluster_inventory_sync_queue,
+    gpu_request_reapply,
+    gpu_request_release,
+)
+
+
+def _reason(error: Exception) -> str:
+    """One readable sentence from a service error, for an admin message."""
+    if isinstance(error, ValidationError):
+        return " ".join(error.messages)
+    return str(error) or "not allowed"
 
 
 class SecretReferenceWidget(forms.PasswordInput):
@@ -179,6 +197,31 @@ class ClusterAdmin(admin.ModelAdmin):
     def pool_count(self, obj: Cluster) -> int:
         return obj.pool_count
 
+    def has_sync_permission(self, request: HttpRequest) -> bool:
+        return user_is_approver(request.user)
+
+    @admin.action(description="Sync inventory now (Kubernetes clusters)", permissions=["sync"])
+    def sync_inventory(self, request: HttpRequest, queryset: QuerySet[Cluster]) -> None:
+        """Queue the inventory sync task; it reads every active Kubernetes cluster, so one run covers the selection."""
+        clusters = list(queryset.order_by("name"))
+        skipped = [c.name for c in clusters if c.backend != ClusterBackend.KUBERNETES or not c.is_active]
+        try:
+            cluster_inventory_sync_queue(acting_user=request.user)
+        except PermissionDenied as exc:
+            self.message_user(request, _reason(exc), messages.ERROR)
+            return
+        synced = [c.name for c in clusters if c.name not in skipped]
+        if synced:
+            self.message_user(request, f"Inventory sync queued for {', '.join(synced)}.", messages.SUCCESS)
+        if skipped:
+            self.message_user(
+                request,
+                f"Not synced (GitOps tree or inactive: the portal cannot read their nodes): {', '.join(skipped)}.",
+                messages.WARNING,
+            )
+
+    actions = ["sync_inventory"]
+
 
 @admin.register(NodePool)
 class NodePoolAdmin(admin.ModelAdmin):
@@ -245,6 +288,40 @@ class GpuRequestAdmin(admin.ModelAdmin):
         "ended_at",
     ]
     autocomplete_fields = ["team", "requester"]
+    actions = ["reapply_to_cluster", "release_requests"]
+
+    def has_approve_permission(self, request: HttpRequest) -> bool:
+        return user_is_approver(request.user)
+
+    def _each(
+        self, request: HttpRequest, queryset: QuerySet[GpuRequest], service: Callable[..., GpuRequest], done: str
+    ) -> None:
+        """Run a lifecycle service on each selected request on its own, with one message per request."""
+        for gpu_request in queryset.select_related("team", "node_pool").order_by("pk"):
+            label = f"#{gpu_request.pk} {gpu_request.name}"
+            try:
+                service(request=gpu_request, acting_user=request.user, comment=f"{done.capitalize()} from the admin")
+            except (PermissionDenied, ValidationError, InvalidTransition) as exc:
+                self.message_user(request, f"{label}: not {done}: {_reason(exc)}", messages.ERROR)
+                continue
+            gpu_request.refresh_from_db(fields=["status", "status_detail"])
+            now = gpu_request.get_status_display().lower()
+            if gpu_request.status == "failed":
+                self.message_user(
+                    request, f"{label}: {done}, but it failed: {gpu_request.status_detail}", messages.ERROR
+                )
+            else:
+                self.message_user(request, f"{label}: {done}; now {now}.", messages.SUCCESS)
+
+    @admin.action(description="Re-apply to the cluster (failed or active requests)", permissions=["approve"])
+    def reapply_to_cluster(self, request: HttpRequest, queryset: QuerySet[GpuRequest]) -> None:
+        """Hand each request back to provisioning through ``gpu_request_reapply`` (quota re-checked when failed)."""
+        self._each(request, queryset, gpu_request_reapply, "re-applied")
+
+    @admin.action(description="Release (give the GPUs back)", permissions=["approve"])
+    def release_requests(self, request: HttpRequest, queryset: QuerySet[GpuRequest]) -> None:
+        """Release each request through ``gpu_request_release``; its workload is deleted from the cluster."""
+        self._each(request, queryset, gpu_request_release, "released")
 
 
 @admin.register(RequestEvent)

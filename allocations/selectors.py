@@ -264,3 +264,183 @@ def team_overview(*, user: User, slug: str) -> dict[str, object]:
         "allocations": allocations,
         "role": membership_role(user=user, team=team),
     }
+
+
+# --- Provisioning views: a request's manifests and live status, the clusters page (platform admins) ----------------
+
+from typing import TYPE_CHECKING  # noqa: E402
+
+if TYPE_CHECKING:  # appended here so the module's shared imports stay untouched
+    from allocations.models import Cluster, NodePool
+
+# While a request is on its way to the cluster its status changes without anyone acting: the page polls.
+POLLING_STATUSES = frozenset({"approved", "provisioning"})
+DRIFT_PHASES = ("NotFound", "Pending")
+
+
+def gpu_request_manifests_yaml(*, request: GpuRequest) -> str:
+    """The request's last rendered Kubernetes objects as one multi-document YAML ('' before the first render)."""
+    from allocations.manifests import to_yaml
+
+    return to_yaml(request.manifests) if request.manifests else ""
+
+
+def gpu_request_live_status(*, request: GpuRequest) -> dict[str, object]:
+    """What the cluster last said about a request, the causes and fixes of a stuck workload, and whether to poll."""
+    from allocations.troubleshooting import troubleshoot
+
+    phase = request.observed_phase
+    hints = troubleshoot(request.status_detail, phase=phase)
+    waiting = phase == "Pending" and request.status == "active"
+    return {
+        "status": request.status,
+        "status_display": request.get_status_display(),
+        "observed_phase": phase,
+        "observed_at": request.observed_at,
+        "status_detail": request.status_detail,
+        "hints": hints,
+        "manifests_rendered_at": request.manifests_rendered_at,
+        "manifest_count": len(request.manifests or []),
+        "polling": request.status in POLLING_STATUSES or waiting,
+    }
+
+
+def clusters_visible_to(*, user: User) -> QuerySet[Cluster]:
+    """Clusters the user may inspect: every one for platform admins (approvers and staff), none for anyone else."""
+    from allocations.models import Cluster as ClusterModel
+
+    if not user_is_approver(user):
+        return ClusterModel.objects.none()
+    return ClusterModel.objects.all()
+
+
+def _allocated_by_pool(*, cluster_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Units held now (approved, provisioning, active) per node pool and resource name, in one query."""
+    rows = (
+        GpuRequest.objects.filter(node_pool__cluster_id__in=cluster_ids, status__in=QUOTA_HOLDING_STATUSES)
+        .values("node_pool_id", "resource_name")
+        .annotate(units=Sum("resource_units"))
+        .order_by()
+    )
+    held: dict[int, dict[str, int]] = {}
+    for row in rows:
+        held.setdefault(row["node_pool_id"], {})[row["resource_name"]] = int(row["units"] or 0)
+    return held
+
+
+def node_pool_capacity_rows(*, pool: NodePool, allocated: dict[str, int]) -> dict[str, object]:
+    """One pool's capacity per resource: configured, observed by inventory sync, allocated, free, and any drift."""
+    observed = dict(pool.observed_allocatable or {})
+    observed_nodes = observed.pop("nodes", None)
+    synced = pool.observed_at is not None
+    configured = pool.capacity()
+    resources = list(dict.fromkeys([*configured, *allocated, *(observed if synced else {})]))
+    rows = []
+    for resource in resources:
+        want = configured.get(resource, 0)
+        seen = observed.get(resource, 0) if synced else None
+        held = allocated.get(resource, 0)
+        rows.append(
+            {
+                "resource": resource,
+                "configured": want,
+                "observed": seen,
+                "allocated": held,
+                "free": want - held,
+                "over": held > want,
+                "drift": synced and seen != want,
+            }
+        )
+    node_drift = synced and observed_nodes is not None and observed_nodes != pool.node_count
+    return {
+        "pool": pool,
+        "rows": rows,
+        "synced": synced,
+        "observed_nodes": observed_nodes,
+        "node_drift": node_drift,
+        "drift": node_drift or any(row["drift"] for row in rows),
+    }
+
+
+def cluster_overview_rows(*, user: User) -> list[dict[str, object]]:
+    """Every cluster with its pools' GPUs, units allocated, last inventory sync and drift (platform approvers only)."""
+    clusters = list(clusters_visible_to(user=user).prefetch_related("node_pools__gpu_model").order_by("name"))
+    held = _allocated_by_pool(cluster_ids=[cluster.pk for cluster in clusters])
+    rows = []
+    for cluster in clusters:
+        pools = [
+            node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {})) for pool in cluster.node_pools.all()
+        ]
+        synced_at = [item["pool"].observed_at for item in pools if item["synced"]]
+        rows.append(
+            {
+                "cluster": cluster,
+                "pool_count": len(pools),
+                "gpu_total": sum(item["pool"].gpu_total for item in pools),
+                "allocated": sum(row["allocated"] for item in pools for row in item["rows"]),
+                "last_synced": max(synced_at) if synced_at else None,
+                "never_synced": sum(1 for item in pools if not item["synced"]),
+                "drifted_pools": sum(1 for item in pools if item["drift"]),
+            }
+        )
+    return rows
+
+
+def cluster_gpu_operator_configs(*, pools: list[NodePool]) -> list[dict[str, object]]:
+    """The GPU Operator ConfigMaps of a cluster's pools (time-slicing, mig-parted) as YAML, or why one cannot render."""
+    from allocations.manifests import (
+        ManifestError,
+        SharingMode,
+        render_mig_parted_configmap,
+        render_time_slicing_configmap,
+        to_yaml,
+    )
+    from allocations.provisioning import pool_context
+
+    configs = []
+    renderers = (
+        (
+            "Device plugin (time-slicing)",
+            "ClusterPolicy devicePlugin.config.name; nodes of a time-slicing pool carry "
+            "nvidia.com/device-plugin.config=<pool name>.",
+            SharingMode.TIME_SLICING,
+            lambda contexts: render_time_slicing_configmap(contexts),
+        ),
+        (
+            "MIG manager (mig-parted)",
+            "ClusterPolicy migManager.config.name; nodes of a MIG pool carry nvidia.com/mig.config=<config name>.",
+            SharingMode.MIG,
+            lambda contexts: render_mig_parted_configmap(contexts, catalog=catalog_from_db()),
+        ),
+    )
+    for title, usage, mode, render in renderers:
+        chosen = [pool for pool in pools if pool.sharing_mode == mode.value]
+        entry = {"title": title, "usage": usage, "pool_count": len(chosen), "yaml": "", "error": ""}
+        try:
+            entry["yaml"] = to_yaml([render([pool_context(pool) for pool in chosen])])
+        except ManifestError as exc:
+            entry["error"] = str(exc)
+        configs.append(entry)
+    return configs
+
+
+def cluster_detail_overview(*, user: User, name: str) -> dict[str, object]:
+    """A cluster page: pool capacity and drift, drifted requests, GPU Operator configs; Cluster.DoesNotExist if not."""
+    from allocations.models import RequestStatus
+
+    cluster = clusters_visible_to(user=user).get(name=name)
+    pools = list(cluster.node_pools.select_related("gpu_model").order_by("name"))
+    held = _allocated_by_pool(cluster_ids=[cluster.pk])
+    pool_rows = [node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {})) for pool in pools]
+    drifted_requests = (
+        gpu_requests_visible_to(user=user)
+        .filter(cluster=cluster, status=RequestStatus.ACTIVE, observed_phase__in=DRIFT_PHASES)
+        .order_by("observed_at", "id")
+    )
+    return {
+        "cluster": cluster,
+        "pool_rows": pool_rows,
+        "drifted_requests": list(drifted_requests),
+        "configs": cluster_gpu_operator_configs(pools=pools) if pools else [],
+        "observable": cluster.backend == "kubernetes",
+    }

@@ -316,3 +316,54 @@ def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, c
         )
         transaction.on_commit(lambda: release_request.delay(request.pk), robust=True)
     return request
+
+
+# --- Platform admin operations: re-apply a request, queue an inventory sync ---------------------------------------
+
+REAPPLICABLE_STATUSES = frozenset({RequestStatus.FAILED, RequestStatus.ACTIVE})
+
+
+def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
+    """Hand a failed or active request back to provisioning (platform approvers), re-checking quota for a failed one."""
+    if not user_is_approver(acting_user):
+        raise PermissionDenied("Only platform approvers can re-apply a request to its cluster.")
+    if request.status not in REAPPLICABLE_STATUSES:
+        raise InvalidTransition(
+            request,
+            RequestStatus.PROVISIONING,
+            f"Only a failed or active request can be re-applied; #{request.pk} is {request.status}.",
+        )
+    from allocations.tasks import provision_request
+
+    with transaction.atomic():
+        team = _lock_team(request.team)
+        request.refresh_from_db()
+        if request.status == RequestStatus.FAILED:
+            # A failed request holds no quota; provisioning holds it again, so it has to fit what is held now.
+            try:
+                quota_check(
+                    team=team,
+                    resource_name=request.resource_name,
+                    units=request.resource_units,
+                    node_pool=request.node_pool,
+                )
+            except QuotaExceeded as exc:
+                raise ValidationError({"quota": exc.messages}) from exc
+        gpu_request_transition(
+            request=request,
+            to_status=RequestStatus.PROVISIONING,
+            acting_user=acting_user,
+            comment=comment or "Re-applied to the cluster",
+            updates={"status_detail": "Re-applying the objects to the cluster."},
+        )
+        transaction.on_commit(lambda: provision_request.delay(request.pk), robust=True)
+    return request
+
+
+def cluster_inventory_sync_queue(*, acting_user: AbstractBaseUser) -> None:
+    """Queue a read of every Kubernetes cluster's GPU nodes into its node pools (platform approvers)."""
+    if not user_is_approver(acting_user):
+        raise PermissionDenied("Only platform approvers can sync the cluster inventory.")
+    from allocations.tasks import sync_inventory
+
+    transaction.on_commit(lambda: sync_inventory.delay(), robust=True)

@@ -10,19 +10,25 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 from rest_framework.authtoken.models import Token
 
 from allocations.filtersets import GpuRequestFilterSet
 from allocations.forms import BulkReviewForm, CommentForm, GpuRequestForm, ReviewForm, TokenForm
-from allocations.models import GpuRequest, RequestStatus, Team
+from allocations.models import Cluster, ClusterBackend, GpuRequest, RequestStatus, Team
 from allocations.selectors import (
     approval_queue,
+    cluster_detail_overview,
+    cluster_overview_rows,
+    clusters_visible_to,
     gpu_request_actions,
     gpu_request_detail,
+    gpu_request_live_status,
+    gpu_request_manifests_yaml,
     gpu_requests_visible_to,
     team_overview,
     teams_of,
@@ -30,9 +36,12 @@ from allocations.selectors import (
     user_is_approver,
 )
 from allocations.services import (
+    REAPPLICABLE_STATUSES,
     InvalidTransition,
+    cluster_inventory_sync_queue,
     gpu_request_approve,
     gpu_request_cancel,
+    gpu_request_reapply,
     gpu_request_reject,
     gpu_request_release,
     gpu_request_submit,
@@ -103,21 +112,72 @@ def request_list(request: HttpRequest) -> HttpResponse:
     return render(request, "allocations/request_list.html", context)
 
 
-@login_required
-def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """One request: profile, frozen spec with rationale and alternatives, timeline, and the user's actions."""
+def _visible_request(request: HttpRequest, pk: int) -> GpuRequest:
+    """The request if the user may see it, else a 404 (other teams' requests do not exist for them)."""
     try:
-        gpu_request = gpu_request_detail(user=request.user, pk=pk)
+        return gpu_request_detail(user=request.user, pk=pk)
     except GpuRequest.DoesNotExist as exc:
         raise Http404("No such request in your teams.") from exc
+
+
+@login_required
+def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One request: profile, frozen spec, live cluster status with fixes, manifests, timeline, and the actions."""
+    gpu_request = _visible_request(request, pk)
+    approver = user_is_approver(request.user)
     context = {
         "gpu_request": gpu_request,
         "spec": gpu_request.spec or {},
         "events": gpu_request.events.all(),
-        "actions": gpu_request_actions(user=request.user, request=gpu_request),
+        "actions": {
+            **gpu_request_actions(user=request.user, request=gpu_request),
+            "reapply": approver and gpu_request.status in REAPPLICABLE_STATUSES,
+        },
         "comment_form": CommentForm(),
+        "live": gpu_request_live_status(request=gpu_request),
+        "manifests_yaml": gpu_request_manifests_yaml(request=gpu_request),
     }
     return render(request, "allocations/request_detail.html", context)
+
+
+@login_required
+@require_GET
+def request_status(request: HttpRequest, pk: int) -> JsonResponse:
+    """The request's live status as JSON for the detail page's refresh: fields, the rendered panel, the manifests."""
+    gpu_request = _visible_request(request, pk)
+    live = gpu_request_live_status(request=gpu_request)
+    html = render_to_string("allocations/_live_status.html", {"live": live, "gpu_request": gpu_request}, request)
+    observed_at = live["observed_at"]
+    rendered_at = live["manifests_rendered_at"]
+    return JsonResponse(
+        {
+            "id": gpu_request.pk,
+            "status": live["status"],
+            "status_display": live["status_display"],
+            "observed_phase": live["observed_phase"],
+            "observed_at": observed_at.isoformat() if observed_at else None,
+            "status_detail": live["status_detail"],
+            "hints": [{"code": h.code, "title": h.title, "fixes": list(h.fixes)} for h in live["hints"]],
+            "manifests_rendered_at": rendered_at.isoformat() if rendered_at else None,
+            "manifest_count": live["manifest_count"],
+            "manifests_yaml": gpu_request_manifests_yaml(request=gpu_request),
+            "polling": live["polling"],
+            "html": html,
+        }
+    )
+
+
+@login_required
+@require_GET
+def request_manifests_download(request: HttpRequest, pk: int) -> HttpResponse:
+    """The request's rendered objects as ``gpr-<id>.yaml``, ready for ``kubectl apply -f``; 404 before rendering."""
+    gpu_request = _visible_request(request, pk)
+    text = gpu_request_manifests_yaml(request=gpu_request)
+    if not text:
+        raise Http404("The manifests of this request are not rendered yet: they are rendered once it is approved.")
+    response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{gpu_request.workload_object_name}.yaml"'
+    return response
 
 
 def _act_on_request(request: HttpRequest, pk: int, service: Callable[..., GpuRequest], done: str) -> HttpResponse:
@@ -153,12 +213,25 @@ def request_release(request: HttpRequest, pk: int) -> HttpResponse:
     return _act_on_request(request, pk, gpu_request_release, "was released; its quota is free again")
 
 
+@login_required
+@require_POST
+def request_reapply(request: HttpRequest, pk: int) -> HttpResponse:
+    """Platform approvers: hand a failed or active request back to provisioning (objects applied again)."""
+    _require_platform_admin(request)
+    return _act_on_request(request, pk, gpu_request_reapply, "was handed back to provisioning")
+
+
 # --- Approvals ---------------------------------------------------------------------------------------------------
 
 
 def _require_approver(request: HttpRequest) -> None:
     if not user_is_approver(request.user):
         raise PermissionDenied("Only platform approvers can see the approval queue.")
+
+
+def _require_platform_admin(request: HttpRequest) -> None:
+    if not user_is_approver(request.user):
+        raise PermissionDenied("Only platform admins (approvers and staff) can do that.")
 
 
 @login_required
@@ -283,3 +356,51 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
         "api_root": request.build_absolute_uri(reverse("api-docs")).removesuffix("docs/") + "v1/",
     }
     return render(request, "allocations/tokens.html", context)
+
+
+# --- Clusters (platform admins) ----------------------------------------------------------------------------------
+
+
+@login_required
+def cluster_list(request: HttpRequest) -> HttpResponse:
+    """Every cluster: pools, GPUs, units allocated, last inventory sync and drift (platform admins)."""
+    _require_platform_admin(request)
+    return render(request, "allocations/cluster_list.html", {"rows": cluster_overview_rows(user=request.user)})
+
+
+@login_required
+def cluster_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """One cluster: capacity per pool (configured, observed, allocated, free), drift, and its GPU Operator configs."""
+    _require_platform_admin(request)
+    try:
+        context = cluster_detail_overview(user=request.user, name=name)
+    except Cluster.DoesNotExist as exc:
+        raise Http404("No such cluster.") from exc
+    return render(request, "allocations/cluster_detail.html", context)
+
+
+@login_required
+@require_POST
+def cluster_sync(request: HttpRequest, name: str) -> HttpResponse:
+    """Queue an inventory sync now (the task reads every Kubernetes cluster's GPU nodes) and go back to the page."""
+    _require_platform_admin(request)
+    try:
+        cluster = clusters_visible_to(user=request.user).get(name=name)
+    except Cluster.DoesNotExist as exc:
+        raise Http404("No such cluster.") from exc
+    if cluster.backend != ClusterBackend.KUBERNETES:
+        messages.info(
+            request,
+            f"{cluster.name} is a GitOps tree: the portal cannot read its nodes, so there is no inventory to sync.",
+        )
+    else:
+        cluster_inventory_sync_queue(acting_user=request.user)
+        messages.success(
+            request,
+            "Inventory sync queued: the GPU nodes of every Kubernetes cluster are read into their node pools. "
+            "Reload in a moment to see the result.",
+        )
+    target = request.POST.get("next", "")
+    if target.startswith("/") and not target.startswith("//"):
+        return redirect(target)
+    return redirect("allocations:cluster-detail", name=cluster.name)

@@ -17,11 +17,19 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.fields import get_error_detail
 from rest_framework.filters import OrderingFilter, SearchFilter
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -31,6 +39,7 @@ from allocations import services
 from allocations.api import serializers as api
 from allocations.api.filters import NUL_MESSAGE, RejectNulCharacters
 from allocations.api.permissions import IsActivePortalUser
+from allocations.api.renderers import KubernetesYamlRenderer
 from allocations.decision import ProfileError
 from allocations.filtersets import GpuRequestFilterSet
 from allocations.models import GpuRequest, Team
@@ -160,6 +169,9 @@ class RecommendationViewSet(ServiceApiMixin, viewsets.GenericViewSet):
         return Response(api.RecommendationSerializer(placement.spec).data)
 
 
+MANIFESTS_NOT_RENDERED = (
+    "The manifests of this request are not rendered yet: they are rendered when it is approved and provisioned."
+)
 _COMMENT_BODY = OpenApiExample("Comment", value={"comment": "Fits the quota; go ahead."}, request_only=True)
 
 
@@ -289,6 +301,57 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
         """The append-only event log of one visible request."""
         obj = self.get_object()
         return Response(api.RequestEventSerializer(obj.events.order_by("at", "id"), many=True).data)
+
+    @extend_schema(
+        summary="The request's Kubernetes objects, as last rendered",
+        description=(
+            "The objects the portal applies for this request, in apply order: its tier's PriorityClass, the team's "
+            "Namespace, NetworkPolicy, ResourceQuota and LimitRange, then the workload `gpr-<id>`. JSON by default; "
+            "`?format=yaml` (or `Accept: application/yaml`) answers one multi-document YAML stream for "
+            "`kubectl apply -f`. 404 for requests of other teams, and before the request is rendered (on approval)."
+        ),
+        parameters=[
+            OpenApiParameter(
+                "format",
+                str,
+                OpenApiParameter.QUERY,
+                enum=["json", "yaml"],
+                description="`yaml` for one multi-document YAML stream (`application/yaml`).",
+            )
+        ],
+        responses={
+            (200, "application/json"): OpenApiResponse(
+                {"type": "array", "items": {"type": "object", "additionalProperties": True}},
+                description="The Kubernetes objects (apiVersion, kind, metadata, ...), in apply order.",
+            ),
+            (200, "application/yaml"): OpenApiResponse(
+                OpenApiTypes.STR, description="The same objects as one multi-document YAML stream."
+            ),
+            404: _ERROR,
+            **_AUTH_ERRORS,
+        },
+        examples=[
+            OpenApiExample(
+                "Not rendered yet",
+                value={"detail": MANIFESTS_NOT_RENDERED},
+                response_only=True,
+                status_codes=["404"],
+            )
+        ],
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        filter_backends=[],
+        pagination_class=None,
+        renderer_classes=[JSONRenderer, KubernetesYamlRenderer],
+    )
+    def manifests(self, request: Request, pk: str | None = None) -> Response:
+        """The visible request's rendered objects (JSON list, or YAML with ``?format=yaml``); 404 until rendered."""
+        obj = self.get_object()
+        if not obj.manifests:
+            raise exceptions.NotFound(MANIFESTS_NOT_RENDERED)
+        return Response(obj.manifests)
 
 
 @extend_schema_view(

@@ -113,9 +113,10 @@ class GitOpsGateway:
 
     def workload_status(self, *, namespace: str, request_id: int) -> WorkloadStatus:
         """Always ``Unobservable``: the tree says what should run, not what runs."""
+        # Relative to the GitOps root: every team member reads this, and the server's paths are not theirs to see.
+        where = self.directory.relative_to(self.root)
         return WorkloadStatus(
-            phase="Unobservable",
-            message=f"Written to the GitOps tree at {self.directory}; Argo CD or Flux applies it.",
+            phase="Unobservable", message=f"Written to the GitOps tree at {where}/; Argo CD or Flux applies it."
         )
 
     def list_gpu_nodes(self) -> tuple[NodeInventory, ...]:

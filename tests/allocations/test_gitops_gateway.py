@@ -125,7 +125,8 @@ def test_observation_is_not_possible(gateway: GitOpsGateway) -> None:
     status = gateway.workload_status(namespace="team-vision", request_id=42)
 
     assert status.phase == "Unobservable"
-    assert str(gateway.directory) in status.message
+    assert "at lab-a/" in status.message
+    assert str(gateway.root) not in status.message  # users see it: no server paths
     assert "Argo CD or Flux" in status.message
     assert gateway.list_gpu_nodes() == ()
 

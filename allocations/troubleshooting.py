@@ -1,0 +1,157 @@
+"""Why a workload waits, and what to do about it: scheduler and kubelet messages mapped to the guide's fixes.
+
+Pure: strings in, frozen dataclasses out; nothing here imports Django. The reasons and fixes follow the GPU
+scheduling guide, section 8.1 "Pod Stuck in Pending State" (Insufficient nvidia.com/gpu, no nodes with the label,
+an untolerated taint), plus the image and ResourceQuota refusals a request's pods meet in practice.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Phases whose message never names a problem: the work is done, or a GitOps tree cannot see the cluster.
+HEALTHY_PHASES = frozenset({"Succeeded", "Unobservable"})
+
+_INSUFFICIENT = re.compile(r"Insufficient (nvidia\.com/(?:gpu(?:\.shared)?|mig-[\w.+]+))")
+_INSUFFICIENT_OTHER = re.compile(r"Insufficient (cpu|memory|ephemeral-storage)")
+_TAINT = re.compile(r"untolerated taint|didn't tolerate|had taint", re.IGNORECASE)
+_SELECTOR = re.compile(
+    r"didn't match (?:Pod's )?node (?:affinity|selector)|node\(s\) didn't match|no nodes available with label",
+    re.IGNORECASE,
+)
+_IMAGE = re.compile(r"ImagePullBackOff|ErrImagePull|InvalidImageName|pull access denied|manifest unknown")
+_QUOTA = re.compile(r"exceeded quota", re.IGNORECASE)
+_PRIORITY = re.compile(r"no PriorityClass with name", re.IGNORECASE)
+_CRASH = re.compile(r"CrashLoopBackOff")
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One recognised cause of a stuck workload: a stable code, a title, what it means and the fixes to try."""
+
+    code: str
+    title: str
+    explanation: str
+    fixes: tuple[str, ...]
+
+
+def _pool_full(resource: str) -> Hint:
+    mig = resource.startswith("nvidia.com/mig-")
+    what = f"MIG slices ({resource})" if mig else f"{resource} units"
+    return Hint(
+        code="pool-full",
+        title=f"The pool is full: no node has free {resource}",
+        explanation=(
+            f"The scheduler found no node with enough free {what}: every one of them is allocated to other pods "
+            "(guide 8.1, reason 1)."
+        ),
+        fixes=(
+            "Wait: the pod is scheduled as soon as another allocation on the pool is released or expires.",
+            "Release one of your team's allocations you no longer need.",
+            "Ask the platform admins for more capacity on the pool, or submit the request again for another pool.",
+            *(("Check that the nodes' MIG layout (nvidia.com/mig.config) offers this profile at all.",) if mig else ()),
+        ),
+    )
+
+
+_TAINT_HINT = Hint(
+    code="untolerated-taint",
+    title="The GPU nodes carry a taint the pod does not tolerate",
+    explanation=(
+        "The pool's nodes are tainted (typically nvidia.com/gpu=present:NoSchedule) and the rendered pod has no "
+        "matching toleration, so the scheduler keeps it off them (guide 8.1, reason 3)."
+    ),
+    fixes=(
+        "Platform admins: make the node pool's taints in the portal match the nodes' real taints "
+        "(kubectl describe nodes | grep Taints), then re-apply the request.",
+        "Check the tolerations in the manifests below against those taints (key, value and effect).",
+    ),
+)
+_SELECTOR_HINT = Hint(
+    code="no-matching-node",
+    title="No node carries the labels the pod asks for",
+    explanation=(
+        "The pod's node selector names the GPU product label (nvidia.com/gpu.product) and the pool's labels, and no "
+        "node has them all (guide 8.1, reason 2). Time-sliced nodes are often labelled '<product>-SHARED' by GPU "
+        "Feature Discovery, which does not match the plain product name."
+    ),
+    fixes=(
+        "Compare the nodeSelector in the manifests below with the nodes' labels "
+        "(kubectl get nodes -L nvidia.com/gpu.product).",
+        "Platform admins: fix the GPU model's product label or the pool's node labels in the portal (mind a "
+        "-SHARED suffix on time-sliced nodes), or label the nodes; then re-apply the request.",
+        "Check that the GPU Operator runs (kubectl get pods -n gpu-operator): without GPU Feature Discovery no "
+        "node has the labels.",
+    ),
+)
+_IMAGE_HINT = Hint(
+    code="image-pull",
+    title="The container image cannot be pulled",
+    explanation="The kubelet could not pull the image: a wrong name or tag, or a registry that needs credentials.",
+    fixes=(
+        "Check the image name and tag (docker pull <image> from a machine that can reach the registry).",
+        "For a private registry, ask the platform admins for an imagePullSecret in the team's namespace.",
+    ),
+)
+_QUOTA_HINT = Hint(
+    code="resource-quota",
+    title="The namespace's ResourceQuota refused the pod",
+    explanation=(
+        "The team's namespace has a ResourceQuota on GPU requests, and this pod would take it over the limit; the "
+        "pod is not created at all."
+    ),
+    fixes=(
+        "Release an allocation of your team, or ask a platform admin to raise the team's quota in the portal "
+        "(the ResourceQuota is rendered from it).",
+        "If the quota in the portal is already high enough, re-apply the request so the namespace gets the new "
+        "ResourceQuota.",
+    ),
+)
+_PRIORITY_HINT = Hint(
+    code="priority-class",
+    title="The PriorityClass of the SLA tier is missing",
+    explanation="The pod names a PriorityClass the cluster does not have, so the API server refuses it.",
+    fixes=("Platform admins: re-apply the request; the PriorityClass of its tier is applied before the workload.",),
+)
+_CRASH_HINT = Hint(
+    code="crash-loop",
+    title="The container starts and crashes",
+    explanation="The image runs but the process exits again and again (CrashLoopBackOff).",
+    fixes=(
+        "Read the container's logs (kubectl logs <pod> --previous) for the error.",
+        "Check the command and that the image's CUDA version suits the node's driver (nvidia-smi).",
+    ),
+)
+
+
+def _node_resources_hint(resource: str) -> Hint:
+    return Hint(
+        code="node-resources",
+        title=f"The nodes have too little free {resource}",
+        explanation=f"A node with free GPUs exists but not with enough free {resource} for the pod's request.",
+        fixes=(
+            "Wait for other pods on the pool to finish, or ask the platform admins to review the pool's CPU and "
+            "memory per GPU (guide section 7: 8-16 cores and 32-64 GB per GPU for training).",
+        ),
+    )
+
+
+def troubleshoot(message: str, *, phase: str = "") -> tuple[Hint, ...]:
+    """The recognised causes in a scheduler or kubelet message, most specific first; empty when none is known."""
+    if not message or phase in HEALTHY_PHASES:
+        return ()
+    hints: list[Hint] = []
+    resources = list(dict.fromkeys(_INSUFFICIENT.findall(message)))
+    hints.extend(_pool_full(resource) for resource in resources)
+    checks = (
+        (_QUOTA, _QUOTA_HINT),
+        (_TAINT, _TAINT_HINT),
+        (_SELECTOR, _SELECTOR_HINT),
+        (_IMAGE, _IMAGE_HINT),
+        (_PRIORITY, _PRIORITY_HINT),
+        (_CRASH, _CRASH_HINT),
+    )
+    hints.extend(hint for pattern, hint in checks if pattern.search(message))
+    hints.extend(_node_resources_hint(other) for other in dict.fromkeys(_INSUFFICIENT_OTHER.findall(message)))
+    return tuple(hints)
