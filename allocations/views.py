@@ -46,6 +46,7 @@ from allocations.services import (
     gpu_request_release,
     gpu_request_submit,
 )
+from billing.utilization_selectors import request_utilization_context, team_utilization_context
 
 PAGE_SIZE = 25
 NEW_TOKEN_SESSION_KEY = "allocations:new_api_token"  # noqa: S105 - a session key name, not a secret
@@ -136,6 +137,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "comment_form": CommentForm(),
         "live": gpu_request_live_status(request=gpu_request),
         "manifests_yaml": gpu_request_manifests_yaml(request=gpu_request),
+        **request_utilization_context(user=request.user, request=gpu_request),
     }
     return render(request, "allocations/request_detail.html", context)
 
@@ -323,6 +325,7 @@ def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
         context = team_overview(user=request.user, slug=slug)
     except Team.DoesNotExist as exc:
         raise Http404("No such team among yours.") from exc
+    context.update(team_utilization_context(user=request.user, team=context["team"]))
     return render(request, "allocations/team_detail.html", context)
 
 

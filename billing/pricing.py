@@ -9,14 +9,18 @@ multiplier. Money is ``Decimal`` throughout and is rounded (half-up, to the cent
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
+from typing import TypeVar
 
 HOURS_PER_YEAR = Decimal(8760)
 # A month of allocation as cloud price sheets count it: 8760 h / 12.
 HOURS_PER_MONTH = Decimal(730)
 CENT = Decimal("0.01")
+K = TypeVar("K")
 
 
 class Strategy(StrEnum):
@@ -143,3 +147,72 @@ def catalog_hourly_rate(
     if purchase_price is not None:
         return tco_hourly(TcoInputs(purchase_price=purchase_price, tdp_watts=Decimal(tdp_watts))).total
     return list_hourly
+
+
+# --- Shares of a GPU per kind of allocation, idle sharing, and price book entries (issue #7) -------------------
+
+MIG_COMPUTE_SLICES_DEFAULT = 7
+# NVIDIA MIG User Guide, "Supported GPUs": A100/H100/H200 have 7 compute slices, the A30 has 4.
+MIG_COMPUTE_SLICES_BY_MODEL = {"a30": 4}
+_MIG_PREFIX = re.compile(r"^(?:nvidia\.com/mig-)?(?P<n>[1-9]\d*)g\.", re.IGNORECASE)
+
+
+def mig_profile_slices(profile_or_resource: str) -> int:
+    """The compute slices ``n`` of a MIG profile ``<n>g.<m>gb`` (or of its resource name ``nvidia.com/mig-...``)."""
+    match = _MIG_PREFIX.match(profile_or_resource.strip())
+    if not match:
+        raise PricingError(f"'{profile_or_resource}' is not a MIG profile like '2g.10gb'.")
+    return int(match["n"])
+
+
+def gpu_compute_slices(gpu_model: str) -> int:
+    """The compute slices of a whole GPU of this model: 4 on an A30 (any variant name), else 7."""
+    folded = gpu_model.strip().casefold()
+    for prefix, slices in MIG_COMPUTE_SLICES_BY_MODEL.items():
+        if folded == prefix or folded.startswith(prefix + "-"):
+            return slices
+    return MIG_COMPUTE_SLICES_DEFAULT
+
+
+def unit_share(
+    strategy: Strategy | str,
+    *,
+    gpu_model: str,
+    mig_profile: str | None = None,
+    time_slice_replicas: int | None = None,
+) -> Decimal:
+    """The part of one whole GPU that one unit of the resource pays: 1, n/7 (n/4 on A30), or 1/replicas."""
+    strategy = Strategy(strategy)
+    if strategy is Strategy.MIG:
+        if not mig_profile:
+            raise PricingError("A MIG allocation needs its profile, e.g. '2g.10gb'.")
+        slices = mig_profile_slices(mig_profile)
+        return allocation_share(strategy, mig_compute_slices=slices, gpu_compute_slices=gpu_compute_slices(gpu_model))
+    return allocation_share(strategy, time_slice_replicas=time_slice_replicas)
+
+
+def gpu_hourly_rate(*, hourly: Decimal | None = None, tco: TcoInputs | None = None) -> Decimal:
+    """The hourly price of one whole GPU from a price book entry: its list price, else the TCO of its inputs."""
+    if (hourly is None) == (tco is None):
+        raise PricingError("A GPU price is either a list price (hourly) or TCO inputs, not both or neither.")
+    if hourly is not None:
+        if not hourly.is_finite() or hourly < 0:
+            raise PricingError("hourly must be a non-negative amount.")
+        return hourly
+    assert tco is not None
+    return tco_hourly(tco).total
+
+
+def measured_power_scale(*, energy_kwh: Decimal, gpu_hours: Decimal, tdp_watts: Decimal) -> Decimal:
+    """Measured average power as a fraction of TDP (DCGM energy / (GPU-hours x TDP)); 1 when nothing was measured."""
+    if gpu_hours <= 0 or tdp_watts <= 0 or energy_kwh < 0:
+        return Decimal("1")
+    return energy_kwh * Decimal(1000) / (gpu_hours * tdp_watts)
+
+
+def weighted_shares(total: Decimal, weights: Mapping[K, Decimal]) -> dict[K, Decimal]:
+    """Split ``total`` in proportion to ``weights`` (OpenCost's ``__weighted__`` idle sharing); nothing if no weight."""
+    weight_sum = sum(weights.values(), Decimal(0))
+    if weight_sum <= 0:
+        return {key: Decimal(0) for key in weights}
+    return {key: total * weight / weight_sum for key, weight in weights.items()}

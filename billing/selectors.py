@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
-from django.db.models import F, FloatField, Max, Q, QuerySet, Sum
+from django.conf import settings
+from django.db.models import F, FloatField, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Cast
+from django.utils import timezone
 
-from allocations.models import Cluster, Team
-from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
+from allocations.models import Cluster, GpuModel, GpuRequest, NodePool, RequestEvent, Team
+from allocations.selectors import User, teams_of, user_is_approver
+from billing.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
+from billing.models import (
+    ImportedUsage,
+    IngestStatus,
+    MonthlyReport,
+    PriceBook,
+    UtilizationIngestHour,
+    UtilizationRollup,
+    UtilizationWatermark,
+)
+from billing.pricing import catalog_hourly_rate
 
 MIB_PER_GB = 1024.0  # NVIDIA's "GB" (1g.10gb = 9.75 GiB = 9984 MiB) is a GiB; DCGM reports MiB.
 
@@ -101,3 +115,204 @@ def team_usage(*, team: Team, start: datetime, end: datetime) -> dict[str, Any]:
         "complete": not missing and through is not None and through >= end,
         "incomplete_hours": missing,
     }
+
+
+# --- Cost reads: price books, chargeback inputs, report scoping (issue #7) --------------------------------------
+
+FINANCE_GROUP = "Finance"
+VIEW_ALL_COSTS_PERMISSION = "billing.view_all_costs"
+# Request statuses after which a request with no ended_at holds nothing any more (its last change ended it).
+_ENDED_STATUSES = {"rejected", "released", "expired", "failed"}
+
+
+def month_bounds(month: date) -> tuple[datetime, datetime]:
+    """The aware UTC start and end of the calendar month containing ``month``."""
+    start = datetime(month.year, month.month, 1, tzinfo=UTC)
+    end = datetime(month.year + (month.month == 12), month.month % 12 + 1, 1, tzinfo=UTC)
+    return start, end
+
+
+def user_can_view_all_costs(user: User) -> bool:
+    """Approvers, platform admins and the Finance group (``billing.view_all_costs``) see every team's costs."""
+    if user_is_approver(user):
+        return True
+    return bool(user.is_authenticated and user.is_active and user.has_perm(VIEW_ALL_COSTS_PERMISSION))
+
+
+def cost_teams_visible_to(user: User) -> QuerySet[Team]:
+    """Teams whose costs the user may see: their own, or every team for approvers and Finance."""
+    if user_can_view_all_costs(user):
+        return Team.objects.all()
+    return teams_of(user)
+
+
+def monthly_reports_visible_to(*, user: User) -> QuerySet[MonthlyReport]:
+    """Monthly reports of the teams the user may see; every report page and endpoint starts here."""
+    return MonthlyReport.objects.filter(team__in=cost_teams_visible_to(user)).select_related("team")
+
+
+def price_book_in_effect(*, at: datetime | None = None) -> PriceBook | None:
+    """The price book in effect at ``at`` (now by default): the latest whose date has begun, in UTC."""
+    day = (at or timezone.now()).astimezone(UTC).date()
+    return PriceBook.objects.filter(effective_from__lte=day).order_by("-effective_from").first()
+
+
+def current_gpu_rates() -> dict[str, Decimal]:
+    """Model name -> hourly price of one whole GPU in the price book in effect now (empty when there is none)."""
+    book = price_book_in_effect()
+    if book is None:
+        return {}
+    return dict(book.gpu_prices.values_list("gpu_model", "hourly_rate"))
+
+
+def price_periods(*, until: datetime) -> list[PricePeriod]:
+    """Every price book that takes effect before ``until``, as pure price periods (starting 00:00 UTC)."""
+    books = PriceBook.objects.filter(effective_from__lt=until.date() + timedelta(days=1)).prefetch_related(
+        "gpu_prices", "sla_multipliers"
+    )
+    return [
+        PricePeriod(
+            starts=datetime.combine(book.effective_from, time(0), tzinfo=UTC),
+            version=book.version,
+            gpu_rates={p.gpu_model.casefold(): p.hourly_rate for p in book.gpu_prices.all()},
+            sla_multipliers={m.tier_slug: m.multiplier for m in book.sla_multipliers.all()},
+        )
+        for book in books.order_by("effective_from")
+    ]
+
+
+def catalog_fallback_rates() -> dict[str, Decimal]:
+    """Reference GPU-hour prices of catalog models, for hours no price book covers (USD only: never converted)."""
+    if settings.PORTAL_CURRENCY != "USD":
+        return {}
+    rates = {}
+    for name, purchase, tdp, listed in GpuModel.objects.values_list(
+        "name", "purchase_price", "tdp_watts", "list_hourly_price"
+    ):
+        rate = catalog_hourly_rate(purchase_price=purchase, tdp_watts=tdp, list_hourly=listed)
+        if rate is not None:
+            rates[name.casefold()] = rate
+    return rates
+
+
+def capacity_gpus_by_model() -> dict[str, int]:
+    """Whole GPUs per model in the node pools of active clusters (the asset whose unallocated part is idle)."""
+    rows = (
+        NodePool.objects.filter(cluster__is_active=True)
+        .values("gpu_model__name")
+        .annotate(gpus=Sum(F("node_count") * F("gpus_per_node")))
+    )
+    return {row["gpu_model__name"]: int(row["gpus"] or 0) for row in rows}
+
+
+def _usage_by_request(start: datetime, end: datetime) -> dict[int, tuple[float | None, float | None]]:
+    rows = (
+        rollups_between(start=start, end=end)
+        .exclude(request__isnull=True)
+        .values("request_id")
+        .annotate(
+            util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
+            util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
+            energy=Sum("energy_kwh"),
+        )
+        .order_by()
+    )
+    return {
+        row["request_id"]: (
+            row["util_weighted"] / row["util_samples"] if row["util_samples"] else None,
+            row["energy"],
+        )
+        for row in rows
+    }
+
+
+def request_allocations(*, start: datetime, end: datetime) -> list[Allocation]:
+    """Requests that held GPUs in [start, end): from activation (or provisioning start) to their end."""
+    provisioning = (
+        RequestEvent.objects.filter(request=OuterRef("pk"), to_status="provisioning").order_by("at").values("at")[:1]
+    )
+    qs = (
+        GpuRequest.objects.annotate(provisioning_started=Subquery(provisioning))
+        .filter(Q(activated_at__lt=end) | Q(activated_at__isnull=True, provisioning_started__lt=end))
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+        .select_related("team", "sla_tier", "node_pool__gpu_model")
+    )
+    usage = _usage_by_request(start, end)
+    allocations = []
+    for req in qs.order_by("pk"):
+        spec = req.spec or {}
+        began = req.activated_at or req.provisioning_started
+        finished = req.ended_at or (req.updated_at if req.status in _ENDED_STATUSES else None)
+        model = spec.get("gpu_model") or (req.node_pool.gpu_model.name if req.node_pool else req.gpu_model_requested)
+        util, energy = usage.get(req.pk, (None, None))
+        allocations.append(
+            Allocation(
+                key=f"request:{req.pk}",
+                team=req.team.slug,
+                name=req.name,
+                gpu_model=str(model),
+                strategy=str(spec.get("strategy") or "dedicated"),
+                resource_name=str(spec.get("resource_name") or req.resource_name or "nvidia.com/gpu"),
+                quantity=int(spec.get("quantity") or req.gpu_count or 1),
+                replicas=int(spec.get("replicas") or req.replicas or 1),
+                mig_profile=spec.get("mig_profile"),
+                time_slice_replicas=spec.get("time_slice_replicas"),
+                sla_tier=req.sla_tier.slug if req.sla_tier else None,
+                tier_multiplier=req.sla_tier.price_multiplier if req.sla_tier else Decimal("1"),
+                start=began,
+                end=finished,
+                request_id=req.pk,
+                avg_utilization_pct=util,
+                energy_kwh=energy,
+            )
+        )
+    return allocations
+
+
+def imported_allocations(*, start: datetime, end: datetime) -> list[Allocation]:
+    """Imported historical usage overlapping [start, end), as allocations with no SLA multiplier."""
+    rows = ImportedUsage.objects.filter(start__lt=end, end__gt=start).select_related("team").order_by("pk")
+    return [
+        Allocation(
+            key=f"import:{row.pk}",
+            team=row.team.slug,
+            name=row.request_label,
+            gpu_model=row.gpu_model,
+            strategy=row.strategy,
+            resource_name=row.resource_name,
+            quantity=row.quantity,
+            mig_profile=row.resource_name if row.strategy == "mig" else None,
+            time_slice_replicas=row.time_slice_replicas,
+            start=row.start,
+            end=row.end,
+            imported=True,
+            avg_utilization_pct=row.avg_utilization_pct,
+        )
+        for row in rows
+    ]
+
+
+def share_idle_cost() -> bool:
+    """Whether idle capacity is shared among teams by allocation (``BILLING_SHARE_IDLE_COST``; off by default)."""
+    return bool(getattr(settings, "BILLING_SHARE_IDLE_COST", False))
+
+
+def chargeback_between(*, start: datetime, end: datetime, share_idle: bool | None = None) -> Chargeback:
+    """Every team's chargeback for [start, end) with idle cost; the pure arithmetic is ``billing.chargeback``."""
+    return compute_chargeback(
+        [*request_allocations(start=start, end=end), *imported_allocations(start=start, end=end)],
+        window_start=start,
+        window_end=end,
+        periods=price_periods(until=end),
+        capacity_gpus=capacity_gpus_by_model(),
+        fallback_rates=catalog_fallback_rates(),
+        teams=Team.objects.values_list("slug", flat=True),
+        share_idle=share_idle_cost() if share_idle is None else share_idle,
+    )
+
+
+def month_chargeback(*, month: date, now: datetime | None = None, share_idle: bool | None = None) -> Chargeback:
+    """A calendar month's chargeback; for the month in progress, up to ``now`` (an estimate)."""
+    start, end = month_bounds(month)
+    now = now or timezone.now()
+    return chargeback_between(start=start, end=min(end, max(now, start)), share_idle=share_idle)

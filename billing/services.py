@@ -325,3 +325,74 @@ def utilization_pull(
     watermark = UtilizationWatermark.objects.filter(cluster=cluster).first()
     result.watermark = watermark.last_complete_hour if watermark else None
     return result
+
+
+# --- Alert inputs: hottest minute and memory-pressure minutes per rollup (issue #6 item 5) ----------------------
+
+TEMP_EXPR = f"DCGM_FI_DEV_GPU_TEMP < {_FLOOR}"
+
+
+# Guide 3.3: FB_USED / FB_TOTAL > 0.85 for 2m; dcgm-exporter's default counters carry FB_USED and FB_FREE.
+def _fb_ratio(offset: str = "") -> str:
+    # offset binds to each selector (PromQL allows it on selectors and subqueries only).
+    used, free = f"(DCGM_FI_DEV_FB_USED{offset} < {_FLOOR})", f"(DCGM_FI_DEV_FB_FREE{offset} < {_FLOOR})"
+    return f"({used} / ({used} + {free}))"
+
+
+HEALTH_QUERIES: dict[str, str] = {
+    "temp_max": f"max by ({_BY}) (max_over_time(({TEMP_EXPR})[1h:1m]))",
+    # Minutes at which the ratio was above 0.85 there and one minute before: two consecutive points.
+    "pressure_minutes": (
+        f"max by ({_BY}) (count_over_time(({_fb_ratio()} > 0.85 and {_fb_ratio(' offset 1m')} > 0.85)[1h:1m]))"
+    ),
+}
+
+
+def utilization_health_pull(
+    *, cluster: Cluster, start: datetime, end: datetime, client: PrometheusClient | None = None
+) -> int:
+    """Fill ``max_temperature_c`` and ``memory_pressure_minutes`` of the cluster's rollups in [start, end).
+
+    Run after ``utilization_pull`` over the same hours. Temperature is the GPU's, whoever held it (a MIG instance
+    gets its GPU's); pressure minutes are the owner's series, 0 where memory was read and never pressed.
+    """
+    client = client or prometheus_client_for(cluster)
+    team_by_namespace = dict(Team.objects.values_list("namespace", "id"))
+    request_team = dict(GpuRequest.objects.values_list("id", "team_id"))
+    hours = []
+    hour = floor_hour(start)
+    while hour < end:
+        hours.append(hour)
+        hour += HOUR
+    updated = 0
+    for index in range(0, len(hours), CHUNK_HOURS):
+        chunk = hours[index : index + CHUNK_HOURS]
+        first, last = chunk[0] + HOUR - timedelta(seconds=1), chunk[-1] + HOUR - timedelta(seconds=1)
+        temps: dict[tuple[datetime, str], float] = {}
+        pressure: dict[tuple, int] = defaultdict(int)
+        for name, query in HEALTH_QUERIES.items():
+            for series in client.query_range(query, first, last, 3600):
+                identity = attribution.gpu_identity(series.labels, cluster=cluster.name)
+                if identity is None:
+                    continue
+                owner = attribution.owner_from_labels(
+                    series.labels, team_by_namespace=team_by_namespace, request_team=request_team
+                )
+                for timestamp, raw in series.points:
+                    value = attribution.clean_value(raw)
+                    if value is None:
+                        continue
+                    at = _hour_of(timestamp)
+                    if name == "temp_max":
+                        temps[(at, identity.uuid)] = max(value, temps.get((at, identity.uuid), value))
+                    else:
+                        key = (at, identity.uuid, identity.mig_instance_id, owner.namespace, owner.pod)
+                        pressure[key] = max(pressure[key], int(value))
+        rows = list(UtilizationRollup.objects.filter(cluster=cluster, hour__gte=chunk[0], hour__lte=chunk[-1]))
+        for row in rows:
+            row.max_temperature_c = temps.get((row.hour, row.gpu_uuid))
+            key = (row.hour, row.gpu_uuid, row.mig_instance, row.namespace, row.pod)
+            row.memory_pressure_minutes = pressure.get(key, 0) if row.peak_memory_used_mib is not None else None
+        UtilizationRollup.objects.bulk_update(rows, ["max_temperature_c", "memory_pressure_minutes"], batch_size=2000)
+        updated += len(rows)
+    return updated

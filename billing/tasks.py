@@ -8,7 +8,7 @@ from celery import shared_task
 
 from allocations.models import Cluster
 from billing.prometheus import PrometheusUnavailable
-from billing.services import utilization_pull
+from billing.services import HOUR, utilization_health_pull, utilization_pull
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,10 @@ def pull_utilization(cluster_id: int) -> dict[str, object]:
     if cluster is None:
         return {"cluster": cluster_id, "skipped": "inactive, missing or without a Prometheus URL"}
     result = utilization_pull(cluster=cluster)
+    if result.hours and result.watermark is not None:
+        # The alert inputs (hottest minute, minutes of memory pressure) for the same hours the pull just read.
+        end = result.watermark + HOUR
+        utilization_health_pull(cluster=cluster, start=end - result.hours * HOUR, end=end)
     return {
         "cluster": cluster.name,
         "hours": result.hours,
@@ -51,3 +55,17 @@ def pull_utilization_all() -> list[int]:
         except Exception:  # an eager run re-raises the task's error; the others must still be queued
             logger.exception("Utilization pull of cluster %s failed", cluster_id)
     return ids
+
+
+@shared_task(name="billing.close_previous_month", acks_late=True)
+def close_previous_month() -> dict[str, object]:
+    """Close last month's reports (beat: 1st of the month); re-running it leaves closed reports as they are."""
+    from billing.cost_services import monthly_reports_close, previous_month
+
+    result = monthly_reports_close(month=previous_month())
+    return {
+        "month": f"{result.month:%Y-%m}",
+        "created": result.created,
+        "already_closed": result.already_closed,
+        "failed": result.failed,
+    }

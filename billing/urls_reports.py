@@ -1,3 +1,17 @@
-"""Browser routes for billing reports pages."""
+"""Browser routes of cost: monthly reports and the cost dashboards (mounted under /billing/)."""
 
-urlpatterns: list = []
+from django.urls import path, re_path
+
+from billing import views_reports as views
+
+urlpatterns = [
+    path("reports/", views.report_list, name="report-list"),
+    path("reports/<slug:team>/<int:year>-<int:month>/", views.report_detail, name="report-detail"),
+    re_path(
+        r"^reports/(?P<team>[-a-zA-Z0-9_]+)/(?P<year>\d{4})-(?P<month>\d{1,2})\.(?P<fmt>csv|pdf)$",
+        views.report_download,
+        name="report-download",
+    ),
+    path("dashboards/", views.dashboard, name="dashboard"),
+    path("dashboards/<slug:chart>.csv", views.dashboard_csv, name="dashboard-csv"),
+]

@@ -1,3 +1,9 @@
 """Browser routes for billing utilization pages."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from billing.views_utilization import platform_utilization_view
+
+urlpatterns = [
+    path("utilization/", platform_utilization_view, name="utilization"),
+]

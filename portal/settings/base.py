@@ -131,7 +131,7 @@ PORTAL_FINANCE_EMAILS = env_list("PORTAL_FINANCE_EMAILS", [])
 _BROKER_FROM_ENV = env_str("CELERY_BROKER_URL") or ""
 CELERY_TASK_ALWAYS_EAGER = not _BROKER_FROM_ENV
 # With no broker, tasks run eagerly; the in-memory transport keeps Celery from dialling localhost.
-CELERY_BROKER_URL = _BROKER_FROM_ENV or "memory://"
+CELERY_BROKER_URL = _BROKER_FROM_ENV or "memory://localhost/"
 # Without a broker a task's error is kept on its row by the failure hook; it must not turn a committed approval
 # into a 500. Tests turn propagation on to see errors.
 CELERY_TASK_EAGER_PROPAGATES = False
@@ -207,5 +207,7 @@ BILLING_PROMETHEUS_RETRIES = env_int("BILLING_PROMETHEUS_RETRIES", 3)
 BILLING_PROMETHEUS_BACKOFF_SECONDS = float(env_str("BILLING_PROMETHEUS_BACKOFF_SECONDS") or 0.5)
 BILLING_UTILIZATION_BACKFILL_HOURS = env_int("BILLING_UTILIZATION_BACKFILL_HOURS", 24)
 BILLING_UTILIZATION_MAX_HOURS_PER_PULL = env_int("BILLING_UTILIZATION_MAX_HOURS_PER_PULL", 168)
+# Share the cost of idle pool capacity among teams in proportion to their allocations (OpenCost's weighted sharing).
+BILLING_SHARE_IDLE_COST = env_bool("BILLING_SHARE_IDLE_COST", False)
 # Where the gitops gateway writes manifests for clusters that use it.
 PORTAL_GITOPS_ROOT = Path(env_str("PORTAL_GITOPS_ROOT") or VAR_DIR / "gitops")

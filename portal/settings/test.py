@@ -11,7 +11,7 @@ from .base import REST_FRAMEWORK, VAR_DIR
 
 # The broker the integration tests' real worker uses; unit tests never reach it.
 INTEGRATION_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
-CELERY_BROKER_URL = INTEGRATION_BROKER_URL or "memory://"
+CELERY_BROKER_URL = INTEGRATION_BROKER_URL or "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
 

@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from billing.dcgm_synthetic import NOT_SUPPORTED
 from tests.integration.dcgm_exporter import (
-    NOT_SUPPORTED,
     DcgmExporter,
     FakeDevice,
     PrometheusServer,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -9,6 +10,8 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.test import override_settings
+from django.utils import timezone
 
 from allocations.models import (
     Cluster,
@@ -30,7 +33,24 @@ from allocations.services import (
     gpu_request_submit,
     gpu_request_transition,
 )
+from billing.cost_services import monthly_reports_close, previous_month, price_book_load
+from billing.demo_usage import generate_demo_usage
+from billing.models import PriceBook
 
+# One basis for every model (cloud on-demand price per GPU-hour, from the reference catalog), so comparisons between
+# models are fair; A30 and V100 have no sourced price and are left out.
+DEMO_PRICE_BOOK = """\
+currency: USD
+effective_from: {effective_from}
+gpu_models:
+  A100-40GB: {{hourly: "2.7447"}}
+  A100-80GB: {{hourly: "3.4309"}}
+  H100-80GB: {{hourly: "6.88"}}
+  H200: {{hourly: "7.912"}}
+  L4: {{hourly: "0.8048"}}
+  T4: {{hourly: "0.526"}}
+sla_multipliers: {{tier1_realtime: "1.5", tier2_batch: "1.0", tier3_development: "0.8"}}
+"""
 DEMO_PASSWORD = "demo"  # noqa: S105 - documented demo credential, refused outside DEBUG without --force
 GPU_TAINT = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
 
@@ -142,8 +162,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--force", action="store_true", help="Run even with DEBUG off (demo passwords!).")
+        parser.add_argument(
+            "--prometheus-url", default="", help="Prometheus the demo cluster reads utilization from (compose stack)."
+        )
+        parser.add_argument(
+            "--no-usage",
+            action="store_true",
+            help="Skip the month of utilization history and the closing of last month's reports.",
+        )
 
-    def handle(self, *args: Any, force: bool = False, **options: Any) -> None:
+    def handle(
+        self, *args: Any, force: bool = False, prometheus_url: str = "", no_usage: bool = False, **options: Any
+    ) -> None:
         if not settings.DEBUG and not force:
             raise CommandError(
                 "seed_demo creates users with the password 'demo'; it refuses to run with DEBUG off. "
@@ -154,13 +184,31 @@ class Command(BaseCommand):
             teams = self._teams(users)
             pools = self._cluster()
             self._quotas(teams, pools)
-        created = self._requests(users, teams)
+        books = self._price_book()  # before the requests, so their frozen costs use it
+        # The demo's own history notifies nobody (the console backend would print every email).
+        with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
+            created = self._requests(users, teams)
+        if prometheus_url:
+            Cluster.objects.filter(name="demo").update(prometheus_url=prometheus_url)
+        rollups, closed = 0, "no reports closed"
+        if not no_usage:
+            rollups = generate_demo_usage()
+            closed = f"reports for {monthly_reports_close(month=previous_month(), send_email=False).month:%Y-%m} closed"
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo organisation ready: {len(users)} users (password '{DEMO_PASSWORD}'), {len(teams)} teams, "
-                f"{len(pools)} node pools, {created} new requests."
+                f"{len(pools)} node pools, {created} new requests, {rollups} new hourly utilization rollups, "
+                f"{books} new price book, {closed}."
             )
         )
+
+    def _price_book(self) -> int:
+        """A price book in list-price mode (the catalog's sourced cloud prices), once, effective two months back."""
+        if PriceBook.objects.exists():
+            return 0
+        start = (timezone.now().date().replace(day=1) - timedelta(days=40)).replace(day=1)
+        price_book_load(text=DEMO_PRICE_BOOK.format(effective_from=start.isoformat()))
+        return 1
 
     def _users(self) -> dict[str, User]:
         users = {}

@@ -1,0 +1,103 @@
+"""Admin of cost: price books (loaded from YAML, read here), imported usage, and read-only monthly reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from billing.models import (
+    GpuPrice,
+    ImportedUsage,
+    MonthlyReport,
+    MonthlyReportLine,
+    OrganisationMonthSummary,
+    PriceBook,
+    ReportStatus,
+    SlaMultiplier,
+)
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class GpuPriceInline(ReadOnlyInline):
+    model = GpuPrice
+    fields = ["gpu_model", "hourly_rate", "list_hourly", "purchase_price", "tdp_watts", "pue", "kwh_price"]
+
+
+class SlaMultiplierInline(ReadOnlyInline):
+    model = SlaMultiplier
+    fields = ["tier_slug", "multiplier"]
+
+
+@admin.register(PriceBook)
+class PriceBookAdmin(admin.ModelAdmin):
+    """Price books are loaded with ``manage.py load_price_book`` (or the API) so every version has its YAML."""
+
+    list_display = ["version", "effective_from", "currency", "loaded_at", "loaded_by"]
+    readonly_fields = ["version", "currency", "effective_from", "source", "loaded_at", "loaded_by"]
+    fields = [*readonly_fields, "notes"]
+    inlines = [GpuPriceInline, SlaMultiplierInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(ImportedUsage)
+class ImportedUsageAdmin(admin.ModelAdmin):
+    list_display = ["team", "request_label", "gpu_model", "strategy", "resource_name", "quantity", "start", "end"]
+    list_filter = ["strategy", "gpu_model", "team"]
+    search_fields = ["request_label", "source_file"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReportLineInline(ReadOnlyInline):
+    model = MonthlyReportLine
+    fields = ["request_ref", "name", "strategy", "resource_name", "quantity", "allocated_gpu_hours", "rate", "amount"]
+
+
+@admin.register(MonthlyReport)
+class MonthlyReportAdmin(admin.ModelAdmin):
+    """Reports are written by closing a month; a closed one can be read here, never changed or deleted."""
+
+    list_display = ["month", "team", "status", "total", "idle_share", "saving_vs_dedicated", "closed_at", "emailed_at"]
+    list_filter = ["status", "month"]
+    inlines = [ReportLineInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is not None and obj.status != ReportStatus.CLOSED
+
+
+@admin.register(OrganisationMonthSummary)
+class OrganisationMonthSummaryAdmin(admin.ModelAdmin):
+    list_display = ["month", "capacity_cost", "allocated_cost", "idle_cost", "idle_shared", "total"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -1,0 +1,454 @@
+"""Cost writes: loading a price book, importing historical usage, and closing a month's immutable reports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.mail import EmailMessage
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from allocations.models import GpuModel, Membership, Role, SlaTier, Team
+from allocations.selectors import User
+from billing.chargeback import TeamCharge
+from billing.models import (
+    GpuPrice,
+    ImportedUsage,
+    MonthlyReport,
+    MonthlyReportLine,
+    OrganisationMonthSummary,
+    PriceBook,
+    ReportStatus,
+    SlaMultiplier,
+)
+from billing.pricebook import PriceBookError, load_price_book_text
+from billing.pricing import PricingError, gpu_compute_slices, mig_profile_slices
+from billing.selectors import month_bounds, month_chargeback
+
+logger = logging.getLogger(__name__)
+
+USAGE_HEADER = [
+    "team",
+    "request",
+    "gpu_model",
+    "strategy",
+    "resource_name",
+    "quantity",
+    "time_slice_replicas",
+    "start",
+    "end",
+    "avg_utilization_pct",
+]
+_MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb(\+me)?$")
+
+
+def _catalog_names() -> dict[str, GpuModel]:
+    names: dict[str, GpuModel] = {}
+    for model in GpuModel.objects.all():
+        for key in (model.name, *(model.aliases or [])):
+            names[str(key).casefold()] = model
+    return names
+
+
+def _last_closed_month() -> date | None:
+    return MonthlyReport.objects.filter(status=ReportStatus.CLOSED).aggregate(last=Max("month"))["last"]
+
+
+def price_book_load(*, text: str, acting_user: User | None = None) -> tuple[PriceBook, bool]:
+    """Validate a price book YAML and store it as the next version; ``(book, created)``, idempotent per file.
+
+    Prices take effect at 00:00 UTC of ``effective_from``; a date inside a month already closed is refused, since
+    closed months are never recomputed with new prices.
+    """
+    try:
+        spec = load_price_book_text(text, currency=settings.PORTAL_CURRENCY)
+    except PriceBookError as exc:
+        raise ValidationError(dict(exc.errors.items())) from exc
+    errors: dict[str, list[str]] = {}
+    catalog = _catalog_names()
+    for price in spec.gpu_prices:
+        if price.gpu_model.casefold() not in catalog:
+            known = ", ".join(sorted({m.name for m in catalog.values()}))
+            errors[f"gpu_models.{price.gpu_model}"] = [f"is not a catalog GPU model. Known models: {known}."]
+    tiers = set(SlaTier.objects.values_list("slug", flat=True))
+    for slug in spec.sla_multipliers:
+        if slug not in tiers:
+            errors[f"sla_multipliers.{slug}"] = [f"is not an SLA tier. Known tiers: {', '.join(sorted(tiers))}."]
+    last_closed = _last_closed_month()
+    if last_closed is not None and spec.effective_from < month_bounds(last_closed)[1].date():
+        errors["effective_from"] = [
+            f"{spec.effective_from} falls in or before {last_closed:%Y-%m}, which is closed; "
+            "closed months are never recomputed. Use a date after the last closed month."
+        ]
+    existing = PriceBook.objects.filter(effective_from=spec.effective_from).first()
+    if existing is not None and existing.source.strip() == text.strip():
+        return existing, False
+    if existing is not None:
+        errors.setdefault("effective_from", []).append(
+            f"price book v{existing.version} already takes effect on {spec.effective_from}; "
+            "load a new version with a later date."
+        )
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        version = (PriceBook.objects.select_for_update().aggregate(v=Max("version"))["v"] or 0) + 1
+        book = PriceBook(
+            version=version,
+            currency=spec.currency,
+            effective_from=spec.effective_from,
+            source=text,
+            notes=spec.notes,
+            loaded_at=timezone.now(),
+            loaded_by=acting_user if acting_user is not None and acting_user.is_authenticated else None,
+        )
+        book.full_clean()
+        book.save()
+        for price in spec.gpu_prices:
+            tco = price.tco
+            row = GpuPrice(
+                price_book=book,
+                gpu_model=catalog[price.gpu_model.casefold()].name,
+                hourly_rate=price.hourly_rate,
+                list_hourly=price.hourly,
+                purchase_price=tco.purchase_price if tco else None,
+                amortization_months=tco.amortization_months if tco else None,
+                tdp_watts=tco.tdp_watts if tco else None,
+                pue=tco.pue if tco else None,
+                kwh_price=tco.kwh_price if tco else None,
+                ops_overhead_pct_per_year=tco.ops_overhead_pct_per_year if tco else None,
+                opportunity_cost_per_hour=tco.opportunity_cost_per_hour if tco else None,
+                power_scale=tco.power_scale if tco else None,
+            )
+            # The rate is stored unrounded beyond 10 places; quantize so full_clean accepts it.
+            row.hourly_rate = row.hourly_rate.quantize(Decimal("1e-10"))
+            row.full_clean(exclude=["price_book"])
+            row.save()
+        for slug, multiplier in spec.sla_multipliers.items():
+            SlaMultiplier.objects.create(price_book=book, tier_slug=slug, multiplier=multiplier)
+    return book, True
+
+
+# --- usage import ----------------------------------------------------------------------------------------------
+
+
+def _parse_time(value: str, column: str, problems: list[str]) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        problems.append(f"{column}: '{value}' is not an ISO 8601 time such as 2026-09-01T00:00:00Z.")
+        return None
+    if timezone.is_naive(parsed):
+        problems.append(f"{column}: '{value}' has no UTC offset; write it as ...Z or +00:00.")
+        return None
+    return parsed.astimezone(UTC)
+
+
+def _usage_row(row: dict[str, str], teams: dict[str, Team], catalog: dict[str, GpuModel]) -> tuple[dict, list[str]]:
+    problems: list[str] = []
+    value = {k: (row.get(k) or "").strip() for k in USAGE_HEADER}
+    team = teams.get(value["team"])
+    if team is None:
+        problems.append(f"team: '{value['team']}' is not a team slug.")
+    if not value["request"]:
+        problems.append("request: is required (the request's name or id).")
+    model = catalog.get(value["gpu_model"].casefold())
+    if model is None:
+        problems.append(f"gpu_model: '{value['gpu_model']}' is not a catalog GPU model.")
+    strategy = value["strategy"]
+    if strategy not in {"dedicated", "mig", "time-slicing"}:
+        problems.append(f"strategy: '{strategy}' must be dedicated, mig or time-slicing.")
+    resource = value["resource_name"]
+    if strategy == "dedicated" and resource != "nvidia.com/gpu":
+        problems.append("resource_name: a dedicated allocation uses nvidia.com/gpu.")
+    if strategy == "time-slicing" and resource not in {"nvidia.com/gpu", "nvidia.com/gpu.shared"}:
+        problems.append("resource_name: a time-sliced share uses nvidia.com/gpu or nvidia.com/gpu.shared.")
+    if strategy == "mig":
+        if not _MIG_RESOURCE.match(resource):
+            problems.append("resource_name: a MIG slice uses nvidia.com/mig-<n>g.<m>gb, e.g. nvidia.com/mig-1g.5gb.")
+        elif model is not None:
+            try:
+                if not model.mig_capable or mig_profile_slices(resource) > gpu_compute_slices(model.name):
+                    problems.append(f"resource_name: {model.name} has no MIG slice {resource.split('mig-')[1]}.")
+            except PricingError as exc:
+                problems.append(f"resource_name: {exc}")
+    quantity = None
+    if not value["quantity"].isdigit() or int(value["quantity"]) < 1:
+        problems.append(f"quantity: '{value['quantity']}' must be a whole number >= 1.")
+    else:
+        quantity = int(value["quantity"])
+    replicas = None
+    if strategy == "time-slicing":
+        if not value["time_slice_replicas"].isdigit() or int(value["time_slice_replicas"]) < 2:
+            problems.append("time_slice_replicas: a time-sliced share needs the replicas per GPU (>= 2).")
+        else:
+            replicas = int(value["time_slice_replicas"])
+    elif value["time_slice_replicas"]:
+        problems.append("time_slice_replicas: only for strategy time-slicing; leave it empty.")
+    start = _parse_time(value["start"], "start", problems)
+    end = _parse_time(value["end"], "end", problems)
+    if start and end and end <= start:
+        problems.append("end: must be after start.")
+    util = None
+    if value["avg_utilization_pct"]:
+        try:
+            util = float(Decimal(value["avg_utilization_pct"]))
+            if not 0 <= util <= 100:
+                raise InvalidOperation
+        except InvalidOperation:
+            problems.append(f"avg_utilization_pct: '{value['avg_utilization_pct']}' must be a number from 0 to 100.")
+            util = None
+    fields = {
+        "team": team,
+        "request_label": value["request"][:100],
+        "gpu_model": model.name if model else "",
+        "strategy": strategy,
+        "resource_name": resource,
+        "quantity": quantity,
+        "time_slice_replicas": replicas,
+        "start": start,
+        "end": end,
+        "avg_utilization_pct": util,
+    }
+    return fields, problems
+
+
+def usage_import(*, csv_text: str, source_name: str = "", acting_user: User | None = None) -> int:
+    """Load historical allocations from CSV (DESIGN.md header), all or nothing; errors name line and column."""
+    reader = csv.DictReader(io.StringIO(csv_text.lstrip("\ufeff")))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    if header != USAGE_HEADER:
+        raise ValidationError({"header": [f"line 1: the header must be exactly {','.join(USAGE_HEADER)}."]})
+    teams = {t.slug: t for t in Team.objects.all()}
+    catalog = _catalog_names()
+    last_closed = _last_closed_month()
+    closed_until = month_bounds(last_closed)[1] if last_closed else None
+    errors: list[str] = []
+    rows: list[ImportedUsage] = []
+    now = timezone.now()
+    for row in reader:
+        line = reader.line_num
+        fields, problems = _usage_row(row, teams, catalog)
+        if not problems and closed_until is not None and fields["start"] < closed_until:
+            problems.append(f"start: {last_closed:%Y-%m} and earlier months are closed; their reports never change.")
+        if not problems and fields["start"] > now:
+            problems.append("start: is in the future; only usage that happened can be imported.")
+        if not problems:
+            duplicate = ImportedUsage.objects.filter(
+                team=fields["team"],
+                request_label=fields["request_label"],
+                resource_name=fields["resource_name"],
+                start=fields["start"],
+                end=fields["end"],
+            ).exists()
+            if duplicate:
+                problems.append("request: this allocation (team, request, resource, start, end) is already imported.")
+        errors.extend(f"line {line}: {problem}" for problem in problems)
+        if not problems:
+            rows.append(ImportedUsage(**fields, source_file=source_name[:255], line_number=line, imported_at=now))
+    if not rows and not errors:
+        errors.append("line 2: the file has a header but no rows.")
+    if errors:
+        raise ValidationError({"rows": errors})
+    with transaction.atomic():
+        for obj in rows:
+            obj.full_clean()
+        ImportedUsage.objects.bulk_create(rows)
+    logger.info("Imported %s usage rows from %s by %s", len(rows), source_name or "CSV", acting_user)
+    return len(rows)
+
+
+# --- closing a month -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CloseResult:
+    """What closing a month did: reports created, reports already closed, and teams that failed."""
+
+    month: date
+    created: list[str] = field(default_factory=list)
+    already_closed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    summary_created: bool = False
+
+
+def _report_lines(report: MonthlyReport, charge: TeamCharge) -> list[MonthlyReportLine]:
+    q = Decimal("1e-10")
+    return [
+        MonthlyReportLine(
+            report=report,
+            request_ref=line.allocation.request_id,
+            imported_ref=int(line.allocation.key.split(":")[1]) if line.allocation.imported else None,
+            name=line.allocation.name[:100],
+            gpu_model=line.allocation.gpu_model[:40],
+            strategy=line.allocation.strategy,
+            resource_name=line.allocation.resource_name[:63],
+            quantity=line.allocation.units,
+            sla_tier=line.allocation.sla_tier or "",
+            period_start=line.start,
+            period_end=line.end,
+            hours=line.hours.quantize(q),
+            unit_share=line.unit_share.quantize(q),
+            allocated_gpu_hours=line.allocated_gpu_hours.quantize(q),
+            gpu_rate=line.gpu_rate.quantize(q),
+            sla_multiplier=line.sla_multiplier,
+            rate=line.rate.quantize(q),
+            amount=line.amount.quantize(q),
+            dedicated_amount=line.dedicated_amount.quantize(q),
+            rate_source=line.rate_source,
+            price_book_version=line.price_version,
+            avg_utilization_pct=line.allocation.avg_utilization_pct,
+            energy_kwh=line.allocation.energy_kwh,
+        )
+        for line in charge.lines
+    ]
+
+
+def _close_team(*, team: Team, month: date, charge: TeamCharge, now: datetime) -> bool:
+    q = Decimal("1e-10")
+    with transaction.atomic():
+        report, _created = MonthlyReport.objects.select_for_update().get_or_create(
+            team=team, month=month, defaults={"currency": settings.PORTAL_CURRENCY, "status": ReportStatus.OPEN}
+        )
+        if report.status == ReportStatus.CLOSED:
+            return False
+        report.lines.all().delete()  # an open report left by an interrupted run is rebuilt, never doubled
+        MonthlyReportLine.objects.bulk_create(_report_lines(report, charge))
+        versions = sorted({line.price_version for line in charge.lines if line.price_version is not None})
+        unpriced = sorted({line.allocation.gpu_model for line in charge.lines if line.rate_source == "unpriced"})
+        report.amount = charge.amount.quantize(q)
+        report.idle_share = charge.idle_share.quantize(q)
+        report.total = charge.total.quantize(q)
+        report.dedicated_baseline = charge.dedicated_amount.quantize(q)
+        report.saving_vs_dedicated = charge.saving_vs_dedicated.quantize(q)
+        report.allocated_gpu_hours = charge.allocated_gpu_hours.quantize(q)
+        report.price_book_versions = versions
+        report.warnings = [f"No price for {model}: its hours are charged at 0." for model in unpriced]
+        report.status = ReportStatus.CLOSED
+        report.closed_at = now
+        report.full_clean()
+        report.save()
+    return True
+
+
+def monthly_reports_close(*, month: date, now: datetime | None = None, send_email: bool = True) -> CloseResult:
+    """Close a finished month: one immutable report per team and an organisation summary; idempotent.
+
+    A report already closed is left as it is (never recomputed with new prices); one team's failure does not
+    stop the others. Reports not yet emailed are then sent to team leads and ``PORTAL_FINANCE_EMAILS``.
+    """
+    now = now or timezone.now()
+    month = month.replace(day=1)
+    if month_bounds(month)[1] > now:
+        raise ValidationError({"month": [f"{month:%Y-%m} has not ended yet; it can be closed from its last day on."]})
+    result = CloseResult(month=month)
+    chargeback = month_chargeback(month=month, now=now)
+    for team in Team.objects.order_by("slug"):
+        charge = chargeback.teams.get(team.slug) or TeamCharge(team.slug)
+        try:
+            if _close_team(team=team, month=month, charge=charge, now=now):
+                result.created.append(team.slug)
+            else:
+                result.already_closed.append(team.slug)
+        except Exception as exc:  # isolate per team (DESIGN.md "Tasks"): the others still close
+            logger.exception("Closing %s for %s failed", month, team.slug)
+            result.failed[team.slug] = str(exc)
+    q = Decimal("1e-10")
+    with transaction.atomic():
+        if not OrganisationMonthSummary.objects.filter(month=month).exists():
+            OrganisationMonthSummary.objects.create(
+                month=month,
+                currency=settings.PORTAL_CURRENCY,
+                capacity_cost=chargeback.total_capacity_cost.quantize(q),
+                allocated_cost=chargeback.total_allocated.quantize(q),
+                idle_cost=chargeback.total_idle_cost.quantize(q),
+                idle_shared=chargeback.idle_shared,
+                total=(chargeback.total_allocated + chargeback.total_idle_cost).quantize(q),
+                saving_vs_dedicated=sum(
+                    (t.saving_vs_dedicated for t in chargeback.teams.values()), Decimal(0)
+                ).quantize(q),
+                by_model={
+                    model: {
+                        "capacity": str(chargeback.capacity_cost.get(model, Decimal(0)).quantize(q)),
+                        "allocated": str(chargeback.allocated_base_cost.get(model, Decimal(0)).quantize(q)),
+                        "idle": str(chargeback.idle_cost.get(model, Decimal(0)).quantize(q)),
+                    }
+                    for model in sorted({*chargeback.capacity_cost, *chargeback.allocated_base_cost})
+                },
+                closed_at=now,
+            )
+            result.summary_created = True
+    if send_email:
+        reports_email(month=month)
+    return result
+
+
+def reports_email(*, month: date) -> int:
+    """Email the month's closed reports not yet sent (CSV + PDF) to team leads, and the summary to Finance."""
+    from billing.reports import organisation_csv, report_csv, report_pdf  # avoids a cycle: reports reads models
+
+    sent = 0
+    reports = MonthlyReport.objects.filter(month=month, status=ReportStatus.CLOSED, emailed_at__isnull=True)
+    for report in reports.select_related("team"):
+        leads = list(
+            Membership.objects.filter(team=report.team, role=Role.LEAD)
+            .exclude(user__email="")
+            .values_list("user__email", flat=True)
+        )
+        label = f"{report.team.slug}-{month:%Y-%m}"
+        try:
+            if leads:
+                message = EmailMessage(
+                    subject=f"GPU chargeback {month:%Y-%m}: {report.team.name}",
+                    body=f"The GPU chargeback of {report.team.name} for {month:%B %Y} is closed. "
+                    f"Total: {report.total.quantize(Decimal('0.01'))} {report.currency}. CSV and PDF attached.",
+                    to=leads,
+                )
+                message.attach(f"chargeback-{label}.csv", report_csv([report]), "text/csv")
+                message.attach(f"chargeback-{label}.pdf", report_pdf(report), "application/pdf")
+                message.send()
+                sent += 1
+            # Delivery metadata, not report content: a queryset update leaves the closed report's figures alone.
+            MonthlyReport.objects.filter(pk=report.pk).update(emailed_at=timezone.now())
+        except Exception:
+            logger.exception("Emailing report %s failed", label)
+    finance = list(getattr(settings, "PORTAL_FINANCE_EMAILS", []) or [])
+    if finance and sent:
+        all_reports = list(MonthlyReport.objects.filter(month=month, status=ReportStatus.CLOSED).select_related("team"))
+        message = EmailMessage(
+            subject=f"GPU chargeback {month:%Y-%m}: organisation summary",
+            body=f"The GPU chargeback for {month:%B %Y} is closed for {len(all_reports)} teams. CSVs attached.",
+            to=finance,
+        )
+        message.attach(f"chargeback-summary-{month:%Y-%m}.csv", organisation_csv(month), "text/csv")
+        message.attach(f"chargeback-lines-{month:%Y-%m}.csv", report_csv(all_reports), "text/csv")
+        try:
+            message.send()
+        except Exception:
+            logger.exception("Emailing the %s summary to Finance failed", month)
+    return sent
+
+
+def previous_month(now: datetime | None = None) -> date:
+    """The first day of the calendar month before the one ``now`` (UTC) falls in."""
+    today = (now or timezone.now()).astimezone(UTC).date()
+    return date(today.year - (today.month == 1), (today.month - 2) % 12 + 1, 1)
+
+
+__all__: list[Any] = [
+    "CloseResult",
+    "monthly_reports_close",
+    "previous_month",
+    "price_book_load",
+    "reports_email",
+    "usage_import",
+]

@@ -1,0 +1,442 @@
+"""Reads for utilization alerts, right-sizing advice and capacity forecasts, computed from the hourly rollups on read.
+
+The rules are pure (billing.alerts, billing.advice, billing.forecast); this module only gathers their inputs and
+the context of the pages and partials that show them (templates/billing/*utilization*).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, F, FloatField, Max, Q, QuerySet, Sum
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from allocations.models import QUOTA_HOLDING_STATUSES, Cluster, GpuModel, GpuRequest, NodePool, RequestEvent, Team
+from allocations.selectors import User, gpu_requests_visible_to, teams_visible_to, user_is_approver
+from billing import advice as advice_rules
+from billing import alerts as alert_rules
+from billing import forecast as forecast_rules
+from billing.models import UtilizationRollup
+from billing.pricing import gpu_compute_slices, to_cents
+from billing.selectors import MIB_PER_GB, catalog_fallback_rates, incomplete_hours, ingested_through
+
+HOUR = timedelta(hours=1)
+REQUEST_WINDOW_DAYS = 30
+TEAM_WINDOW_DAYS = 7
+PLATFORM_WINDOW_DAYS = 7
+MAX_ALERTS_SHOWN = 50
+_ROLLUP_FIELDS = (
+    "hour",
+    "cluster__name",
+    "gpu_uuid",
+    "mig_instance",
+    "sample_count",
+    "avg_utilization_pct",
+    "max_temperature_c",
+    "memory_pressure_minutes",
+    "peak_memory_used_mib",
+    "is_complete",
+    "team__slug",
+    "request_id",
+    "hostname",
+    "gpu_model_name",
+)
+
+
+def window(*, days: int, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """The ``days`` whole hours before the current hour's end: [start, end) on UTC hour boundaries."""
+    now = now or timezone.now()
+    end = now.replace(minute=0, second=0, microsecond=0) + HOUR
+    return end - timedelta(days=days), end
+
+
+def device_hours(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.DeviceHour]:
+    """The rollups as the pure alert rules read them."""
+    rows = []
+    for row in qs.values(*_ROLLUP_FIELDS):
+        device = f"{row['gpu_uuid']}/{row['mig_instance']}" if row["mig_instance"] else row["gpu_uuid"]
+        rows.append(
+            alert_rules.DeviceHour(
+                hour=row["hour"],
+                cluster=row["cluster__name"],
+                device=device,
+                sample_count=row["sample_count"],
+                avg_utilization_pct=row["avg_utilization_pct"],
+                max_temperature_c=row["max_temperature_c"],
+                memory_pressure_minutes=row["memory_pressure_minutes"],
+                peak_memory_used_mib=row["peak_memory_used_mib"],
+                is_complete=row["is_complete"],
+                team=row["team__slug"],
+                request_id=row["request_id"],
+                hostname=row["hostname"],
+                gpu_model=row["gpu_model_name"],
+            )
+        )
+    return rows
+
+
+def alerts_for(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.Alert]:
+    """Alerts raised by the rollups of a queryset (most severe, then most recent, first)."""
+    return alert_rules.evaluate(device_hours(qs))
+
+
+def usage_summary(qs: QuerySet[UtilizationRollup]) -> dict[str, Any]:
+    """Device-hours, time-weighted utilization, peak memory (GB), energy and complete device-hours of rollups."""
+    row = qs.aggregate(
+        samples=Sum("sample_count"),
+        complete_samples=Sum("sample_count", filter=Q(is_complete=True)),
+        util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
+        util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
+        peak_mib=Max("peak_memory_used_mib"),
+        energy=Sum("energy_kwh"),
+        pressure_hours=Count("id", filter=Q(memory_pressure_minutes__gte=1)),
+        max_temp=Max("max_temperature_c"),
+    )
+    util_samples = row["util_samples"] or 0
+    return {
+        "gpu_hours": round((row["samples"] or 0) / 60.0, 2),
+        "complete_gpu_hours": (row["complete_samples"] or 0) / 60.0,
+        "avg_utilization_pct": round(row["util_weighted"] / util_samples, 1) if util_samples else None,
+        "peak_memory_used_gb": round(row["peak_mib"] / MIB_PER_GB, 2) if row["peak_mib"] is not None else None,
+        "energy_kwh": round(row["energy"], 2) if row["energy"] is not None else None,
+        "memory_pressure_hours": row["pressure_hours"] or 0,
+        "max_temperature_c": row["max_temp"],
+    }
+
+
+def gpu_rates() -> dict[str, Decimal]:
+    """Whole-GPU hourly price by folded model name: the price book in effect, else catalog reference prices."""
+    from allocations.placement import gpu_hourly_rates
+
+    rates = dict(catalog_fallback_rates())
+    rates.update({str(name).casefold(): Decimal(rate) for name, rate in gpu_hourly_rates().items()})
+    return rates
+
+
+def profile_options(gpu_model: str) -> tuple[list[advice_rules.ProfileOption], int]:
+    """The model's recommendable partial-GPU MIG profiles and its compute slices (empty when not MIG-capable)."""
+    model = GpuModel.objects.filter(name__iexact=gpu_model).first()
+    if model is None or not model.mig_capable:
+        return [], gpu_compute_slices(gpu_model)
+    total = model.mig_compute_slices or gpu_compute_slices(gpu_model)
+    options = [
+        advice_rules.ProfileOption(name=p.name, memory_gb=float(p.memory_gb), compute_slices=p.compute_slices)
+        for p in model.mig_profiles.filter(recommendable=True, compute_slices__lt=total).order_by("memory_gb")
+    ]
+    return options, total
+
+
+def _request_model(request: GpuRequest) -> str:
+    spec = request.spec or {}
+    if spec.get("gpu_model"):
+        return str(spec["gpu_model"])
+    if request.node_pool_id:
+        return request.node_pool.gpu_model.name
+    return request.gpu_model_requested
+
+
+def request_advice(*, request: GpuRequest, summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Right-sizing suggestions for a request from its measured use, with the monthly saving priced."""
+    spec = request.spec or {}
+    model = _request_model(request)
+    if not model:
+        return []
+    profiles, slices = profile_options(model)
+    rate = gpu_rates().get(model.casefold())
+    if rate is not None and request.sla_tier_id:
+        rate *= request.sla_tier.price_multiplier
+    units = request.resource_units or int(spec.get("quantity") or 1) * int(spec.get("replicas") or 1)
+    use = advice_rules.MeasuredUse(
+        strategy=str(spec.get("strategy") or "dedicated"),
+        gpu_model=model,
+        units=max(1, units),
+        quantity_per_replica=int(spec.get("quantity") or request.gpu_count or 1),
+        mig_profile=spec.get("mig_profile"),
+        time_slice_replicas=spec.get("time_slice_replicas"),
+        observed_hours=summary["complete_gpu_hours"] / max(1, units),
+        avg_utilization_pct=summary["avg_utilization_pct"],
+        peak_memory_used_gb=summary["peak_memory_used_gb"],
+        memory_pressure_hours=summary["memory_pressure_hours"],
+    )
+    found = advice_rules.right_size(use, profiles=profiles, gpu_compute_slices=slices, gpu_hourly_rate=rate)
+    return [
+        {
+            "advice": item,
+            "current_monthly": to_cents(item.current_monthly) if item.current_monthly is not None else None,
+            "suggested_monthly": to_cents(item.suggested_monthly) if item.suggested_monthly is not None else None,
+            "monthly_saving": to_cents(item.monthly_saving) if item.monthly_saving is not None else None,
+            "monthly_extra_cost": (
+                to_cents(-item.monthly_saving) if item.monthly_saving is not None and item.monthly_saving < 0 else None
+            ),
+            "currency": settings.PORTAL_CURRENCY,
+        }
+        for item in found
+    ]
+
+
+def _coverage(*, start: datetime, end: datetime, clusters: QuerySet[Cluster] | None = None) -> dict[str, Any]:
+    if clusters is None:
+        # Clusters that are read: with a Prometheus, or with an ingest watermark (imported or demo history).
+        clusters = Cluster.objects.filter(is_active=True).filter(
+            ~Q(prometheus_url="") | Q(utilization_watermark__isnull=False)
+        )
+    missing = incomplete_hours(start=start, end=end, clusters=clusters)
+    through = ingested_through(clusters=clusters)
+    return {
+        "incomplete_hours": len(missing),
+        "ingested_through": through,
+        # The current hour (the last of the window) is still being written: it is shown, not required.
+        "complete": not missing and through is not None and through >= end - HOUR,
+    }
+
+
+def request_utilization_context(
+    *, user: User, request: GpuRequest, now: datetime | None = None, days: int = REQUEST_WINDOW_DAYS
+) -> dict[str, Any]:
+    """Context of ``billing/_request_utilization.html``: ``{"utilization": {...}}`` (None when not visible)."""
+    if not gpu_requests_visible_to(user=user).filter(pk=request.pk).exists():
+        return {"utilization": None}
+    start, end = window(days=days, now=now)
+    qs = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
+    summary = usage_summary(qs)
+    clusters = Cluster.objects.filter(pk=request.cluster_id) if request.cluster_id else None
+    return {
+        "utilization": {
+            "request": request,
+            "start": start,
+            "end": end,
+            "days": days,
+            "has_data": summary["gpu_hours"] > 0,
+            "summary": summary,
+            "alerts": alerts_for(qs)[:MAX_ALERTS_SHOWN],
+            "advice": request_advice(request=request, summary=summary),
+            **_coverage(start=start, end=end, clusters=clusters),
+        }
+    }
+
+
+def team_utilization_context(
+    *, user: User, team: Team, now: datetime | None = None, days: int = TEAM_WINDOW_DAYS
+) -> dict[str, Any]:
+    """Context of ``billing/_team_utilization.html``: ``{"team_utilization": {...}}`` (None when not visible)."""
+    if not teams_visible_to(user).filter(pk=team.pk).exists():
+        return {"team_utilization": None}
+    start, end = window(days=days, now=now)
+    qs = UtilizationRollup.objects.filter(team=team, hour__gte=start, hour__lt=end)
+    summary = usage_summary(qs)
+    alerts = alerts_for(qs)
+    per_request = []
+    names = dict(GpuRequest.objects.filter(team=team).values_list("pk", "name"))
+    for row in (
+        qs.exclude(request__isnull=True)
+        .values("request_id")
+        .annotate(
+            samples=Sum("sample_count"),
+            util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
+            util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
+            peak_mib=Max("peak_memory_used_mib"),
+        )
+        .order_by("request_id")
+    ):
+        per_request.append(
+            {
+                "request_id": row["request_id"],
+                "name": names.get(row["request_id"], f"#{row['request_id']}"),
+                "gpu_hours": round((row["samples"] or 0) / 60.0, 1),
+                "avg_utilization_pct": (
+                    round(row["util_weighted"] / row["util_samples"], 1) if row["util_samples"] else None
+                ),
+                "peak_memory_used_gb": round(row["peak_mib"] / MIB_PER_GB, 1) if row["peak_mib"] else None,
+                "alerts": sum(1 for a in alerts if a.request_id == row["request_id"]),
+            }
+        )
+    return {
+        "team_utilization": {
+            "team": team,
+            "start": start,
+            "end": end,
+            "days": days,
+            "has_data": summary["gpu_hours"] > 0,
+            "summary": summary,
+            "alert_counts": alert_rules.count_by_kind(alerts),
+            "alerts": alerts[:MAX_ALERTS_SHOWN],
+            "requests": per_request,
+            **_coverage(start=start, end=end),
+        }
+    }
+
+
+# --- Capacity forecast per node pool -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoolForecast:
+    """One pool resource's allocation and utilization forecasts against its capacity."""
+
+    pool: NodePool
+    resource_name: str
+    capacity: int
+    allocated_now: int
+    allocation: forecast_rules.Forecast
+    utilization: forecast_rules.Forecast  # % of the pool's GPUs busy
+
+    @property
+    def label(self) -> str:
+        return f"{self.pool.cluster.name}/{self.pool.name} {self.resource_name.removeprefix('nvidia.com/')}"
+
+
+def holding_intervals(*, until: datetime) -> dict[tuple[int, str], list[tuple[datetime, datetime | None, float]]]:
+    """Per (pool, resource), the spans each request held quota (approved, provisioning, active), from its events."""
+    events: dict[int, list[tuple[datetime, str]]] = defaultdict(list)
+    for request_id, at, to_status in (
+        RequestEvent.objects.filter(request__node_pool__isnull=False, at__lt=until)
+        .order_by("at", "id")
+        .values_list("request_id", "at", "to_status")
+    ):
+        events[request_id].append((at, to_status))
+    requests = GpuRequest.objects.filter(node_pool__isnull=False).values(
+        "pk", "node_pool_id", "resource_name", "resource_units", "activated_at", "ended_at"
+    )
+    out: dict[tuple[int, str], list[tuple[datetime, datetime | None, float]]] = defaultdict(list)
+    for req in requests:
+        key = (req["node_pool_id"], req["resource_name"] or "nvidia.com/gpu")
+        units = float(req["resource_units"] or 0)
+        since: datetime | None = None
+        for at, status in events.get(req["pk"], []):
+            holding = status in QUOTA_HOLDING_STATUSES
+            if holding and since is None:
+                since = at
+            elif not holding and since is not None:
+                out[key].append((since, at, units))
+                since = None
+        if since is not None:
+            out[key].append((since, None, units))
+        elif not events.get(req["pk"]) and req["activated_at"] is not None:
+            out[key].append((req["activated_at"], req["ended_at"], units))
+    return out
+
+
+def _pool_by_rollup_key() -> tuple[dict[tuple[int, str], NodePool], dict[int, NodePool]]:
+    pools = list(NodePool.objects.filter(cluster__is_active=True).select_related("cluster", "gpu_model"))
+    by_model: dict[tuple[int, str], NodePool] = {}
+    for pool in pools:
+        for name in pool.gpu_model.dcgm_model_names or []:
+            by_model.setdefault((pool.cluster_id, str(name).casefold()), pool)
+    return by_model, {pool.pk: pool for pool in pools}
+
+
+def busy_gpus_by_pool(*, start: datetime, end: datetime) -> dict[int, list[tuple[datetime, float]]]:
+    """Per pool, the hourly busy-GPU equivalent (sum of utilization x time) over complete hours in [start, end)."""
+    by_model, pools = _pool_by_rollup_key()
+    request_pool = dict(GpuRequest.objects.filter(node_pool__isnull=False).values_list("pk", "node_pool_id"))
+    busy: dict[int, dict[datetime, float]] = defaultdict(lambda: defaultdict(float))
+    rows = (
+        UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end, is_complete=True)
+        .values("cluster_id", "gpu_model_name", "request_id", "hour")
+        .annotate(weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())))
+        .order_by()
+    )
+    for row in rows:
+        pool_id = request_pool.get(row["request_id"])
+        if pool_id is None:
+            pool = by_model.get((row["cluster_id"], (row["gpu_model_name"] or "").casefold()))
+            pool_id = pool.pk if pool else None
+        if pool_id is None or pool_id not in pools:
+            continue
+        busy[pool_id][row["hour"]] += (row["weighted"] or 0.0) / 100.0 / 60.0
+    return {pool_id: sorted(hours.items()) for pool_id, hours in busy.items()}
+
+
+def pool_forecasts(*, now: datetime | None = None) -> list[PoolForecast]:
+    """Every active pool resource's 7-day allocation and utilization trends projected 30 days, with run-out dates."""
+    now = now or timezone.now()
+    end = now.replace(minute=0, second=0, microsecond=0) + HOUR
+    start = end - timedelta(days=forecast_rules.HISTORY_DAYS)
+    intervals = holding_intervals(until=end)
+    busy = busy_gpus_by_pool(start=start, end=end)
+    out = []
+    for pool in NodePool.objects.filter(cluster__is_active=True).select_related("cluster", "gpu_model"):
+        util_hourly = [(hour, 100.0 * value / pool.gpu_total) for hour, value in busy.get(pool.pk, [])]
+        utilization = forecast_rules.forecast(util_hourly, now=end, capacity=100.0)
+        for resource, capacity in sorted(pool.capacity().items()):
+            spans = intervals.get((pool.pk, resource), [])
+            hourly = forecast_rules.step_series(spans, start=start, end=end)
+            allocation = forecast_rules.forecast(hourly, now=end, capacity=float(capacity))
+            held = sum(units for since, until, units in spans if since <= now and (until is None or until > now))
+            out.append(PoolForecast(pool, resource, capacity, int(held), allocation, utilization))
+    return out
+
+
+# --- The platform page -----------------------------------------------------------------------------------------
+
+
+def unallocated_usage(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
+    """Device-hours of no team: idle devices (no pod) and namespaces no team owns, per cluster and namespace."""
+    rows = (
+        qs.filter(team__isnull=True)
+        .values("cluster__name", "namespace")
+        .annotate(
+            samples=Sum("sample_count"),
+            util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
+            util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
+            devices=Count("gpu_uuid", distinct=True),
+        )
+        .order_by("cluster__name", "namespace")
+    )
+    return [
+        {
+            "cluster": row["cluster__name"],
+            "namespace": row["namespace"],
+            "kind": "idle (no pod)" if not row["namespace"] else "other namespace",
+            "gpu_hours": round((row["samples"] or 0) / 60.0, 1),
+            "devices": row["devices"],
+            "avg_utilization_pct": (
+                round(row["util_weighted"] / row["util_samples"], 1) if row["util_samples"] else None
+            ),
+        }
+        for row in rows
+    ]
+
+
+def cluster_rows(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
+    """Per active cluster: GPUs in its pools, device-hours, utilization and how far it has been ingested."""
+    out = []
+    for cluster in Cluster.objects.filter(is_active=True).order_by("name"):
+        summary = usage_summary(qs.filter(cluster=cluster))
+        gpus = NodePool.objects.filter(cluster=cluster).aggregate(n=Sum(F("node_count") * F("gpus_per_node")))["n"]
+        through = ingested_through(clusters=Cluster.objects.filter(pk=cluster.pk)) if cluster.prometheus_url else None
+        out.append({"cluster": cluster, "gpus": gpus or 0, "summary": summary, "ingested_through": through})
+    return out
+
+
+def platform_utilization(*, user: User, now: datetime | None = None, days: int = PLATFORM_WINDOW_DAYS) -> dict:
+    """Context of the platform utilization page; PermissionError for anyone but approvers."""
+    if not user_is_approver(user):
+        raise PermissionError("Only platform approvers see platform utilization.")
+    from billing.charts_utilization import allocation_forecast_figure, utilization_forecast_figure
+
+    start, end = window(days=days, now=now)
+    qs = UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end)
+    alerts = alerts_for(qs)
+    forecasts = pool_forecasts(now=now)
+    return {
+        "start": start,
+        "end": end,
+        "days": days,
+        "summary": usage_summary(qs),
+        "clusters": cluster_rows(qs),
+        "unallocated": unallocated_usage(qs),
+        "alerts": alerts[:MAX_ALERTS_SHOWN],
+        "alert_counts": alert_rules.count_by_kind(alerts),
+        "alerts_total": len(alerts),
+        "forecasts": forecasts,
+        "allocation_chart": allocation_forecast_figure(forecasts),
+        "utilization_chart": utilization_forecast_figure(forecasts),
+        **_coverage(start=start, end=end),
+    }

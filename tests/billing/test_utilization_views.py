@@ -1,0 +1,136 @@
+"""The platform utilization page (approvers only), the request and team partials, and the pool forecast reads."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.template.loader import render_to_string
+from django.test import Client
+from django.utils import timezone
+
+from allocations.models import RequestEvent, RequestStatus
+from billing.utilization_selectors import (
+    platform_utilization,
+    pool_forecasts,
+    request_utilization_context,
+    team_utilization_context,
+)
+from tests.billing.rollups import hours_back, rollup
+from tests.factories import DemoOrg, GpuRequestFactory, dedicated_spec
+
+pytestmark = pytest.mark.django_db
+URL = "/billing/utilization/"
+
+
+def _hold(request, *, since) -> None:
+    event = RequestEvent.objects.create(request=request, actor_label="test", from_status="", to_status="approved")
+    RequestEvent.objects.filter(pk=event.pk).update(at=since)  # history: the event happened back then
+
+
+@pytest.fixture
+def busy_org(demo_org: DemoOrg) -> DemoOrg:
+    """Three requests on the H100 pool, approved 6, 4 and 2 days ago, and a day of rollups with every alert."""
+    now = timezone.now()
+    for days in (6, 4, 2):
+        req = GpuRequestFactory(
+            team=demo_org.team, status=RequestStatus.ACTIVE, node_pool=demo_org.pool, resource_units=2
+        )
+        _hold(req, since=now - timedelta(days=days))
+    idle_req = GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE, node_pool=demo_org.pool)
+    hours = hours_back(now, 30)
+    for hour in hours:
+        rollup(cluster=demo_org.cluster, hour=hour, team=demo_org.team, request=idle_req, avg_utilization_pct=3.0)
+    rollup(cluster=demo_org.cluster, hour=hours[-1], gpu_uuid="GPU-HOT", max_temperature_c=87.5, team=demo_org.team)
+    rollup(cluster=demo_org.cluster, hour=hours[-1], gpu_uuid="GPU-MEM", memory_pressure_minutes=5, team=demo_org.team)
+    rollup(cluster=demo_org.cluster, hour=hours[-1], gpu_uuid="GPU-IDLE", avg_utilization_pct=0.0)  # unallocated
+    return demo_org
+
+
+@pytest.mark.parametrize(
+    ("role", "status"),
+    [("platform_admin", 200), ("approver", 200), ("team_lead", 403), ("member", 403), ("outsider", 403)],
+)
+def test_platform_page_is_for_approvers(client: Client, demo_org: DemoOrg, role: str, status: int) -> None:
+    client.force_login(demo_org.user(role))
+    assert client.get(URL).status_code == status
+
+
+def test_platform_page_needs_login(client: Client) -> None:
+    response = client.get(URL)
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_platform_page_shows_alerts_unallocated_use_and_forecast(client: Client, busy_org: DemoOrg) -> None:
+    client.force_login(busy_org.approver)
+    response = client.get(URL)
+    html = response.content.decode()
+    assert 'data-alert-kind="temperature"' in html and "87.5" in html
+    assert 'data-alert-kind="memory_pressure"' in html
+    assert 'data-alert-kind="idle"' in html
+    assert "idle (no pod)" in html  # the unallocated GPU is capacity, listed as such, not a waste alert
+    assert 'id="figure-allocation-forecast"' in html
+    assert "plotly.min.js" in html
+    context = response.context
+    assert context["alert_counts"] == {"temperature": 1, "memory_pressure": 1, "idle": 1}
+
+
+def test_pool_forecast_from_request_events(busy_org: DemoOrg) -> None:
+    [row] = [f for f in pool_forecasts() if f.pool == busy_org.pool]
+    assert row.capacity == 16 and row.allocated_now == 6
+    assert row.allocation.trend is not None and row.allocation.trend.slope_per_day > 0
+    assert row.allocation.run_out_at is not None
+    assert row.utilization.history  # the idle request's hours map to the pool
+
+
+def test_platform_context_refuses_non_approvers(demo_org: DemoOrg) -> None:
+    with pytest.raises(PermissionError):
+        platform_utilization(user=demo_org.member)
+
+
+def test_incomplete_hours_never_raise_waste(demo_org: DemoOrg) -> None:
+    req = GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE)
+    hour = hours_back(timezone.now(), 1)[0]
+    rollup(
+        cluster=demo_org.cluster, hour=hour, team=demo_org.team, request=req, avg_utilization_pct=0, is_complete=False
+    )
+    context = request_utilization_context(user=demo_org.member, request=req)["utilization"]
+    assert context["alerts"] == []
+
+
+def test_request_partial_suggests_a_mig_slice_with_the_saving(demo_org: DemoOrg) -> None:
+    req = GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE, spec=dedicated_spec("A100-40GB"))
+    for hour in hours_back(timezone.now(), 30):
+        rollup(
+            cluster=demo_org.cluster,
+            hour=hour,
+            team=demo_org.team,
+            request=req,
+            avg_utilization_pct=12.0,
+            peak_memory_used_mib=7.5 * 1024,
+            gpu_model_name="NVIDIA A100-SXM4-40GB",
+        )
+    context = request_utilization_context(user=demo_org.member, request=req)
+    [advice] = context["utilization"]["advice"]
+    assert advice["advice"].suggested_profile == "2g.10gb"
+    html = render_to_string("billing/_request_utilization.html", context)
+    assert "Use a MIG 2g.10gb slice" in html
+    if advice["monthly_saving"] is not None:
+        assert f"Saves {advice['monthly_saving']}" in html
+
+
+def test_request_partial_is_empty_for_other_teams(demo_org: DemoOrg) -> None:
+    req = GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE)
+    context = request_utilization_context(user=demo_org.outsider, request=req)
+    assert context == {"utilization": None}
+    assert render_to_string("billing/_request_utilization.html", context).strip() == ""
+
+
+def test_team_partial_counts_alerts_per_request(busy_org: DemoOrg) -> None:
+    context = team_utilization_context(user=busy_org.team_lead, team=busy_org.team)
+    data = context["team_utilization"]
+    assert data["alert_counts"] == {"temperature": 1, "memory_pressure": 1, "idle": 1}
+    assert [r["alerts"] for r in data["requests"]] == [1]
+    html = render_to_string("billing/_team_utilization.html", context)
+    assert "Idle (waste) alerts" in html and "GPU temperature above 83 °C" in html
+    assert team_utilization_context(user=busy_org.outsider, team=busy_org.team) == {"team_utilization": None}

@@ -1,0 +1,94 @@
+"""The cost dashboards in headless Chromium: every chart draws real traces from our own plotly.js."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+SCREENSHOT = Path(__file__).resolve().parents[2] / "var" / "screenshots" / "dashboards.png"
+CHARTS = ["cost-over-time", "allocation-vs-utilization", "strategy-mix", "pool-heatmap", "cost-per-request"]
+
+
+def _october_usage() -> None:
+    """A price book, a month of mixed allocations (imported) and hourly rollups for the demo organisation."""
+    from allocations.models import Cluster, GpuRequest, Team
+    from billing.cost_services import price_book_load, usage_import
+    from billing.models import UtilizationRollup
+
+    price_book_load(
+        text="currency: USD\neffective_from: 2026-01-01\ngpu_models:\n"
+        '  A100-40GB: {hourly: "2.10"}\n  H100-80GB: {hourly: "3.50"}\n  T4: {hourly: "0.52"}\n'
+    )
+    rows = [
+        "vision,resnet-sweep,H100-80GB,dedicated,nvidia.com/gpu,4,,2026-10-01T00:00:00Z,2026-10-20T00:00:00Z,71",
+        "vision,seg-serving,A100-40GB,mig,nvidia.com/mig-3g.20gb,2,,2026-10-01T00:00:00Z,2026-11-01T00:00:00Z,38",
+        "vision,notebooks,T4,time-slicing,nvidia.com/gpu,3,4,2026-10-03T00:00:00Z,2026-10-28T00:00:00Z,12",
+        "nlp,bert-train,H100-80GB,dedicated,nvidia.com/gpu,2,,2026-10-05T00:00:00Z,2026-10-25T00:00:00Z,83",
+        "nlp,embed-batch,A100-40GB,mig,nvidia.com/mig-1g.5gb,4,,2026-10-01T00:00:00Z,2026-11-01T00:00:00Z,55",
+    ]
+    header = "team,request,gpu_model,strategy,resource_name,quantity,time_slice_replicas,start,end,avg_utilization_pct"
+    usage_import(csv_text="\n".join([header, *rows]) + "\n")
+    cluster = Cluster.objects.first()
+    teams = {t.slug: t for t in Team.objects.all()}
+    request = GpuRequest.objects.filter(team=teams["vision"]).first()
+    start = datetime(2026, 10, 1, tzinfo=UTC)
+    rollups = []
+    for hour in range(24 * 7):
+        at = start + timedelta(hours=hour)
+        for gpu in range(4):
+            util = float((hour * 7 + gpu * 13) % 100)
+            rollups.append(
+                UtilizationRollup(
+                    cluster=cluster,
+                    hour=at,
+                    gpu_uuid=f"GPU-{gpu}",
+                    namespace=teams["vision"].namespace if gpu < 3 else "",
+                    pod=f"gpr-{request.pk}" if gpu < 3 else "",
+                    team=teams["vision"] if gpu < 3 else None,
+                    request=request if gpu < 3 else None,
+                    gpu_model_name="NVIDIA H100 80GB HBM3",
+                    sample_count=60,
+                    avg_utilization_pct=util,
+                    energy_kwh=0.4,
+                    pulled_at=at,
+                )
+            )
+    UtilizationRollup.objects.bulk_create(rollups)
+
+
+def _trace_counts(page) -> dict[str, int]:
+    return {
+        chart: page.locator(f"#chart-{chart} .plot-container .trace, #chart-{chart} .plot-container .hm").count()
+        for chart in CHARTS
+    }
+
+
+def test_dashboards_render_charts_with_data(new_page) -> None:
+    _october_usage()
+    page = new_page("carol")
+    page.goto("/billing/dashboards/?month=2026-10")
+    page.wait_for_selector("#chart-cost-over-time .plot-container")
+    for chart in CHARTS:
+        page.wait_for_selector(f"#chart-{chart} .main-svg")
+    counts = _trace_counts(page)
+    assert all(count > 0 for count in counts.values()), counts
+    # Bars are drawn as SVG paths with a size, not an empty frame.
+    assert page.locator("#chart-strategy-mix .bars path").count() >= 3
+    assert page.locator("#chart-cost-per-request .bars path").count() >= 5
+    assert "Saved vs all-dedicated" in page.inner_text("body")
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+
+def test_member_sees_only_their_team(new_page) -> None:
+    _october_usage()
+    page = new_page("bob")  # nlp
+    page.goto("/billing/dashboards/?month=2026-10")
+    page.wait_for_selector("#chart-cost-per-request .plot-container")
+    table = page.text_content("#panel-cost-per-request table") or ""
+    assert "bert-train" in table and "resnet-sweep" not in table
+    assert "(idle capacity)" not in (page.text_content("#panel-cost-over-time table") or "")
