@@ -11,6 +11,17 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 
+from allocations.choices import (
+    ClusterBackend,
+    IsolationFloor,
+    RequestStatus,
+    Role,
+    SharingMode,
+    WorkloadType,
+)
+from allocations.choices import (
+    Strategy as Strategy,  # re-exported: callers import the vocabularies from models
+)
 from allocations.decision.catalog import CatalogError, MigProfile
 
 dns_label_validator = RegexValidator(
@@ -22,42 +33,6 @@ resource_name_validator = RegexValidator(
     r"^nvidia\.com/(gpu|gpu\.shared|mig-\d+g\.\d+gb(\+me)?)$",
     "Use a Kubernetes GPU resource name such as 'nvidia.com/gpu' or 'nvidia.com/mig-2g.10gb'.",
 )
-
-
-class Role(models.TextChoices):
-    MEMBER = "member", "Member"
-    LEAD = "lead", "Team lead"
-
-
-class IsolationFloor(models.TextChoices):
-    DEDICATED = "dedicated", "Dedicated GPU only"
-    HARDWARE = "hardware", "Hardware isolation (MIG or dedicated)"
-    NONE = "none", "Any strategy"
-
-
-class SharingMode(models.TextChoices):
-    NONE = "none", "None (whole GPUs)"
-    MIG = "mig", "MIG"
-    TIME_SLICING = "time-slicing", "Time-slicing"
-
-
-class ClusterBackend(models.TextChoices):
-    KUBERNETES = "kubernetes", "Kubernetes API (server-side apply)"
-    GITOPS = "gitops", "GitOps tree (Argo CD / Flux)"
-
-
-class WorkloadType(models.TextChoices):
-    TRAINING = "training", "Training"
-    BATCH_INFERENCE = "batch_inference", "Batch inference"
-    REALTIME_INFERENCE = "realtime_inference", "Real-time inference"
-    DEVELOPMENT = "development", "Development"
-    HPC_SIMULATION = "hpc_simulation", "HPC simulation"
-
-
-class Strategy(models.TextChoices):
-    DEDICATED = "dedicated", "Dedicated GPU"
-    MIG = "mig", "MIG slice"
-    TIME_SLICING = "time-slicing", "Time-sliced share"
 
 
 class SlaTier(models.Model):
@@ -374,18 +349,6 @@ class Quota(models.Model):
     def clean(self) -> None:
         if self.cluster_id and self.node_pool_id:
             raise ValidationError({"node_pool": "A quota applies to a cluster or to a node pool, not both."})
-
-
-class RequestStatus(models.TextChoices):
-    DRAFT = "draft", "Draft"
-    PENDING_APPROVAL = "pending_approval", "Pending approval"
-    APPROVED = "approved", "Approved"
-    PROVISIONING = "provisioning", "Provisioning"
-    ACTIVE = "active", "Active"
-    REJECTED = "rejected", "Rejected"
-    FAILED = "failed", "Failed"
-    RELEASED = "released", "Released"
-    EXPIRED = "expired", "Expired"
 
 
 # The request lifecycle (DESIGN.md). Cancelling a request that is not yet running releases it.
