@@ -46,6 +46,7 @@ from allocations.services import (
     gpu_request_release,
     gpu_request_submit,
 )
+from billing.selectors import team_month_to_date
 from billing.utilization_selectors import request_utilization_context, team_utilization_context
 
 PAGE_SIZE = 25
@@ -326,6 +327,7 @@ def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
     except Team.DoesNotExist as exc:
         raise Http404("No such team among yours.") from exc
     context.update(team_utilization_context(user=request.user, team=context["team"]))
+    context["month_to_date"] = team_month_to_date(team=context["team"])
     return render(request, "allocations/team_detail.html", context)
 
 

@@ -23,7 +23,7 @@ from billing.models import (
     UtilizationRollup,
     UtilizationWatermark,
 )
-from billing.pricing import catalog_hourly_rate
+from billing.pricing import catalog_hourly_rate, to_cents
 
 MIB_PER_GB = 1024.0  # NVIDIA's "GB" (1g.10gb = 9.75 GiB = 9984 MiB) is a GiB; DCGM reports MiB.
 
@@ -316,3 +316,21 @@ def month_chargeback(*, month: date, now: datetime | None = None, share_idle: bo
     start, end = month_bounds(month)
     now = now or timezone.now()
     return chargeback_between(start=start, end=min(end, max(now, start)), share_idle=share_idle)
+
+
+def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, Any]:
+    """The team's allocated GPU-hours and estimated cost this month so far, against its monthly GPU-hour budget."""
+    now = now or timezone.now()
+    month = now.astimezone(UTC).date().replace(day=1)
+    charge = month_chargeback(month=month, now=now).teams.get(team.slug)
+    gpu_hours = charge.allocated_gpu_hours if charge else Decimal(0)
+    budget = team.monthly_gpu_hour_budget
+    return {
+        "month": month,
+        "gpu_hours": gpu_hours,
+        "amount": to_cents(charge.total) if charge else Decimal("0.00"),
+        "currency": settings.PORTAL_CURRENCY,
+        "budget": budget,
+        "budget_used_pct": round(gpu_hours / budget * 100, 1) if budget else None,
+        "over_budget": bool(budget is not None and gpu_hours > budget),
+    }

@@ -1,0 +1,62 @@
+"""The team page's month so far: allocated GPU-hours (whole-GPU equivalents) and cost against the monthly budget."""
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from allocations.models import GpuRequest, RequestStatus
+from billing.selectors import team_month_to_date
+from tests.factories import GpuRequestFactory
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 11, 11, 0, 0, tzinfo=UTC)
+
+
+def active_since(org, start: datetime, units: int) -> GpuRequest:
+    request = GpuRequestFactory(
+        team=org.team,
+        requester=org.member,
+        status=RequestStatus.ACTIVE,
+        cluster=org.cluster,
+        node_pool=org.pool,
+        resource_units=units,
+        replicas=units,
+    )
+    request.spec = {**request.spec, "replicas": units}
+    request.save()
+    GpuRequest.objects.filter(pk=request.pk).update(activated_at=start, approved_at=start)
+    return request
+
+
+def test_hours_this_month_count_against_the_budget(demo_org) -> None:
+    demo_org.team.monthly_gpu_hour_budget = Decimal("400")
+    demo_org.team.save()
+    # Two dedicated H100s since 5 days before NOW, but the month started 10 days before NOW: 2 x 120 h.
+    active_since(demo_org, NOW - timedelta(days=5), units=2)
+
+    m = team_month_to_date(team=demo_org.team, now=NOW)
+
+    assert m["month"].isoformat() == "2026-11-01"
+    assert m["gpu_hours"] == Decimal("240")
+    assert m["budget_used_pct"] == Decimal("60.0")
+    assert not m["over_budget"]
+    assert m["amount"] > 0
+
+
+def test_over_budget_is_flagged(demo_org) -> None:
+    demo_org.team.monthly_gpu_hour_budget = Decimal("100")
+    demo_org.team.save()
+    active_since(demo_org, NOW - timedelta(days=20), units=1)  # clipped to the month: 240 h
+    m = team_month_to_date(team=demo_org.team, now=NOW)
+    assert m["gpu_hours"] == Decimal("240") and m["over_budget"]
+
+
+def test_team_page_shows_the_month_so_far(client, demo_org) -> None:
+    client.force_login(demo_org.member)
+    response = client.get(reverse("allocations:team-detail", args=[demo_org.team.slug]))
+    assert response.status_code == 200
+    assert b'id="month-to-date"' in response.content
+    assert b"GPU-hours allocated in" in response.content
