@@ -249,3 +249,35 @@ def _pool_names() -> dict[tuple[int, str, bool], str]:
         for dcgm in [pool.gpu_model.name, *(pool.gpu_model.dcgm_model_names or [])]:
             names.setdefault((pool.cluster_id, str(dcgm).casefold(), is_mig), str(pool))
     return names
+
+
+FORECAST_COLUMNS = [
+    "pool",
+    "resource",
+    "capacity",
+    "allocated now",
+    "allocation trend per day",
+    "runs out",
+    "utilization trend per day (% busy)",
+]
+
+
+def capacity_forecast(*, now: datetime) -> Table:
+    """Per pool resource: capacity, what is allocated now, the 7-day trends and the date the pool runs out."""
+    from billing.utilization_selectors import pool_forecasts
+
+    rows = []
+    for item in pool_forecasts(now=now):
+        allocation, utilization = item.allocation.trend, item.utilization.trend
+        rows.append(
+            [
+                f"{item.pool.cluster.name}/{item.pool.name}",
+                item.resource_name,
+                item.capacity,
+                item.allocated_now,
+                round(allocation.slope_per_day, 2) if allocation else None,
+                item.allocation.run_out_at.date().isoformat() if item.allocation.run_out_at else "not within 30 days",
+                round(utilization.slope_per_day, 2) if utilization else None,
+            ]
+        )
+    return FORECAST_COLUMNS, rows

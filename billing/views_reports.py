@@ -6,6 +6,7 @@ selectors, the dashboard tables and the report payloads shared with the API.
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from typing import Any
 
@@ -162,6 +163,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         }
         for key in CHARTS
     ]
+    if user_can_view_all_costs(request.user):
+        panels.append(_forecast_panel())
     strategy_rows = tables["strategy-mix"][1]
     context = {
         "month": month,
@@ -177,16 +180,41 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "billing/dashboard.html", context)
 
 
+FORECAST = "capacity-forecast"
+
+
+def _forecast_panel() -> dict[str, Any]:
+    """The capacity forecast (platform-wide, so only for those who see all costs): chart and table."""
+    from billing.charts_utilization import allocation_forecast_figure
+    from billing.utilization_selectors import pool_forecasts
+
+    columns, rows = dashboards.capacity_forecast(now=timezone.now())
+    figure = allocation_forecast_figure(pool_forecasts())
+    return {
+        "id": FORECAST,
+        "title": "Capacity forecast (7-day trend, 30 days ahead)",
+        "figure": json.dumps({"data": figure["data"], "layout": figure["layout"]}) if figure else json.dumps({}),
+        "columns": columns,
+        "rows": rows,
+        "row_count": len(rows),
+        "empty": figure is None,
+    }
+
+
 @login_required
 def dashboard_csv(request: HttpRequest, chart: str) -> HttpResponse:
     """The table behind one dashboard chart, as CSV."""
-    if chart not in CHARTS:
+    forecast = chart == FORECAST and user_can_view_all_costs(request.user)
+    if chart not in CHARTS and not forecast:
         raise Http404("No such chart.")
     import csv
     import io
 
     month = parse_month(request.GET.get("month"), default=_this_month())
-    columns, rows = _tables(request, month, only=chart)[chart]
+    if forecast:
+        columns, rows = dashboards.capacity_forecast(now=timezone.now())
+    else:
+        columns, rows = _tables(request, month, only=chart)[chart]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
