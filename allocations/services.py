@@ -209,19 +209,21 @@ def gpu_request_submit(
     return request
 
 
+def _require_quota_fits(request: GpuRequest, *, team: Team) -> None:
+    """Raise a ValidationError on ``quota`` unless the request's units fit the team's quotas now (team lock held)."""
+    try:
+        quota_check(
+            team=team, resource_name=request.resource_name, units=request.resource_units, node_pool=request.node_pool
+        )
+    except QuotaExceeded as exc:
+        raise ValidationError({"quota": exc.messages}) from exc
+
+
 def _approve_locked(
     *, request: GpuRequest, acting_user: AbstractBaseUser | None, actor_label: str | None, comment: str
 ) -> GpuRequest:
     # The caller holds the team lock: re-check the quota against what is held now, then approve.
-    try:
-        quota_check(
-            team=request.team,
-            resource_name=request.resource_name,
-            units=request.resource_units,
-            node_pool=request.node_pool,
-        )
-    except QuotaExceeded as exc:
-        raise ValidationError({"quota": exc.messages}) from exc
+    _require_quota_fits(request, team=request.team)
     gpu_request_transition(
         request=request,
         to_status=RequestStatus.APPROVED,
@@ -340,15 +342,7 @@ def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, c
         request.refresh_from_db()
         if request.status == RequestStatus.FAILED:
             # A failed request holds no quota; provisioning holds it again, so it has to fit what is held now.
-            try:
-                quota_check(
-                    team=team,
-                    resource_name=request.resource_name,
-                    units=request.resource_units,
-                    node_pool=request.node_pool,
-                )
-            except QuotaExceeded as exc:
-                raise ValidationError({"quota": exc.messages}) from exc
+            _require_quota_fits(request, team=team)
         gpu_request_transition(
             request=request,
             to_status=RequestStatus.PROVISIONING,
