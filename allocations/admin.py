@@ -11,6 +11,7 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
 from allocations.models import (
+    AllocationExtension,
     Cluster,
     ClusterBackend,
     GpuModel,
@@ -338,4 +339,27 @@ class RequestEventAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(AllocationExtension)
+class AllocationExtensionAdmin(admin.ModelAdmin):
+    list_display = ["request", "hours", "status", "requested_by", "decided_by", "created_at", "decided_at"]
+    list_filter = ["status"]
+    search_fields = ["request__name", "reason", "requested_by__username", "decision_comment"]
+    list_select_related = ["request", "requested_by", "decided_by"]
+    # Decisions go through the approval queue (services: permissions, expiry update, event, email), not a form.
+    readonly_fields = [
+        "request",
+        "requested_by",
+        "hours",
+        "reason",
+        "status",
+        "decided_by",
+        "decided_at",
+        "decision_comment",
+        "created_at",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False

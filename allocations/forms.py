@@ -12,23 +12,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from allocations.models import Cluster, GpuModel, SlaTier, WorkloadType
+from allocations.decision import WorkloadProfile
+from allocations.models import MAX_EXTENSION_HOURS, Cluster, GpuModel, SlaTier, WorkloadType
 from allocations.selectors import teams_of
 
-# The workload profile fields of DESIGN.md that this form carries, in contract order.
-PROFILE_FIELDS = (
-    "workload_type",
-    "gpu_memory_gb",
-    "gpu_count",
-    "replicas",
-    "latency_sensitive",
-    "latency_p99_ms",
-    "isolation_required",
-    "expected_utilization_pct",
-    "sla_tier",
-    "gpu_model",
-    "duration_hours",
-)
+# The workload profile fields of DESIGN.md, in contract order (the profile itself is the source).
+PROFILE_FIELDS = WorkloadProfile.field_names()
 LATENCY_CHOICES = [("", "Auto (by workload type)"), ("true", "Yes"), ("false", "No")]
 
 
@@ -177,3 +166,17 @@ class TokenForm(forms.Form):
     """Create (or replace) or revoke the user's API token."""
 
     action = forms.ChoiceField(choices=[("create", "Create"), ("revoke", "Revoke")])
+
+
+class ExtensionRequestForm(forms.Form):
+    """Ask for more hours on an allocation: how many, and why (the service decides whether it may be asked)."""
+
+    hours = forms.DecimalField(
+        label="Hours to add",
+        min_value=Decimal("0.01"),
+        max_value=MAX_EXTENSION_HOURS,
+        max_digits=5,
+        decimal_places=2,
+        help_text="At most 720 (30 days).",
+    )
+    reason = forms.CharField(max_length=5000, widget=forms.Textarea(attrs={"rows": 2}))

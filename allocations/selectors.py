@@ -222,6 +222,7 @@ def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
         "release": owner_or_lead and releasable,
         "review": review and request.requester_id != user.pk,
         "own_request_pending_review": review and request.requester_id == user.pk,
+        "extend": owner_or_lead and _extendable_now(request),
     }
 
 
@@ -444,3 +445,39 @@ def cluster_detail_overview(*, user: User, name: str) -> dict[str, object]:
         "configs": cluster_gpu_operator_configs(pools=pools) if pools else [],
         "observable": cluster.backend == "kubernetes",
     }
+
+
+# --- Allocation extensions (allocations/extension_services.py) -----------------------------------------------------
+
+if TYPE_CHECKING:
+    from allocations.models import AllocationExtension
+
+
+def _extendable_now(request: GpuRequest) -> bool:
+    # The service's own rule (status, an end to extend), plus "no extension pending" (one at a time).
+    from allocations.extension_services import extension_refusal
+    from allocations.models import ExtensionStatus
+
+    if extension_refusal(request) is not None:
+        return False
+    return not request.extensions.filter(status=ExtensionStatus.PENDING).exists()
+
+
+def allocation_extensions_visible_to(*, user: User) -> QuerySet[AllocationExtension]:
+    """Extensions of the requests the user may see (approvers: all). Every extension endpoint starts here."""
+    from allocations.models import AllocationExtension as ExtensionModel
+
+    visible = gpu_requests_visible_to(user=user).values("pk")
+    return ExtensionModel.objects.select_related(
+        "request__team", "request__requester", "requested_by", "decided_by"
+    ).filter(request__in=visible)
+
+
+def pending_extensions_queue(*, user: User) -> list[AllocationExtension]:
+    """Pending extensions, oldest first, for the approval queue (approvers only)."""
+    from allocations.models import ExtensionStatus
+
+    if not user_is_approver(user):
+        return []
+    pending = allocation_extensions_visible_to(user=user).filter(status=ExtensionStatus.PENDING)
+    return list(pending.order_by("created_at", "id"))

@@ -17,10 +17,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.authtoken.models import Token
 
+from allocations.extension_services import allocation_extension_decide, allocation_extension_request, hours_text
 from allocations.filtersets import GpuRequestFilterSet
-from allocations.forms import BulkReviewForm, CommentForm, GpuRequestForm, ReviewForm, TokenForm
-from allocations.models import Cluster, ClusterBackend, GpuRequest, RequestStatus, Team
+from allocations.forms import BulkReviewForm, CommentForm, ExtensionRequestForm, GpuRequestForm, ReviewForm, TokenForm
+from allocations.models import AllocationExtension, Cluster, ClusterBackend, GpuRequest, RequestStatus, Team
 from allocations.selectors import (
+    allocation_extensions_visible_to,
     approval_queue,
     cluster_detail_overview,
     cluster_overview_rows,
@@ -30,6 +32,7 @@ from allocations.selectors import (
     gpu_request_live_status,
     gpu_request_manifests_yaml,
     gpu_requests_visible_to,
+    pending_extensions_queue,
     team_overview,
     teams_of,
     teams_visible_to,
@@ -136,6 +139,8 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "reapply": approver and gpu_request.status in REAPPLICABLE_STATUSES,
         },
         "comment_form": CommentForm(),
+        "extensions": gpu_request.extensions.select_related("requested_by", "decided_by"),
+        "can_decide_extensions": approver,
         "live": gpu_request_live_status(request=gpu_request),
         "manifests_yaml": gpu_request_manifests_yaml(request=gpu_request),
         **request_utilization_context(user=request.user, request=gpu_request),
@@ -242,7 +247,8 @@ def approval_list(request: HttpRequest) -> HttpResponse:
     """Pending requests, oldest first, with quota headroom; approve or reject one by one or in bulk."""
     _require_approver(request)
     rows = approval_queue(user=request.user)
-    return render(request, "allocations/approval_queue.html", {"rows": rows})
+    extension_rows = pending_extensions_queue(user=request.user)
+    return render(request, "allocations/approval_queue.html", {"rows": rows, "extension_rows": extension_rows})
 
 
 def _review(request: HttpRequest, gpu_request: GpuRequest, decision: str, comment: str) -> str | None:
@@ -314,6 +320,61 @@ def approval_bulk(request: HttpRequest) -> HttpResponse:
     for error in failed:
         messages.error(request, error)
     return redirect("allocations:approvals")
+
+
+# --- Allocation extensions ---------------------------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def request_extend(request: HttpRequest, pk: int) -> HttpResponse:
+    """Ask for more hours on an approved or running allocation (requester, team lead, approver); approvers are told."""
+    gpu_request = _visible_request(request, pk)
+    form = ExtensionRequestForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            for error in errors:
+                messages.error(request, f"{form[field].label}: {error}")
+        return redirect("allocations:request-detail", pk=pk)
+    try:
+        extension = allocation_extension_request(request=gpu_request, acting_user=request.user, **form.cleaned_data)
+    except PermissionDenied:
+        raise
+    except (ValidationError, InvalidTransition) as exc:
+        messages.error(request, _error_text(exc))
+    else:
+        messages.success(
+            request,
+            f"Extension of {hours_text(extension.hours)} h asked for request #{gpu_request.pk}: "
+            "a platform approver decides it.",
+        )
+    return redirect("allocations:request-detail", pk=pk)
+
+
+@login_required
+@require_POST
+def extension_review(request: HttpRequest, pk: int) -> HttpResponse:
+    """Approve or reject one pending extension with an optional comment (a rejection needs one)."""
+    _require_approver(request)
+    try:
+        extension = allocation_extensions_visible_to(user=request.user).get(pk=pk)
+    except AllocationExtension.DoesNotExist as exc:
+        raise Http404("No such extension.") from exc
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose approve or reject.")
+        return _after_review(request)
+    approve = form.cleaned_data["decision"] == "approve"
+    label = f"Extension of {hours_text(extension.hours)} h of request #{extension.request_id}"
+    try:
+        allocation_extension_decide(
+            extension=extension, acting_user=request.user, approve=approve, comment=form.cleaned_data["comment"]
+        )
+    except (PermissionDenied, ValidationError, InvalidTransition) as exc:
+        messages.error(request, f"{label}: {_error_text(exc)}")
+    else:
+        messages.success(request, f"{label} was {'approved' if approve else 'rejected'}.")
+    return _after_review(request)
 
 
 # --- Teams and tokens --------------------------------------------------------------------------------------------

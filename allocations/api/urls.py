@@ -9,5 +9,6 @@ router.include_root_view = False
 router.register("recommendations", views.RecommendationViewSet, basename="recommendation")
 router.register("requests", views.GpuRequestViewSet, basename="gpu-request")
 router.register("teams", views.TeamViewSet, basename="team")
+router.register("extensions", views.AllocationExtensionViewSet, basename="allocation-extension")
 
 urlpatterns = router.urls

@@ -35,16 +35,21 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
-from allocations import services
+from allocations import extension_services, services
 from allocations.api import serializers as api
 from allocations.api.filters import NUL_MESSAGE, RejectNulCharacters
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.renderers import KubernetesYamlRenderer
 from allocations.decision import ProfileError
 from allocations.filtersets import GpuRequestFilterSet
-from allocations.models import GpuRequest, Team
+from allocations.models import AllocationExtension, GpuRequest, Team
 from allocations.placement import place
-from allocations.selectors import gpu_requests_visible_to, quota_usage_by_quota, teams_with_quotas_visible_to
+from allocations.selectors import (
+    allocation_extensions_visible_to,
+    gpu_requests_visible_to,
+    quota_usage_by_quota,
+    teams_with_quotas_visible_to,
+)
 
 
 class Conflict(exceptions.APIException):
@@ -293,6 +298,53 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
         return self._answer(obj)
 
     @extend_schema(
+        summary="Ask for more hours on an approved or running allocation (requester, team lead, approver)",
+        description=(
+            "Creates a pending extension of an approved, provisioning or active request that has an expiry or a "
+            "duration; platform approvers are told and decide it at `/api/v1/extensions/{id}/approve/` or "
+            "`/reject/`. One extension per request may be pending (a second answers 400 naming `request`); a request "
+            "in another status, or one with no end, answers 409."
+        ),
+        request=api.AllocationExtensionCreateSerializer,
+        responses={
+            201: api.AllocationExtensionSerializer,
+            400: _FIELD_ERRORS,
+            404: _ERROR,
+            409: _ERROR,
+            **_AUTH_ERRORS,
+        },
+        examples=[
+            OpenApiExample(
+                "Two more days",
+                value={"hours": 48, "reason": "The sweep needs two more days to converge."},
+                request_only=True,
+            )
+        ],
+    )
+    @action(detail=True, methods=["post"], filter_backends=[])
+    def extend(self, request: Request, pk: str | None = None) -> Response:
+        """Ask for an extension of the visible request through ``allocation_extension_request`` (201)."""
+        obj = self.get_object()
+        body = api.AllocationExtensionCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        extension = extension_services.allocation_extension_request(
+            request=obj, acting_user=request.user, **body.validated_data
+        )
+        fresh = allocation_extensions_visible_to(user=request.user).get(pk=extension.pk)
+        return Response(api.AllocationExtensionSerializer(fresh).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="The request's extensions, newest first",
+        responses={200: api.AllocationExtensionSerializer(many=True), 404: _ERROR, **_AUTH_ERRORS},
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def extensions(self, request: Request, pk: str | None = None) -> Response:
+        """Every extension asked for on one visible request, with its status and decision."""
+        obj = self.get_object()
+        rows = allocation_extensions_visible_to(user=request.user).filter(request=obj).order_by("-created_at", "-id")
+        return Response(api.AllocationExtensionSerializer(rows, many=True).data)
+
+    @extend_schema(
         summary="The request's status changes, oldest first",
         responses={200: api.RequestEventSerializer(many=True), 404: _ERROR, **_AUTH_ERRORS},
     )
@@ -400,3 +452,62 @@ class TeamViewSet(ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """One visible team by slug."""
         return Response(self._serialize([self.get_object()], many=False))
+
+
+def _extension_decision_schema(summary: str) -> Callable[[Any], Any]:
+    responses = {200: api.AllocationExtensionSerializer, 400: _FIELD_ERRORS, 404: _ERROR, 409: _ERROR, **_AUTH_ERRORS}
+    return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[_COMMENT_BODY])
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Extensions of the requests you may see (approvers: all), newest first",
+        description="`?status=pending` lists what waits for a decision.",
+        responses={
+            200: api.AllocationExtensionSerializer(many=True),
+            400: _FIELD_ERRORS,
+            404: _ERROR,
+            **_AUTH_ERRORS,
+        },
+    ),
+    retrieve=extend_schema(
+        summary="One extension", responses={200: api.AllocationExtensionSerializer, 404: _ERROR, **_AUTH_ERRORS}
+    ),
+)
+@extend_schema(tags=["extensions"])
+class AllocationExtensionViewSet(
+    ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Extensions of allocations: list, read, and an approver's decision (approve, reject)."""
+
+    serializer_class = api.AllocationExtensionSerializer
+    filter_backends = [RejectNulCharacters, DjangoFilterBackend, OrderingFilter]
+    filterset_fields = ["status"]
+    lookup_value_regex = r"[^/]+"  # a malformed id is a JSON 404 from get_object
+    ordering_fields = ["id", "created_at", "decided_at"]
+    ordering = ["-created_at", "-id"]
+
+    def get_queryset(self) -> QuerySet[AllocationExtension]:
+        return allocation_extensions_visible_to(user=self.request.user)
+
+    def _decide(self, request: Request, *, approve: bool) -> Response:
+        extension = self.get_object()
+        body = api.CommentSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        extension_services.allocation_extension_decide(
+            extension=extension, acting_user=request.user, approve=approve, comment=body.validated_data["comment"]
+        )
+        fresh = self.get_queryset().get(pk=extension.pk)
+        return Response(api.AllocationExtensionSerializer(fresh, context=self.get_serializer_context()).data)
+
+    @_extension_decision_schema("Approve a pending extension (platform approvers; never of your own request)")
+    @action(detail=True, methods=["post"], filter_backends=[])
+    def approve(self, request: Request, pk: str | None = None) -> Response:
+        """Approve: the hours are added to the request's expiry (or duration) and its owner is told."""
+        return self._decide(request, approve=True)
+
+    @_extension_decision_schema("Reject a pending extension with a reason (platform approvers)")
+    @action(detail=True, methods=["post"], filter_backends=[])
+    def reject(self, request: Request, pk: str | None = None) -> Response:
+        """Reject; the comment is the reason the requester sees."""
+        return self._decide(request, approve=False)

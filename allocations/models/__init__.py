@@ -1,0 +1,56 @@
+"""Teams, SLA tiers, the GPU catalog, clusters and node pools, quotas, and GPU requests with their event log.
+
+One module per responsibility; everything is importable from ``allocations.models`` as before.
+"""
+
+from allocations.choices import (
+    ClusterBackend,
+    IsolationFloor,
+    RequestStatus,
+    Role,
+    SharingMode,
+    Strategy,
+    WorkloadType,
+)
+from allocations.models.catalog import GpuModel, MigProfileDefinition
+from allocations.models.clusters import Cluster, NodePool
+from allocations.models.gpu_requests import (
+    ALLOWED_TRANSITIONS,
+    MAX_EXTENSION_HOURS,
+    QUOTA_HOLDING_STATUSES,
+    TERMINAL_STATUSES,
+    AllocationExtension,
+    ExtensionStatus,
+    GpuRequest,
+    RequestEvent,
+)
+from allocations.models.teams import Membership, Quota, SlaTier, Team
+from allocations.models.validators import dns_label_validator, resource_name_validator
+
+__all__ = [
+    "ALLOWED_TRANSITIONS",
+    "MAX_EXTENSION_HOURS",
+    "QUOTA_HOLDING_STATUSES",
+    "TERMINAL_STATUSES",
+    "AllocationExtension",
+    "Cluster",
+    "ClusterBackend",
+    "ExtensionStatus",
+    "GpuModel",
+    "GpuRequest",
+    "IsolationFloor",
+    "Membership",
+    "MigProfileDefinition",
+    "NodePool",
+    "Quota",
+    "RequestEvent",
+    "RequestStatus",
+    "Role",
+    "SharingMode",
+    "SlaTier",
+    "Strategy",
+    "Team",
+    "WorkloadType",
+    "dns_label_validator",
+    "resource_name_validator",
+]

@@ -1,0 +1,78 @@
+"""The GPU catalog: models and their MIG profiles (seeded from the reference data, editable by admins)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from allocations.decision.catalog import CatalogError, MigProfile
+
+
+class GpuModel(models.Model):
+    """A GPU model in the catalog: memory, the node label that selects it, power, prices and MIG geometry."""
+
+    name = models.CharField(max_length=40, unique=True)
+    family = models.CharField(max_length=20, blank=True)
+    memory_gb = models.PositiveIntegerField()
+    product_label = models.CharField(
+        max_length=63, help_text="Value of the nvidia.com/gpu.product node label (GPU Feature Discovery)."
+    )
+    mig_capable = models.BooleanField(default=False)
+    mig_compute_slices = models.PositiveSmallIntegerField(default=0)
+    mig_memory_slices = models.PositiveSmallIntegerField(default=0)
+    tdp_watts = models.PositiveIntegerField()
+    purchase_price = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True, validators=[MinValueValidator(Decimal("0"))]
+    )
+    list_hourly_price = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text="Cloud on-demand price per GPU-hour, used when no purchase price is known.",
+    )
+    dcgm_model_names = models.JSONField(default=list, blank=True, help_text="DCGM modelName label values.")
+    aliases = models.JSONField(default=list, blank=True)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "GPU model"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class MigProfileDefinition(models.Model):
+    """A MIG profile a GPU model supports, with its memory and compute slices (NVIDIA's MIG user guide)."""
+
+    gpu_model = models.ForeignKey(GpuModel, on_delete=models.CASCADE, related_name="mig_profiles")
+    name = models.CharField(max_length=20)
+    memory_gb = models.PositiveIntegerField()
+    compute_slices = models.PositiveSmallIntegerField()
+    memory_slices = models.PositiveSmallIntegerField()
+    max_instances = models.PositiveSmallIntegerField()
+    placement_starts = models.JSONField(default=list, blank=True)
+    recommendable = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["gpu_model", "name"], name="unique_mig_profile")]
+        ordering = ["gpu_model__name", "memory_slices", "compute_slices", "name"]
+        verbose_name = "MIG profile"
+
+    def __str__(self) -> str:
+        return f"{self.gpu_model.name} {self.name}"
+
+    def clean(self) -> None:
+        try:
+            compute, memory = MigProfile.parse_name(self.name.removesuffix("+me"))
+        except CatalogError as exc:
+            raise ValidationError({"name": str(exc)}) from exc
+        if compute != self.compute_slices:
+            raise ValidationError({"compute_slices": f"'{self.name}' has {compute} compute slices."})
+        if memory != self.memory_gb:
+            raise ValidationError({"memory_gb": f"'{self.name}' has {memory} GB."})

@@ -1,0 +1,137 @@
+"""Clusters GPU Portal deploys to, and their GPU node pools."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from allocations.choices import ClusterBackend, SharingMode
+from allocations.models.catalog import GpuModel
+from allocations.models.validators import dns_label_validator
+
+
+class Cluster(models.Model):
+    """A Kubernetes cluster GPU Portal deploys to, through its API or through a GitOps tree."""
+
+    name = models.CharField(max_length=63, unique=True, validators=[dns_label_validator])
+    description = models.TextField(blank=True)
+    backend = models.CharField(max_length=20, choices=ClusterBackend.choices, default=ClusterBackend.KUBERNETES)
+    api_endpoint = models.URLField(blank=True, help_text="Kubernetes API server URL (kubernetes backend).")
+    kubeconfig_secret_ref = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text=(
+            "Where the kubeconfig lives, never the kubeconfig itself: 'env:VARIABLE', 'file:/path/to/kubeconfig' "
+            "or 'in-cluster'. Never shown back."
+        ),
+    )
+    gitops_path = models.CharField(
+        max_length=255, blank=True, help_text="Directory of the GitOps tree (gitops backend); relative to var/gitops."
+    )
+    gitops_commit = models.BooleanField(default=False, help_text="Commit each change to the git repository there.")
+    prometheus_url = models.URLField(blank=True)
+    prometheus_auth_secret_ref = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text="'env:VARIABLE' holding 'Bearer <token>' or 'user:password'. Never shown back.",
+    )
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.backend == ClusterBackend.KUBERNETES and not (self.api_endpoint or self.kubeconfig_secret_ref):
+            raise ValidationError(
+                {"kubeconfig_secret_ref": "A kubernetes cluster needs an API endpoint or a kubeconfig reference."}
+            )
+        ref = self.kubeconfig_secret_ref
+        if ref and not (ref == "in-cluster" or ref.startswith(("env:", "file:"))):
+            raise ValidationError(
+                {"kubeconfig_secret_ref": "Use 'env:VARIABLE', 'file:/path' or 'in-cluster': never paste a secret."}
+            )
+
+
+class NodePool(models.Model):
+    """A group of identical GPU nodes in a cluster and how their GPUs are shared."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="node_pools")
+    name = models.CharField(max_length=63, validators=[dns_label_validator])
+    gpu_model = models.ForeignKey(GpuModel, on_delete=models.PROTECT, related_name="node_pools")
+    node_count = models.PositiveIntegerField(default=1)
+    gpus_per_node = models.PositiveSmallIntegerField(default=8, validators=[MinValueValidator(1)])
+    sharing_mode = models.CharField(max_length=20, choices=SharingMode.choices, default=SharingMode.NONE)
+    time_slice_replicas = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(2)], help_text="Replicas per GPU (time-slicing)."
+    )
+    mig_devices = models.JSONField(
+        default=dict, blank=True, help_text='MIG layout per GPU (MIG pools), e.g. {"1g.5gb": 2, "2g.10gb": 1}.'
+    )
+    node_labels = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='e.g. [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]',
+    )
+    # Filled by inventory sync from the cluster (allocatable per resource name).
+    observed_allocatable = models.JSONField(default=dict, blank=True)
+    observed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="unique_pool_per_cluster")]
+        ordering = ["cluster__name", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.name}"
+
+    @property
+    def gpu_total(self) -> int:
+        return self.node_count * self.gpus_per_node
+
+    def capacity(self) -> dict[str, int]:
+        """Schedulable units per resource name that this pool advertises, from its configuration."""
+        if self.sharing_mode == SharingMode.MIG:
+            return {f"nvidia.com/mig-{name}": count * self.gpu_total for name, count in self.mig_devices.items()}
+        if self.sharing_mode == SharingMode.TIME_SLICING:
+            return {"nvidia.com/gpu": self.gpu_total * (self.time_slice_replicas or 0)}
+        return {"nvidia.com/gpu": self.gpu_total}
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.sharing_mode == SharingMode.TIME_SLICING and not self.time_slice_replicas:
+            errors["time_slice_replicas"] = "A time-slicing pool needs at least 2 replicas per GPU."
+        if self.sharing_mode != SharingMode.TIME_SLICING and self.time_slice_replicas:
+            errors["time_slice_replicas"] = "Only time-slicing pools have replicas."
+        if self.sharing_mode == SharingMode.MIG:
+            errors.update(self._mig_errors())
+        elif self.mig_devices:
+            errors["mig_devices"] = "Only MIG pools have a MIG layout."
+        if not isinstance(self.node_labels, dict):
+            errors["node_labels"] = "Node labels must be an object of label: value."
+        if not isinstance(self.taints, list) or not all(isinstance(t, dict) and "key" in t for t in self.taints):
+            errors["taints"] = 'Taints must be a list of {"key", "value", "effect"} objects.'
+        if errors:
+            raise ValidationError(errors)
+
+    def _mig_errors(self) -> dict[str, str]:
+        # The same geometry check the renderer applies (names, counts, memory and compute slices, placements).
+        from allocations.manifests import ManifestError, check_mig_layout
+        from allocations.selectors import gpu_model_spec
+
+        model = getattr(self, "gpu_model", None)
+        if model is None:
+            return {}
+        if not model.mig_capable:
+            return {"sharing_mode": f"{model.name} is not MIG-capable."}
+        if not isinstance(self.mig_devices, dict) or not self.mig_devices:
+            return {"mig_devices": 'A MIG pool needs its layout per GPU, e.g. {"3g.20gb": 2}.'}
+        try:
+            check_mig_layout(gpu_model_spec(model), self.mig_devices)
+        except ManifestError as exc:
+            return {"mig_devices": str(exc)}
+        return {}

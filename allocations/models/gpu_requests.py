@@ -1,0 +1,190 @@
+"""GPU requests: the workload profile, the frozen spec, the lifecycle, its event log and extensions."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from allocations.choices import RequestStatus, WorkloadType
+from allocations.models.clusters import Cluster, NodePool
+from allocations.models.teams import SlaTier, Team
+
+# The request lifecycle (DESIGN.md). Cancelling a request that is not yet running releases it.
+ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
+    RequestStatus.DRAFT: frozenset({RequestStatus.PENDING_APPROVAL, RequestStatus.RELEASED}),
+    RequestStatus.PENDING_APPROVAL: frozenset({RequestStatus.APPROVED, RequestStatus.REJECTED, RequestStatus.RELEASED}),
+    RequestStatus.APPROVED: frozenset({RequestStatus.PROVISIONING, RequestStatus.FAILED, RequestStatus.RELEASED}),
+    RequestStatus.PROVISIONING: frozenset({RequestStatus.ACTIVE, RequestStatus.FAILED, RequestStatus.RELEASED}),
+    RequestStatus.ACTIVE: frozenset(
+        {RequestStatus.PROVISIONING, RequestStatus.RELEASED, RequestStatus.EXPIRED, RequestStatus.FAILED}
+    ),
+    RequestStatus.FAILED: frozenset({RequestStatus.PROVISIONING, RequestStatus.RELEASED}),
+    RequestStatus.REJECTED: frozenset(),
+    RequestStatus.RELEASED: frozenset(),
+    RequestStatus.EXPIRED: frozenset(),
+}
+# Statuses whose allocation counts against the team's quota.
+QUOTA_HOLDING_STATUSES = frozenset({RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE})
+TERMINAL_STATUSES = frozenset(s for s, targets in ALLOWED_TRANSITIONS.items() if not targets)
+
+
+class GpuRequest(models.Model):
+    """A team's request for GPUs: the workload profile, the allocation spec frozen at submission, and its status."""
+
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="gpu_requests")
+    requester = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="gpu_requests")
+    name = models.CharField(max_length=100)
+    purpose = models.TextField(blank=True)
+
+    # The workload profile (DESIGN.md).
+    workload_type = models.CharField(max_length=30, choices=WorkloadType.choices)
+    gpu_memory_gb = models.DecimalField(max_digits=7, decimal_places=2, validators=[MinValueValidator(Decimal("0.01"))])
+    gpu_count = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    replicas = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    latency_sensitive = models.BooleanField(default=False)
+    latency_p99_ms = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
+    isolation_required = models.BooleanField(default=False)
+    expected_utilization_pct = models.DecimalField(max_digits=5, decimal_places=2, null=True, blank=True)
+    sla_tier = models.ForeignKey(SlaTier, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    gpu_model_requested = models.CharField(max_length=40, blank=True)
+    duration_hours = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    image = models.CharField(max_length=255, blank=True)
+    command = models.JSONField(default=list, blank=True)
+
+    # Where it runs and what it got.
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, null=True, blank=True, related_name="gpu_requests")
+    node_pool = models.ForeignKey(
+        NodePool, on_delete=models.PROTECT, null=True, blank=True, related_name="gpu_requests"
+    )
+    spec = models.JSONField(default=dict, blank=True, help_text="The recommendation frozen at submission.")
+    resource_name = models.CharField(max_length=63, blank=True)
+    resource_units = models.PositiveIntegerField(
+        default=0, help_text="Units of resource_name the request holds: quantity per replica x replicas."
+    )
+
+    status = models.CharField(max_length=20, choices=RequestStatus.choices, default=RequestStatus.DRAFT, db_index=True)
+    status_detail = models.TextField(blank=True, help_text="Pending reason or the last error, for the user.")
+    last_task_id = models.CharField(max_length=255, blank=True)
+    manifests = models.JSONField(default=list, blank=True, help_text="The Kubernetes objects last rendered.")
+    manifests_rendered_at = models.DateTimeField(null=True, blank=True)
+    observed_phase = models.CharField(max_length=20, blank=True, help_text="Workload phase last seen on the cluster.")
+    observed_at = models.DateTimeField(null=True, blank=True)
+    expiry_notified_at = models.DateTimeField(null=True, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    activated_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["team", "status"]),
+            models.Index(fields=["status", "submitted_at"]),
+            models.Index(fields=["team", "resource_name", "status"]),
+        ]
+        permissions = [("approve_gpurequest", "Can approve or reject GPU requests")]
+        verbose_name = "GPU request"
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.name}"
+
+    @property
+    def workload_object_name(self) -> str:
+        """The name of the request's Kubernetes objects (DESIGN.md)."""
+        return f"gpr-{self.pk}"
+
+    @property
+    def strategy(self) -> str:
+        return str(self.spec.get("strategy", ""))
+
+    def can_transition_to(self, status: str) -> bool:
+        return status in ALLOWED_TRANSITIONS.get(self.status, frozenset())
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class RequestEvent(models.Model):
+    """An append-only record of one status change of a request: who, when, from, to and why."""
+
+    request = models.ForeignKey(GpuRequest, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor_label = models.CharField(max_length=150, help_text="Who acted, kept if the user is deleted, or the policy.")
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    from_status = models.CharField(max_length=20, choices=RequestStatus.choices, blank=True)
+    to_status = models.CharField(max_length=20, choices=RequestStatus.choices)
+    comment = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.request_id}: {self.from_status or '-'} -> {self.to_status} by {self.actor_label}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise ValidationError("Request events are append-only and cannot be changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise ValidationError("Request events are append-only and cannot be deleted.")
+
+
+class ExtensionStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+
+
+# One extension adds at most 30 days; a longer need is a new request, checked against the quota again.
+MAX_EXTENSION_HOURS = Decimal("720")
+
+
+class AllocationExtension(models.Model):
+    """A request for more hours on an allocation, why, and an approver's decision; at most one pending per request."""
+
+    request = models.ForeignKey(GpuRequest, on_delete=models.CASCADE, related_name="extensions")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    hours = models.DecimalField(max_digits=5, decimal_places=2, validators=[MinValueValidator(Decimal("0.01"))])
+    reason = models.TextField()
+    status = models.CharField(
+        max_length=10, choices=ExtensionStatus.choices, default=ExtensionStatus.PENDING, db_index=True
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["request"],
+                condition=Q(status="pending"),
+                name="one_pending_extension_per_request",
+                violation_error_message="This request already has a pending extension.",
+            ),
+            models.CheckConstraint(condition=Q(hours__gt=0, hours__lte=720), name="extension_hours_in_range"),
+        ]
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"#{self.request_id} +{self.hours} h ({self.status})"
+
+    def clean(self) -> None:
+        if self.hours is not None and self.hours > MAX_EXTENSION_HOURS:
+            raise ValidationError({"hours": f"Extend by at most {MAX_EXTENSION_HOURS} hours (30 days) at a time."})
