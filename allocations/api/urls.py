@@ -2,13 +2,13 @@
 
 from rest_framework.routers import DefaultRouter
 
-from allocations.api import views
+from allocations.api import extensions, views
 
 router = DefaultRouter()
 router.include_root_view = False
 router.register("recommendations", views.RecommendationViewSet, basename="recommendation")
 router.register("requests", views.GpuRequestViewSet, basename="gpu-request")
 router.register("teams", views.TeamViewSet, basename="team")
-router.register("extensions", views.AllocationExtensionViewSet, basename="allocation-extension")
+router.register("extensions", extensions.AllocationExtensionViewSet, basename="allocation-extension")
 
 urlpatterns = router.urls

@@ -42,7 +42,7 @@ from allocations.api.permissions import IsActivePortalUser
 from allocations.api.renderers import KubernetesYamlRenderer
 from allocations.decision import ProfileError
 from allocations.filtersets import GpuRequestFilterSet
-from allocations.models import AllocationExtension, GpuRequest, Team
+from allocations.models import GpuRequest, Team
 from allocations.placement import place
 from allocations.selectors import (
     allocation_extensions_visible_to,
@@ -452,62 +452,3 @@ class TeamViewSet(ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """One visible team by slug."""
         return Response(self._serialize([self.get_object()], many=False))
-
-
-def _extension_decision_schema(summary: str) -> Callable[[Any], Any]:
-    responses = {200: api.AllocationExtensionSerializer, 400: _FIELD_ERRORS, 404: _ERROR, 409: _ERROR, **_AUTH_ERRORS}
-    return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[_COMMENT_BODY])
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="Extensions of the requests you may see (approvers: all), newest first",
-        description="`?status=pending` lists what waits for a decision.",
-        responses={
-            200: api.AllocationExtensionSerializer(many=True),
-            400: _FIELD_ERRORS,
-            404: _ERROR,
-            **_AUTH_ERRORS,
-        },
-    ),
-    retrieve=extend_schema(
-        summary="One extension", responses={200: api.AllocationExtensionSerializer, 404: _ERROR, **_AUTH_ERRORS}
-    ),
-)
-@extend_schema(tags=["extensions"])
-class AllocationExtensionViewSet(
-    ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
-):
-    """Extensions of allocations: list, read, and an approver's decision (approve, reject)."""
-
-    serializer_class = api.AllocationExtensionSerializer
-    filter_backends = [RejectNulCharacters, DjangoFilterBackend, OrderingFilter]
-    filterset_fields = ["status"]
-    lookup_value_regex = r"[^/]+"  # a malformed id is a JSON 404 from get_object
-    ordering_fields = ["id", "created_at", "decided_at"]
-    ordering = ["-created_at", "-id"]
-
-    def get_queryset(self) -> QuerySet[AllocationExtension]:
-        return allocation_extensions_visible_to(user=self.request.user)
-
-    def _decide(self, request: Request, *, approve: bool) -> Response:
-        extension = self.get_object()
-        body = api.CommentSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        extension_services.allocation_extension_decide(
-            extension=extension, acting_user=request.user, approve=approve, comment=body.validated_data["comment"]
-        )
-        fresh = self.get_queryset().get(pk=extension.pk)
-        return Response(api.AllocationExtensionSerializer(fresh, context=self.get_serializer_context()).data)
-
-    @_extension_decision_schema("Approve a pending extension (platform approvers; never of your own request)")
-    @action(detail=True, methods=["post"], filter_backends=[])
-    def approve(self, request: Request, pk: str | None = None) -> Response:
-        """Approve: the hours are added to the request's expiry (or duration) and its owner is told."""
-        return self._decide(request, approve=True)
-
-    @_extension_decision_schema("Reject a pending extension with a reason (platform approvers)")
-    @action(detail=True, methods=["post"], filter_backends=[])
-    def reject(self, request: Request, pk: str | None = None) -> Response:
-        """Reject; the comment is the reason the requester sees."""
-        return self._decide(request, approve=False)

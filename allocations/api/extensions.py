@@ -1,0 +1,86 @@
+"""REST API for allocation extensions: list, read, and an approver's decision."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db.models import QuerySet
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import (
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import mixins, viewsets
+from rest_framework.decorators import action
+from rest_framework.filters import OrderingFilter
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from allocations import extension_services
+from allocations.api import serializers as api
+from allocations.api.filters import RejectNulCharacters
+from allocations.api.views import _AUTH_ERRORS, _COMMENT_BODY, _ERROR, _FIELD_ERRORS, ServiceApiMixin
+from allocations.models import AllocationExtension
+from allocations.selectors import (
+    allocation_extensions_visible_to,
+)
+
+
+def _extension_decision_schema(summary: str) -> Callable[[Any], Any]:
+    responses = {200: api.AllocationExtensionSerializer, 400: _FIELD_ERRORS, 404: _ERROR, 409: _ERROR, **_AUTH_ERRORS}
+    return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[_COMMENT_BODY])
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Extensions of the requests you may see (approvers: all), newest first",
+        description="`?status=pending` lists what waits for a decision.",
+        responses={
+            200: api.AllocationExtensionSerializer(many=True),
+            400: _FIELD_ERRORS,
+            404: _ERROR,
+            **_AUTH_ERRORS,
+        },
+    ),
+    retrieve=extend_schema(
+        summary="One extension", responses={200: api.AllocationExtensionSerializer, 404: _ERROR, **_AUTH_ERRORS}
+    ),
+)
+@extend_schema(tags=["extensions"])
+class AllocationExtensionViewSet(
+    ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Extensions of allocations: list, read, and an approver's decision (approve, reject)."""
+
+    serializer_class = api.AllocationExtensionSerializer
+    filter_backends = [RejectNulCharacters, DjangoFilterBackend, OrderingFilter]
+    filterset_fields = ["status"]
+    lookup_value_regex = r"[^/]+"  # a malformed id is a JSON 404 from get_object
+    ordering_fields = ["id", "created_at", "decided_at"]
+    ordering = ["-created_at", "-id"]
+
+    def get_queryset(self) -> QuerySet[AllocationExtension]:
+        return allocation_extensions_visible_to(user=self.request.user)
+
+    def _decide(self, request: Request, *, approve: bool) -> Response:
+        extension = self.get_object()
+        body = api.CommentSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        extension_services.allocation_extension_decide(
+            extension=extension, acting_user=request.user, approve=approve, comment=body.validated_data["comment"]
+        )
+        fresh = self.get_queryset().get(pk=extension.pk)
+        return Response(api.AllocationExtensionSerializer(fresh, context=self.get_serializer_context()).data)
+
+    @_extension_decision_schema("Approve a pending extension (platform approvers; never of your own request)")
+    @action(detail=True, methods=["post"], filter_backends=[])
+    def approve(self, request: Request, pk: str | None = None) -> Response:
+        """Approve: the hours are added to the request's expiry (or duration) and its owner is told."""
+        return self._decide(request, approve=True)
+
+    @_extension_decision_schema("Reject a pending extension with a reason (platform approvers)")
+    @action(detail=True, methods=["post"], filter_backends=[])
+    def reject(self, request: Request, pk: str | None = None) -> Response:
+        """Reject; the comment is the reason the requester sees."""
+        return self._decide(request, approve=False)
