@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -15,6 +16,7 @@ from allocations.models import (
     GpuRequest,
     Membership,
     Quota,
+    RequestStatus,
     Role,
     SlaTier,
     Team,
@@ -154,15 +156,18 @@ def home_overview(*, user: User) -> dict[str, object]:
     return {"team_rows": team_rows, "recent_requests": recent}
 
 
-def quota_usage_by_quota(*, quotas: list[Quota]) -> dict[int, int]:
-    """Units each quota's team holds against it now, by quota id, in one query (counted as ``quota_usage`` does)."""
+def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA_HOLDING_STATUSES) -> dict[int, int]:
+    """Units each quota's team holds against it now, by quota id, in one query (counted as ``quota_usage`` does).
+
+    ``statuses`` narrows the count, e.g. to what is running (active) rather than everything approved.
+    """
     if not quotas:
         return {}
     held = (
         GpuRequest.objects.filter(
             team_id__in={quota.team_id for quota in quotas},
             resource_name__in={quota.resource_name for quota in quotas},
-            status__in=QUOTA_HOLDING_STATUSES,
+            status__in=list(statuses),
         )
         .values("team_id", "resource_name", "cluster_id", "node_pool_id", "node_pool__cluster_id")
         .annotate(units=Sum("resource_units"))
@@ -204,7 +209,6 @@ def gpu_request_detail(*, user: User, pk: int) -> GpuRequest:
 
 def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
     """Which buttons the detail page shows this user; the services enforce the same rules on submit."""
-    from allocations.models import RequestStatus
 
     role = membership_role(user=user, team=request.team)
     approver = user_is_approver(user)
@@ -228,7 +232,7 @@ def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
 
 def approval_queue(*, user: User) -> list[dict[str, object]]:
     """Pending requests, oldest first, each with the quota headroom it would draw on (approvers only)."""
-    from allocations.models import RequestStatus
+
     from allocations.quotas import quota_headroom
 
     if not user_is_approver(user):
@@ -252,7 +256,10 @@ def team_overview(*, user: User, slug: str) -> dict[str, object]:
     memberships = team.memberships.select_related("user").order_by("role", "user__username")
     quota_rows = list(team.quotas.select_related("cluster", "node_pool__cluster"))
     usage = quota_usage_by_quota(quotas=quota_rows)
-    quotas = [{"quota": quota, "used": usage.get(quota.pk, 0)} for quota in quota_rows]
+    running = quota_usage_by_quota(quotas=quota_rows, statuses=[RequestStatus.ACTIVE])
+    quotas = [
+        {"quota": quota, "used": usage.get(quota.pk, 0), "running": running.get(quota.pk, 0)} for quota in quota_rows
+    ]
     allocations = (
         gpu_requests_visible_to(user=user)
         .filter(team=team, status__in=QUOTA_HOLDING_STATUSES)
@@ -427,7 +434,6 @@ def cluster_gpu_operator_configs(*, pools: list[NodePool]) -> list[dict[str, obj
 
 def cluster_detail_overview(*, user: User, name: str) -> dict[str, object]:
     """A cluster page: pool capacity and drift, drifted requests, GPU Operator configs; Cluster.DoesNotExist if not."""
-    from allocations.models import RequestStatus
 
     cluster = clusters_visible_to(user=user).get(name=name)
     pools = list(cluster.node_pools.select_related("gpu_model").order_by("name"))
