@@ -26,12 +26,13 @@ from allocations.models import (
     SharingMode,
     Team,
 )
+from allocations.provisioning import gpu_request_provision
 from allocations.selectors import APPROVERS_GROUP
 from allocations.services import (
     gpu_request_approve,
     gpu_request_reject,
+    gpu_request_release,
     gpu_request_submit,
-    gpu_request_transition,
 )
 from billing.cost_services import monthly_reports_close, previous_month, price_book_load
 from billing.demo_usage import generate_demo_usage
@@ -148,11 +149,13 @@ REQUESTS: list[tuple[str, str, str, str, dict[str, Any], str]] = [
         RequestStatus.REJECTED,
     ),
 ]
+# How each demo request reaches its status, through the services. Approval queues provisioning once the transaction
+# commits; "provision" runs the same (idempotent) service at once, so the demo does not depend on a worker.
 WALKS = {
     RequestStatus.PENDING_APPROVAL: [],
     RequestStatus.APPROVED: ["approve"],
-    RequestStatus.ACTIVE: ["approve", RequestStatus.PROVISIONING, RequestStatus.ACTIVE],
-    RequestStatus.RELEASED: ["approve", RequestStatus.PROVISIONING, RequestStatus.ACTIVE, RequestStatus.RELEASED],
+    RequestStatus.ACTIVE: ["approve", "provision"],
+    RequestStatus.RELEASED: ["approve", "provision", "release"],
     RequestStatus.REJECTED: ["reject"],
 }
 
@@ -290,13 +293,15 @@ class Command(BaseCommand):
             for step in WALKS[target]:
                 if step == "approve":
                     gpu_request_approve(request=request, acting_user=approver, comment="Fits the quota.")
-                elif step == "reject":
+                elif step == "provision":
+                    gpu_request_provision(request_id=request.pk)
+                elif step == "release":
+                    gpu_request_release(request=request, acting_user=users[username], comment="Sweep finished.")
+                else:
                     gpu_request_reject(
                         request=request,
                         acting_user=approver,
                         comment="Run it on the shared T4 pool during off-hours instead.",
                     )
-                else:
-                    gpu_request_transition(request=request, to_status=step, acting_user=None, actor_label="demo")
             created += 1
         return created
