@@ -75,3 +75,10 @@ def test_healthz_reports_database(client) -> None:
     response = client.get(reverse("healthz"))
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "database": "ok"}
+
+
+def test_api_docs_load_swagger_from_our_static_files(client) -> None:
+    client.force_login(UserFactory())
+    body = client.get(reverse("api-docs")).content.decode()
+    assert "swagger-ui-bundle.js" in body
+    assert "cdn.jsdelivr.net" not in body and "unpkg.com" not in body
