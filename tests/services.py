@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+from pathlib import Path
 from urllib.parse import urlparse
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
@@ -61,9 +62,20 @@ def chromium_problem() -> str | None:
     return None
 
 
+# The reference data the catalog and configs were built from: shared/ beside the repository root, as in CI.
+REFERENCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+
+
+def reference_problem() -> str | None:
+    if not REFERENCE_DIR.is_dir():
+        return f"the shared reference data ({REFERENCE_DIR}; CI clones shared/ beside the repository)"
+    return None
+
+
 SERVICE_CHECKS = {
     "postgres": postgres_problem,
     "redis": redis_problem,
     "prometheus": prometheus_problem,
     "e2e": chromium_problem,
+    "reference": reference_problem,
 }

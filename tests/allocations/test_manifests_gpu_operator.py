@@ -127,6 +127,7 @@ def _validation_cases() -> list[dict]:
     return [case for case in yaml.safe_load(path.read_text())["cases"] if case["level"] in modelled]
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("case", _validation_cases(), ids=lambda case: case["id"])
 def test_the_device_plugin_validation_cases(case: dict) -> None:
     """The accept/reject cases restated from k8s-device-plugin's own unit tests, run against our validator."""
@@ -189,6 +190,7 @@ def test_mig_configmap_round_trips() -> None:
     assert reparsed == configmap
 
 
+@pytest.mark.reference
 def test_a100_all_balanced_matches_nvidias_named_config(shared_dir: Path) -> None:
     reference_path = shared_dir / "reference" / "mig" / "named-configs-by-gpu.yaml"
     assert reference_path.is_file(), f"missing reference: {reference_path}"
@@ -219,6 +221,7 @@ def _reference_layouts() -> list[tuple[str, str, dict[str, int]]]:
     return layouts
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize(("model", "config_name", "devices"), _reference_layouts(), ids=lambda v: str(v))
 def test_every_nvidia_named_layout_of_our_models_is_accepted(model: str, config_name: str, devices: dict) -> None:
     if model == "missing":

@@ -14,6 +14,8 @@ import yaml
 from allocations.decision import BUILTIN_CATALOG, MigProfile
 
 # tests/allocations/decision/<this file>: parents[3] is the repository root; shared/ sits beside it.
+pytestmark = pytest.mark.reference
+
 REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference"
 
 # Catalog name -> key in mig_profiles.yaml, and -> the gpu-catalog.csv row for the form factor the catalog models
