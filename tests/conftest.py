@@ -35,7 +35,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line("")
     terminalreporter.write_line(f"Bring PostgreSQL and Redis up with:  {BRING_UP_COMMAND}")
     terminalreporter.write_line(
-        "then: DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5432/gpu_portal "
+        "then: DATABASE_URL=postgres://portal:portal@127.0.0.1:5432/gpu_portal "
         "CELERY_BROKER_URL=redis://127.0.0.1:6379/15 make test   (Prometheus and Chromium: see the README)"
     )
 
