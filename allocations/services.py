@@ -354,10 +354,11 @@ def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, c
     return request
 
 
-def cluster_inventory_sync_queue(*, acting_user: AbstractBaseUser) -> None:
-    """Queue a read of every Kubernetes cluster's GPU nodes into its node pools (platform approvers)."""
+def cluster_inventory_sync_queue(*, acting_user: AbstractBaseUser, cluster: Cluster | None = None) -> None:
+    """Queue a read of one (or every) Kubernetes cluster's GPU nodes into its node pools (platform approvers)."""
     if not user_is_approver(acting_user):
         raise PermissionDenied("Only platform approvers can sync the cluster inventory.")
     from allocations.tasks import sync_inventory
 
-    transaction.on_commit(lambda: sync_inventory.delay(), robust=True)
+    cluster_id = cluster.pk if cluster is not None else None
+    transaction.on_commit(lambda: sync_inventory.delay(cluster_id), robust=True)

@@ -83,13 +83,16 @@ def expire_requests() -> dict[str, int]:
 
 
 @shared_task(name="allocations.sync_inventory", acks_late=True)
-def sync_inventory() -> dict[str, str]:
-    """Beat: read each Kubernetes cluster's GPU nodes into its node pools; one cluster's failure skips only it."""
+def sync_inventory(cluster_id: int | None = None) -> dict[str, str]:
+    """Beat: read each (or one) Kubernetes cluster's GPU nodes into its node pools; a failure skips only that one."""
     from allocations.inventory import cluster_sync_inventory
     from allocations.provisioning import cluster_gateway
 
     results = {}
-    for cluster in Cluster.objects.filter(is_active=True, backend=ClusterBackend.KUBERNETES):
+    clusters = Cluster.objects.filter(is_active=True, backend=ClusterBackend.KUBERNETES)
+    if cluster_id is not None:
+        clusters = clusters.filter(pk=cluster_id)
+    for cluster in clusters:
         try:
             nodes = cluster_gateway(cluster).list_gpu_nodes()
             summary = cluster_sync_inventory(cluster=cluster, nodes=nodes)

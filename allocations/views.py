@@ -448,7 +448,7 @@ def cluster_detail(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 @require_POST
 def cluster_sync(request: HttpRequest, name: str) -> HttpResponse:
-    """Queue an inventory sync now (the task reads every Kubernetes cluster's GPU nodes) and go back to the page."""
+    """Queue an inventory sync of this cluster now and go back to the page."""
     _require_platform_admin(request)
     try:
         cluster = clusters_visible_to(user=request.user).get(name=name)
@@ -460,10 +460,10 @@ def cluster_sync(request: HttpRequest, name: str) -> HttpResponse:
             f"{cluster.name} is a GitOps tree: the portal cannot read its nodes, so there is no inventory to sync.",
         )
     else:
-        cluster_inventory_sync_queue(acting_user=request.user)
+        cluster_inventory_sync_queue(acting_user=request.user, cluster=cluster)
         messages.success(
             request,
-            "Inventory sync queued: the GPU nodes of every Kubernetes cluster are read into their node pools. "
+            f"Inventory sync queued: the GPU nodes of {cluster.name} are read into its node pools. "
             "Reload in a moment to see the result.",
         )
     target = request.POST.get("next", "")

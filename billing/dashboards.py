@@ -47,7 +47,22 @@ class MonthRows:
     chargeback: Chargeback | None = None
 
 
-def month_rows(*, month: date, teams: QuerySet[Team], now: datetime, show_idle: bool) -> MonthRows:
+class ChargebackMemo:
+    """Each month's live chargeback computed once per page (several charts read the same month)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        self._months: dict[date, Chargeback] = {}
+
+    def get(self, month: date) -> Chargeback:
+        if month not in self._months:
+            self._months[month] = month_chargeback(month=month, now=self.now)
+        return self._months[month]
+
+
+def month_rows(
+    *, month: date, teams: QuerySet[Team], now: datetime, show_idle: bool, memo: ChargebackMemo | None = None
+) -> MonthRows:
     """The month's lines (stored if every visible team's report is closed, else live) for these teams."""
     slugs = set(teams.values_list("slug", flat=True))
     closed = MonthlyReport.objects.filter(month=month, status=ReportStatus.CLOSED, team__slug__in=slugs)
@@ -78,7 +93,7 @@ def month_rows(*, month: date, teams: QuerySet[Team], now: datetime, show_idle: 
         summary = OrganisationMonthSummary.objects.filter(month=month).first()
         idle = summary.idle_cost if (summary and show_idle) else None
         return MonthRows(month=month, closed=True, rows=rows, idle_cost=idle)
-    chargeback = month_chargeback(month=month, now=now)
+    chargeback = (memo or ChargebackMemo(now)).get(month)
     merged: dict[tuple, dict[str, Any]] = {}
     for slug, charge in chargeback.teams.items():
         if slug not in slugs:
@@ -106,7 +121,15 @@ def month_rows(*, month: date, teams: QuerySet[Team], now: datetime, show_idle: 
     return MonthRows(month=month, closed=False, rows=list(merged.values()), idle_cost=idle, chargeback=chargeback)
 
 
-def cost_over_time(*, month: date, teams: QuerySet[Team], now: datetime, show_idle: bool, months: int = 12) -> Table:
+def cost_over_time(
+    *,
+    month: date,
+    teams: QuerySet[Team],
+    now: datetime,
+    show_idle: bool,
+    months: int = 12,
+    memo: ChargebackMemo | None = None,
+) -> Table:
     """Cost per team per month for the last ``months`` months (and idle capacity for those who may see it)."""
     span = months_back(month, months)
     slugs = list(teams.values_list("slug", flat=True))
@@ -128,7 +151,7 @@ def cost_over_time(*, month: date, teams: QuerySet[Team], now: datetime, show_id
             continue
         if m != span[-1] and not _had_activity(m, first_activity):
             continue
-        charge = month_chargeback(month=m, now=now)
+        charge = (memo or ChargebackMemo(now)).get(m)
         for slug in slugs:
             team = charge.teams.get(slug)
             if team is not None and team.total:

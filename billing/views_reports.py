@@ -117,14 +117,17 @@ def _tables(request: HttpRequest, month: date, only: str | None = None) -> dict[
     teams = cost_teams_visible_to(request.user)
     show_idle = user_can_view_all_costs(request.user)
     now = timezone.now()
+    memo = dashboards.ChargebackMemo(now)
     tables: dict[str, dashboards.Table] = {}
     if only in (None, "cost-over-time"):
-        tables["cost-over-time"] = dashboards.cost_over_time(month=month, teams=teams, now=now, show_idle=show_idle)
+        tables["cost-over-time"] = dashboards.cost_over_time(
+            month=month, teams=teams, now=now, show_idle=show_idle, memo=memo
+        )
     if only in (None, "pool-heatmap"):
         scope = None if show_idle else teams
         tables["pool-heatmap"] = dashboards.pool_heatmap(month=month, teams=scope, now=now)
     if only is None or only in {"allocation-vs-utilization", "strategy-mix", "cost-per-request"}:
-        data = dashboards.month_rows(month=month, teams=teams, now=now, show_idle=show_idle)
+        data = dashboards.month_rows(month=month, teams=teams, now=now, show_idle=show_idle, memo=memo)
         tables["allocation-vs-utilization"] = dashboards.allocation_vs_utilization(data=data, teams=teams)
         tables["strategy-mix"] = dashboards.strategy_mix(data=data)
         tables["cost-per-request"] = dashboards.cost_per_request(data=data)
