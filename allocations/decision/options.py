@@ -108,8 +108,8 @@ class _Context:
 
 
 @dataclass(frozen=True, slots=True)
-class Alternative:
-    """Another way to run the workload, with its tradeoffs and whether policy permits it."""
+class AllocationOption:
+    """The core fields of every way to run a workload: DESIGN.md's "Recommendation" contract."""
 
     strategy: Strategy
     resource_name: str
@@ -125,6 +125,12 @@ class Alternative:
     estimated_monthly_cost: Decimal | None
     currency: str
     saving_vs_dedicated_pct: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative(AllocationOption):
+    """Another way to run the workload, with its tradeoffs and whether policy permits it."""
+
     tradeoffs: tuple[str, ...] = ()
     permitted: bool = True
     reason: str | None = None
@@ -140,23 +146,9 @@ class Alternative:
 
 
 @dataclass(frozen=True, slots=True)
-class Recommendation:
+class Recommendation(AllocationOption):
     """How to run a workload: strategy, Kubernetes resource, model, cost, the reasons, and the alternatives."""
 
-    strategy: Strategy
-    resource_name: str
-    quantity: int
-    replicas: int
-    gpu_model: str
-    mig_profile: str | None
-    time_slice_replicas: int | None
-    node_selector: dict[str, str] = field(hash=False)
-    expected_overhead_pct: tuple[int, int]
-    utilization_target_pct: tuple[int, int]
-    isolation: Isolation
-    estimated_monthly_cost: Decimal | None
-    currency: str
-    saving_vs_dedicated_pct: Decimal
     rationale: tuple[str, ...] = ()
     alternatives: tuple[Alternative, ...] = ()
     topology_aware: bool = False
@@ -171,7 +163,7 @@ class Recommendation:
         }
 
 
-def _core_dict(item: Recommendation | Alternative) -> dict[str, Any]:
+def _core_dict(item: AllocationOption) -> dict[str, Any]:
     amount = item.estimated_monthly_cost
     return {
         "strategy": item.strategy.value,
