@@ -101,16 +101,21 @@ def allocation_extension_request(
                 extension.save()
         except IntegrityError as exc:  # the partial unique index: another pending one won a race without the lock
             raise ValidationError({"request": ["This request already has a pending extension."]}) from exc
-        RequestEvent.objects.create(
-            request=locked,
-            actor=acting_user,
-            actor_label=acting_user.get_username(),
-            from_status=locked.status,
-            to_status=locked.status,
-            comment=f"Extension of {hours_text(value)} h requested: {reason}",
-        )
+        _timeline_note(locked, acting_user, f"Extension of {hours_text(value)} h requested: {reason}")
         _notify_requested_on_commit(extension)
     return extension
+
+
+def _timeline_note(request: GpuRequest, acting_user: AbstractBaseUser, comment: str) -> None:
+    # An extension leaves the status as it is: its event goes from and to the current status.
+    RequestEvent.objects.create(
+        request=request,
+        actor=acting_user,
+        actor_label=acting_user.get_username(),
+        from_status=request.status,
+        to_status=request.status,
+        comment=comment,
+    )
 
 
 def _require_extension_approver(acting_user: AbstractBaseUser, extension: AllocationExtension) -> None:
@@ -161,14 +166,7 @@ def allocation_extension_decide(
         locked.save(update_fields=["status", "decided_by", "decided_at", "decision_comment"])
         if approve and comment:
             event_comment = f"{event_comment} {comment}"
-        RequestEvent.objects.create(
-            request=request,
-            actor=acting_user,
-            actor_label=acting_user.get_username(),
-            from_status=request.status,
-            to_status=request.status,
-            comment=event_comment,
-        )
+        _timeline_note(request, acting_user, event_comment)
         _notify_decided_on_commit(locked, verdict)
     for name in ("status", "decided_by", "decided_at", "decision_comment"):
         setattr(extension, name, getattr(locked, name))

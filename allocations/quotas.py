@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
-from allocations.models import NodePool, Quota, Team
-from allocations.selectors import quota_usage
+from allocations.models import GpuRequest, NodePool, Quota, Team
+from allocations.selectors import quota_usage, quota_usage_by_quota
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,13 @@ class QuotaHeadroom:
 
 class QuotaExceeded(ValidationError):
     """The allocation would take the team over a quota; the message names the quota, limit, use and ask."""
+
+
+def _covers(quota: Quota, node_pool: NodePool | None) -> bool:
+    # A loaded quota's scope test: the same rule as the query in ``applicable_quotas``.
+    if quota.cluster_id is None and quota.node_pool_id is None:
+        return True
+    return node_pool is not None and (quota.node_pool_id == node_pool.pk or quota.cluster_id == node_pool.cluster_id)
 
 
 def applicable_quotas(*, team: Team, resource_name: str, node_pool: NodePool | None) -> list[Quota]:
@@ -49,6 +56,29 @@ def quota_headroom(*, team: Team, resource_name: str, node_pool: NodePool | None
         QuotaHeadroom(quota=quota, in_use=quota_usage(team=team, resource_name=resource_name, quota=quota))
         for quota in applicable_quotas(team=team, resource_name=resource_name, node_pool=node_pool)
     ]
+
+
+def quota_headroom_by_request(*, requests: list[GpuRequest]) -> dict[int, list[QuotaHeadroom]]:
+    """``quota_headroom`` of each request, by request id, read in two queries for the whole list (a display read)."""
+    if not requests:
+        return {}
+    quotas = list(
+        Quota.objects.filter(
+            team_id__in={request.team_id for request in requests},
+            resource_name__in={request.resource_name for request in requests},
+        ).select_related("cluster", "node_pool__cluster")
+    )
+    usage = quota_usage_by_quota(quotas=quotas)
+    return {
+        request.pk: [
+            QuotaHeadroom(quota=quota, in_use=usage[quota.pk])
+            for quota in quotas
+            if quota.team_id == request.team_id
+            and quota.resource_name == request.resource_name
+            and _covers(quota, request.node_pool)
+        ]
+        for request in requests
+    }
 
 
 def quota_check(*, team: Team, resource_name: str, units: int, node_pool: NodePool | None) -> list[QuotaHeadroom]:

@@ -6,15 +6,19 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Prefetch, Q, QuerySet, Sum
 
 from allocations.decision.catalog import Catalog, GpuModelSpec, MigProfile
 from allocations.decision.sla import IsolationFloor, SlaTierSpec
 from allocations.models import (
     QUOTA_HOLDING_STATUSES,
+    AllocationExtension,
+    Cluster,
+    ExtensionStatus,
     GpuModel,
     GpuRequest,
     Membership,
+    NodePool,
     Quota,
     RequestStatus,
     Role,
@@ -40,13 +44,6 @@ def teams_of(user: User) -> QuerySet[Team]:
     if not user.is_authenticated:
         return Team.objects.none()
     return Team.objects.filter(memberships__user=user).distinct()
-
-
-def teams_led_by(user: User) -> QuerySet[Team]:
-    """The teams the user leads."""
-    if not user.is_authenticated:
-        return Team.objects.none()
-    return Team.objects.filter(memberships__user=user, memberships__role=Role.LEAD).distinct()
 
 
 def teams_visible_to(user: User) -> QuerySet[Team]:
@@ -145,13 +142,11 @@ def tiers_by_slug() -> dict[str, SlaTierSpec]:
 def home_overview(*, user: User) -> dict[str, object]:
     """What the home page shows: the user's teams with quota use, and their latest requests."""
     teams = list(teams_of(user).prefetch_related("quotas__cluster", "quotas__node_pool__cluster"))
-    team_rows = []
-    for team in teams:
-        quotas = [
-            {"quota": quota, "used": quota_usage(team=team, resource_name=quota.resource_name, quota=quota)}
-            for quota in team.quotas.all()
-        ]
-        team_rows.append({"team": team, "quotas": quotas})
+    usage = quota_usage_by_quota(quotas=[quota for team in teams for quota in team.quotas.all()])
+    team_rows = [
+        {"team": team, "quotas": [{"quota": quota, "used": usage[quota.pk]} for quota in team.quotas.all()]}
+        for team in teams
+    ]
     recent = gpu_requests_visible_to(user=user).filter(team__in=teams)[:10] if teams else []
     return {"team_rows": team_rows, "recent_requests": recent}
 
@@ -191,8 +186,6 @@ def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA
 
 def teams_with_quotas_visible_to(*, user: User) -> QuerySet[Team]:
     """Teams the user may see, with their members and quotas loaded (for the teams API)."""
-    from django.db.models import Prefetch  # local: this addition leaves the module's shared imports untouched
-
     return teams_visible_to(user).prefetch_related(
         Prefetch("memberships", queryset=Membership.objects.select_related("user").order_by("user__username")),
         Prefetch("quotas", queryset=Quota.objects.select_related("cluster", "node_pool__cluster")),
@@ -209,17 +202,13 @@ def gpu_request_detail(*, user: User, pk: int) -> GpuRequest:
 
 def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
     """Which buttons the detail page shows this user; the services enforce the same rules on submit."""
+    from allocations.services import RELEASABLE_STATUSES  # local: services import this module
 
     role = membership_role(user=user, team=request.team)
     approver = user_is_approver(user)
     owner_or_lead = (request.requester_id == user.pk and role is not None) or role == Role.LEAD or approver
     pending = request.status in (RequestStatus.DRAFT, RequestStatus.PENDING_APPROVAL)
-    releasable = request.status in (
-        RequestStatus.APPROVED,
-        RequestStatus.PROVISIONING,
-        RequestStatus.ACTIVE,
-        RequestStatus.FAILED,
-    )
+    releasable = request.status in RELEASABLE_STATUSES
     review = approver and request.status == RequestStatus.PENDING_APPROVAL
     return {
         "cancel": owner_or_lead and pending,
@@ -232,19 +221,19 @@ def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
 
 def approval_queue(*, user: User) -> list[dict[str, object]]:
     """Pending requests, oldest first, each with the quota headroom it would draw on (approvers only)."""
-
-    from allocations.quotas import quota_headroom
+    from allocations.quotas import quota_headroom_by_request  # local: quotas import this module
 
     if not user_is_approver(user):
         return []
-    pending = (
+    pending = list(
         gpu_requests_visible_to(user=user)
         .filter(status=RequestStatus.PENDING_APPROVAL)
         .order_by("submitted_at", "created_at", "id")
     )
+    headroom_by_request = quota_headroom_by_request(requests=pending)
     rows = []
     for request in pending:
-        headroom = quota_headroom(team=request.team, resource_name=request.resource_name, node_pool=request.node_pool)
+        headroom = headroom_by_request[request.pk]
         fits = bool(headroom) and all(item.available >= request.resource_units for item in headroom)
         rows.append({"request": request, "headroom": headroom, "fits": fits})
     return rows
@@ -275,11 +264,6 @@ def team_overview(*, user: User, slug: str) -> dict[str, object]:
 
 
 # --- Provisioning views: a request's manifests and live status, the clusters page (platform admins) ----------------
-
-from typing import TYPE_CHECKING  # noqa: E402
-
-if TYPE_CHECKING:  # appended here so the module's shared imports stay untouched
-    from allocations.models import Cluster, NodePool
 
 # While a request is on its way to the cluster its status changes without anyone acting: the page polls.
 POLLING_STATUSES = frozenset({"approved", "provisioning"})
@@ -315,11 +299,9 @@ def gpu_request_live_status(*, request: GpuRequest) -> dict[str, object]:
 
 def clusters_visible_to(*, user: User) -> QuerySet[Cluster]:
     """Clusters the user may inspect: every one for platform admins (approvers and staff), none for anyone else."""
-    from allocations.models import Cluster as ClusterModel
-
     if not user_is_approver(user):
-        return ClusterModel.objects.none()
-    return ClusterModel.objects.all()
+        return Cluster.objects.none()
+    return Cluster.objects.all()
 
 
 def _allocated_by_pool(*, cluster_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -455,14 +437,10 @@ def cluster_detail_overview(*, user: User, name: str) -> dict[str, object]:
 
 # --- Allocation extensions (allocations/extension_services.py) -----------------------------------------------------
 
-if TYPE_CHECKING:
-    from allocations.models import AllocationExtension
-
 
 def _extendable_now(request: GpuRequest) -> bool:
     # The service's own rule (status, an end to extend), plus "no extension pending" (one at a time).
-    from allocations.extension_services import extension_refusal
-    from allocations.models import ExtensionStatus
+    from allocations.extension_services import extension_refusal  # local: it imports this module
 
     if extension_refusal(request) is not None:
         return False
@@ -471,18 +449,14 @@ def _extendable_now(request: GpuRequest) -> bool:
 
 def allocation_extensions_visible_to(*, user: User) -> QuerySet[AllocationExtension]:
     """Extensions of the requests the user may see (approvers: all). Every extension endpoint starts here."""
-    from allocations.models import AllocationExtension as ExtensionModel
-
     visible = gpu_requests_visible_to(user=user).values("pk")
-    return ExtensionModel.objects.select_related(
+    return AllocationExtension.objects.select_related(
         "request__team", "request__requester", "requested_by", "decided_by"
     ).filter(request__in=visible)
 
 
 def pending_extensions_queue(*, user: User) -> list[AllocationExtension]:
     """Pending extensions, oldest first, for the approval queue (approvers only)."""
-    from allocations.models import ExtensionStatus
-
     if not user_is_approver(user):
         return []
     pending = allocation_extensions_visible_to(user=user).filter(status=ExtensionStatus.PENDING)

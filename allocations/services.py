@@ -109,10 +109,6 @@ def gpu_request_transition(
 # --- Submission, approval and the user's own actions -------------------------------------------------------------
 
 
-def _profile_errors_as_validation(exc: ProfileError) -> ValidationError:
-    return ValidationError(dict(exc.errors))
-
-
 def _lock_team(team: Team) -> Team:
     """Serialize every quota-affecting write of one team (a row lock on PostgreSQL)."""
     return Team.objects.select_for_update().get(pk=team.pk)
@@ -152,19 +148,13 @@ def gpu_request_submit(
     try:
         placement = place(profile, cluster=cluster)
     except ProfileError as exc:
-        raise _profile_errors_as_validation(exc) from exc
+        raise ValidationError(dict(exc.errors)) from exc
     spec = placement.spec
     units = int(spec["quantity"]) * int(spec["replicas"])
     tier = SlaTier.objects.filter(slug=profile.sla_tier).first() if profile.sla_tier else None
 
     with transaction.atomic():
         locked_team = _lock_team(team)
-        try:
-            quota_check(
-                team=locked_team, resource_name=spec["resource_name"], units=units, node_pool=placement.node_pool
-            )
-        except QuotaExceeded as exc:
-            raise ValidationError({"quota": exc.messages}) from exc
         request = GpuRequest(
             team=locked_team,
             requester=acting_user,
@@ -191,21 +181,21 @@ def gpu_request_submit(
             resource_units=units,
             status=RequestStatus.DRAFT,
         )
+        _require_quota_fits(request, team=locked_team)
         request.full_clean()
         request.save()
         gpu_request_transition(
             request=request, to_status=RequestStatus.PENDING_APPROVAL, acting_user=acting_user, comment="Submitted"
         )
-        auto_approve = tier is not None and locked_team.auto_approve_tiers.filter(pk=tier.pk).exists()
-        if not auto_approve:
-            notify_on_commit("submitted", request)
-        if auto_approve:
+        if tier is not None and locked_team.auto_approve_tiers.filter(pk=tier.pk).exists():
             _approve_locked(
                 request=request,
                 acting_user=None,
                 actor_label=f"policy:auto-approve ({tier.slug})",
                 comment=f"Auto-approved: team {locked_team.slug} opted in for {tier.name}.",
             )
+        else:
+            notify_on_commit("submitted", request)
     return request
 
 

@@ -190,10 +190,7 @@ def request_manifests_download(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _act_on_request(request: HttpRequest, pk: int, service: Callable[..., GpuRequest], done: str) -> HttpResponse:
     """Run a user action (cancel, release) through its service and come back to the detail page with a message."""
-    try:
-        gpu_request = gpu_request_detail(user=request.user, pk=pk)
-    except GpuRequest.DoesNotExist as exc:
-        raise Http404("No such request in your teams.") from exc
+    gpu_request = _visible_request(request, pk)
     form = CommentForm(request.POST)
     comment = form.cleaned_data["comment"] if form.is_valid() else ""
     try:
@@ -267,11 +264,16 @@ def _pending(request: HttpRequest) -> Any:
     return gpu_requests_visible_to(user=request.user).filter(status=RequestStatus.PENDING_APPROVAL)
 
 
-def _after_review(request: HttpRequest) -> HttpResponse:
+def _redirect_next(request: HttpRequest, fallback: str, **kwargs: Any) -> HttpResponse:
+    """Back to the posted ``next`` when it is a path on this site, else to ``fallback``."""
     target = request.POST.get("next", "")
     if target.startswith("/") and not target.startswith("//"):
         return redirect(target)
-    return redirect("allocations:approvals")
+    return redirect(fallback, **kwargs)
+
+
+def _after_review(request: HttpRequest) -> HttpResponse:
+    return _redirect_next(request, "allocations:approvals")
 
 
 @login_required
@@ -466,7 +468,4 @@ def cluster_sync(request: HttpRequest, name: str) -> HttpResponse:
             f"Inventory sync queued: the GPU nodes of {cluster.name} are read into its node pools. "
             "Reload in a moment to see the result.",
         )
-    target = request.POST.get("next", "")
-    if target.startswith("/") and not target.startswith("//"):
-        return redirect(target)
-    return redirect("allocations:cluster-detail", name=cluster.name)
+    return _redirect_next(request, "allocations:cluster-detail", name=cluster.name)

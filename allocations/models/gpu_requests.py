@@ -110,10 +110,6 @@ class GpuRequest(models.Model):
     def can_transition_to(self, status: str) -> bool:
         return status in ALLOWED_TRANSITIONS.get(self.status, frozenset())
 
-    @property
-    def is_terminal(self) -> bool:
-        return self.status in TERMINAL_STATUSES
-
 
 class RequestEvent(models.Model):
     """An append-only record of one status change of a request: who, when, from, to and why."""
