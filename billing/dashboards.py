@@ -11,16 +11,24 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, F, FloatField, Q, QuerySet, Sum
-from django.db.models.functions import Cast
+from django.db.models import Count, Q, QuerySet, Sum
 
 from allocations.models import NodePool, SharingMode, Team
 from billing.chargeback import Chargeback
 from billing.models import MonthlyReport, MonthlyReportLine, OrganisationMonthSummary, ReportStatus
 from billing.pricing import to_cents
-from billing.selectors import month_bounds, month_chargeback, rollups_between
+from billing.selectors import (
+    month_bounds,
+    month_chargeback,
+    rollups_between,
+    utilization_samples,
+    utilization_weighted_sum,
+)
+
+if TYPE_CHECKING:
+    from billing.utilization_selectors import PoolForecast
 
 Table = tuple[list[str], list[list[Any]]]
 IDLE_LABEL = "(idle capacity)"
@@ -181,8 +189,8 @@ def allocation_vs_utilization(*, data: MonthRows, teams: QuerySet[Team]) -> Tabl
         .values("team__slug")
         .annotate(
             samples=Sum("sample_count"),
-            util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
-            util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
+            util_weighted=utilization_weighted_sum(),
+            util_samples=utilization_samples(),
         )
         .order_by()
     )
@@ -248,8 +256,8 @@ def pool_heatmap(*, month: date, teams: QuerySet[Team] | None, now: datetime) ->
     grouped = (
         qs.values("cluster_id", "gpu_model_name", "hour")
         .annotate(
-            util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
-            util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
+            util_weighted=utilization_weighted_sum(),
+            util_samples=utilization_samples(),
             mig=Count("id", filter=~Q(mig_instance="")),
         )
         .order_by("hour")
@@ -285,12 +293,15 @@ FORECAST_COLUMNS = [
 ]
 
 
-def capacity_forecast(*, now: datetime) -> Table:
-    """Per pool resource: capacity, what is allocated now, the 7-day trends and the date the pool runs out."""
+def capacity_forecast(*, now: datetime, forecasts: list[PoolForecast] | None = None) -> Table:
+    """Per pool resource: capacity, what is allocated now, the 7-day trends and the date the pool runs out.
+
+    ``forecasts`` (from ``pool_forecasts``) saves computing them again when the caller already has them.
+    """
     from billing.utilization_selectors import pool_forecasts
 
     rows = []
-    for item in pool_forecasts(now=now):
+    for item in pool_forecasts(now=now) if forecasts is None else forecasts:
         allocation, utilization = item.allocation.trend, item.utilization.trend
         rows.append(
             [

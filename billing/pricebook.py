@@ -18,7 +18,7 @@ import yaml
 from billing.pricing import PricingError, TcoInputs, gpu_hourly_rate
 
 TOP_LEVEL_KEYS = {"currency", "effective_from", "gpu_models", "sla_multipliers", "notes"}
-TCO_KEYS = {
+TCO_FIELDS = (  # in the order the file documents them (and the API lists them)
     "purchase_price",
     "amortization_months",
     "tdp_watts",
@@ -27,7 +27,8 @@ TCO_KEYS = {
     "ops_overhead_pct_per_year",
     "opportunity_cost_per_hour",
     "power_scale",
-}
+)
+TCO_KEYS = frozenset(TCO_FIELDS)
 TCO_REQUIRED = {"purchase_price", "tdp_watts"}
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _SLUG = re.compile(r"^[-a-zA-Z0-9_]+$")

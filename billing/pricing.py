@@ -203,13 +203,6 @@ def gpu_hourly_rate(*, hourly: Decimal | None = None, tco: TcoInputs | None = No
     return tco_hourly(tco).total
 
 
-def measured_power_scale(*, energy_kwh: Decimal, gpu_hours: Decimal, tdp_watts: Decimal) -> Decimal:
-    """Measured average power as a fraction of TDP (DCGM energy / (GPU-hours x TDP)); 1 when nothing was measured."""
-    if gpu_hours <= 0 or tdp_watts <= 0 or energy_kwh < 0:
-        return Decimal("1")
-    return energy_kwh * Decimal(1000) / (gpu_hours * tdp_watts)
-
-
 def weighted_shares(total: Decimal, weights: Mapping[K, Decimal]) -> dict[K, Decimal]:
     """Split ``total`` in proportion to ``weights`` (OpenCost's ``__weighted__`` idle sharing); nothing if no weight."""
     weight_sum = sum(weights.values(), Decimal(0))

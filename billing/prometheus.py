@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 import requests
@@ -221,8 +221,3 @@ class PrometheusClient:
         if status in (401, 403):
             raise PrometheusConfigError(message, status=status, error_type=error_type)
         raise PrometheusQueryError(message, status=status, error_type=error_type)
-
-
-def utc_from_timestamp(value: float) -> datetime:
-    """An aware UTC datetime from a Prometheus timestamp."""
-    return datetime.fromtimestamp(value, tz=UTC)

@@ -33,25 +33,40 @@ def rollups_between(*, start: datetime, end: datetime) -> QuerySet[UtilizationRo
     return UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end)
 
 
-def _totals(qs: QuerySet[UtilizationRollup]) -> dict[str, Any]:
-    return qs.aggregate(
-        samples=Sum("sample_count"),
-        # Cast: sample_count is an integer column; the weighted sum must stay in double precision.
-        util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
-        util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
-        peak_mib=Max("peak_memory_used_mib"),
-        energy=Sum("energy_kwh"),
-    )
+def utilization_weighted_sum() -> Sum:
+    """Sum of utilization x minutes of rollups; divided by ``utilization_samples()`` it is the time-weighted mean."""
+    # Cast: sample_count is an integer column; the weighted sum must stay in double precision.
+    return Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField()))
+
+
+def utilization_samples() -> Sum:
+    """Minutes of rollups that measured utilization (the divisor of ``utilization_weighted_sum()``)."""
+    return Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False))
+
+
+def weighted_utilization_pct(row: dict[str, Any], *, digits: int = 1) -> float | None:
+    """The time-weighted mean utilization of a row aggregated with ``util_weighted`` and ``util_samples``."""
+    return round(row["util_weighted"] / row["util_samples"], digits) if row.get("util_samples") else None
+
+
+def rollup_usage_aggregates() -> dict[str, Any]:
+    """Aggregates of rollups read by ``_shape``: minutes, utilization x minutes, peak memory (MiB), energy."""
+    return {
+        "samples": Sum("sample_count"),
+        "util_weighted": utilization_weighted_sum(),
+        "util_samples": utilization_samples(),
+        "peak_mib": Max("peak_memory_used_mib"),
+        "energy": Sum("energy_kwh"),
+    }
 
 
 def _shape(row: dict[str, Any]) -> dict[str, Any]:
     samples = row.get("samples") or 0
-    util_samples = row.get("util_samples") or 0
     peak_mib = row.get("peak_mib")
     energy = row.get("energy")
     return {
         "gpu_hours": round(samples / 60.0, 3),
-        "avg_utilization_pct": round(row["util_weighted"] / util_samples, 1) if util_samples else None,
+        "avg_utilization_pct": weighted_utilization_pct(row),
         "peak_memory_used_gb": round(peak_mib / MIB_PER_GB, 2) if peak_mib is not None else None,
         "energy_kwh": round(energy, 3) if energy is not None else None,
     }
@@ -89,28 +104,15 @@ def team_usage(*, team: Team, start: datetime, end: datetime) -> dict[str, Any]:
     could not be read and ``complete`` is False when any hour of the range is missing or not yet ingested.
     """
     qs = rollups_between(start=start, end=end).filter(team=team)
-    by_request = []
-    grouped = (
-        qs.exclude(request__isnull=True)
-        .values("request_id")
-        .annotate(
-            samples=Sum("sample_count"),
-            util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
-            util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
-            peak_mib=Max("peak_memory_used_mib"),
-            energy=Sum("energy_kwh"),
-        )
-        .order_by("request_id")
-    )
-    for row in grouped:
-        by_request.append({"request": row["request_id"], **_shape(row)})
+    grouped = qs.exclude(request__isnull=True).values("request_id").annotate(**rollup_usage_aggregates())
+    by_request = [{"request": row["request_id"], **_shape(row)} for row in grouped.order_by("request_id")]
     missing = incomplete_hours(start=start, end=end)
     through = ingested_through()
     return {
         "team": team.slug,
         "start": start,
         "end": end,
-        **_shape(_totals(qs)),
+        **_shape(qs.aggregate(**rollup_usage_aggregates())),
         "by_request": by_request,
         "complete": not missing and through is not None and through >= end,
         "incomplete_hours": missing,
@@ -125,11 +127,21 @@ VIEW_ALL_COSTS_PERMISSION = "billing.view_all_costs"
 _ENDED_STATUSES = {"rejected", "released", "expired", "failed"}
 
 
+def next_month(month: date) -> date:
+    """The first day of the calendar month after the one containing ``month``."""
+    return date(month.year + (month.month == 12), month.month % 12 + 1, 1)
+
+
 def month_bounds(month: date) -> tuple[datetime, datetime]:
     """The aware UTC start and end of the calendar month containing ``month``."""
     start = datetime(month.year, month.month, 1, tzinfo=UTC)
-    end = datetime(month.year + (month.month == 12), month.month % 12 + 1, 1, tzinfo=UTC)
-    return start, end
+    return start, datetime.combine(next_month(month), time(0), tzinfo=UTC)
+
+
+def month_from_text(value: str) -> date:
+    """``YYYY-MM`` as the first day of that month; ValueError on anything else."""
+    year, month = value.split("-")
+    return date(int(year), int(month), 1)
 
 
 def user_can_view_all_costs(user: User) -> bool:
@@ -211,9 +223,7 @@ def _usage_by_request(start: datetime, end: datetime) -> dict[int, tuple[float |
         .exclude(request__isnull=True)
         .values("request_id")
         .annotate(
-            util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
-            util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
-            energy=Sum("energy_kwh"),
+            util_weighted=utilization_weighted_sum(), util_samples=utilization_samples(), energy=Sum("energy_kwh")
         )
         .order_by()
     )

@@ -6,15 +6,14 @@ the context of the pages and partials that show them (templates/billing/*utiliza
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, F, FloatField, Max, Q, QuerySet, Sum
-from django.db.models.functions import Cast
+from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
 from allocations.models import QUOTA_HOLDING_STATUSES, Cluster, GpuModel, GpuRequest, NodePool, RequestEvent, Team
@@ -24,7 +23,16 @@ from billing import alerts as alert_rules
 from billing import forecast as forecast_rules
 from billing.models import UtilizationRollup
 from billing.pricing import gpu_compute_slices, to_cents
-from billing.selectors import MIB_PER_GB, catalog_fallback_rates, incomplete_hours, ingested_through
+from billing.selectors import (
+    MIB_PER_GB,
+    catalog_fallback_rates,
+    incomplete_hours,
+    ingested_through,
+    rollup_usage_aggregates,
+    utilization_samples,
+    utilization_weighted_sum,
+    weighted_utilization_pct,
+)
 
 HOUR = timedelta(hours=1)
 REQUEST_WINDOW_DAYS = 30
@@ -89,20 +97,15 @@ def alerts_for(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.Alert]:
 def usage_summary(qs: QuerySet[UtilizationRollup]) -> dict[str, Any]:
     """Device-hours, time-weighted utilization, peak memory (GB), energy and complete device-hours of rollups."""
     row = qs.aggregate(
-        samples=Sum("sample_count"),
+        **rollup_usage_aggregates(),
         complete_samples=Sum("sample_count", filter=Q(is_complete=True)),
-        util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
-        util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
-        peak_mib=Max("peak_memory_used_mib"),
-        energy=Sum("energy_kwh"),
         pressure_hours=Count("id", filter=Q(memory_pressure_minutes__gte=1)),
         max_temp=Max("max_temperature_c"),
     )
-    util_samples = row["util_samples"] or 0
     return {
         "gpu_hours": round((row["samples"] or 0) / 60.0, 2),
         "complete_gpu_hours": (row["complete_samples"] or 0) / 60.0,
-        "avg_utilization_pct": round(row["util_weighted"] / util_samples, 1) if util_samples else None,
+        "avg_utilization_pct": weighted_utilization_pct(row),
         "peak_memory_used_gb": round(row["peak_mib"] / MIB_PER_GB, 2) if row["peak_mib"] is not None else None,
         "energy_kwh": round(row["energy"], 2) if row["energy"] is not None else None,
         "memory_pressure_hours": row["pressure_hours"] or 0,
@@ -231,31 +234,20 @@ def team_utilization_context(
     qs = UtilizationRollup.objects.filter(team=team, hour__gte=start, hour__lt=end)
     summary = usage_summary(qs)
     alerts = alerts_for(qs)
-    per_request = []
     names = dict(GpuRequest.objects.filter(team=team).values_list("pk", "name"))
-    for row in (
-        qs.exclude(request__isnull=True)
-        .values("request_id")
-        .annotate(
-            samples=Sum("sample_count"),
-            util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
-            util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
-            peak_mib=Max("peak_memory_used_mib"),
-        )
-        .order_by("request_id")
-    ):
-        per_request.append(
-            {
-                "request_id": row["request_id"],
-                "name": names.get(row["request_id"], f"#{row['request_id']}"),
-                "gpu_hours": round((row["samples"] or 0) / 60.0, 1),
-                "avg_utilization_pct": (
-                    round(row["util_weighted"] / row["util_samples"], 1) if row["util_samples"] else None
-                ),
-                "peak_memory_used_gb": round(row["peak_mib"] / MIB_PER_GB, 1) if row["peak_mib"] else None,
-                "alerts": sum(1 for a in alerts if a.request_id == row["request_id"]),
-            }
-        )
+    alerts_by_request = Counter(a.request_id for a in alerts)
+    grouped = qs.exclude(request__isnull=True).values("request_id").annotate(**rollup_usage_aggregates())
+    per_request = [
+        {
+            "request_id": row["request_id"],
+            "name": names.get(row["request_id"], f"#{row['request_id']}"),
+            "gpu_hours": round((row["samples"] or 0) / 60.0, 1),
+            "avg_utilization_pct": weighted_utilization_pct(row),
+            "peak_memory_used_gb": round(row["peak_mib"] / MIB_PER_GB, 1) if row["peak_mib"] else None,
+            "alerts": alerts_by_request[row["request_id"]],
+        }
+        for row in grouped.order_by("request_id")
+    ]
     return {
         "team_utilization": {
             "team": team,
@@ -339,7 +331,7 @@ def busy_gpus_by_pool(*, start: datetime, end: datetime) -> dict[int, list[tuple
     rows = (
         UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end, is_complete=True)
         .values("cluster_id", "gpu_model_name", "request_id", "hour")
-        .annotate(weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())))
+        .annotate(weighted=utilization_weighted_sum())
         .order_by()
     )
     for row in rows:
@@ -383,8 +375,8 @@ def unallocated_usage(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
         .values("cluster__name", "namespace")
         .annotate(
             samples=Sum("sample_count"),
-            util_weighted=Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField())),
-            util_samples=Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False)),
+            util_weighted=utilization_weighted_sum(),
+            util_samples=utilization_samples(),
             devices=Count("gpu_uuid", distinct=True),
         )
         .order_by("cluster__name", "namespace")
@@ -396,9 +388,7 @@ def unallocated_usage(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
             "kind": "idle (no pod)" if not row["namespace"] else "other namespace",
             "gpu_hours": round((row["samples"] or 0) / 60.0, 1),
             "devices": row["devices"],
-            "avg_utilization_pct": (
-                round(row["util_weighted"] / row["util_samples"], 1) if row["util_samples"] else None
-            ),
+            "avg_utilization_pct": weighted_utilization_pct(row),
         }
         for row in rows
     ]
@@ -406,10 +396,16 @@ def unallocated_usage(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
 
 def cluster_rows(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
     """Per active cluster: GPUs in its pools, device-hours, utilization and how far it has been ingested."""
+    gpus_by_cluster = dict(
+        NodePool.objects.values("cluster_id")
+        .annotate(n=Sum(F("node_count") * F("gpus_per_node")))
+        .order_by()
+        .values_list("cluster_id", "n")
+    )
     out = []
     for cluster in Cluster.objects.filter(is_active=True).order_by("name"):
         summary = usage_summary(qs.filter(cluster=cluster))
-        gpus = NodePool.objects.filter(cluster=cluster).aggregate(n=Sum(F("node_count") * F("gpus_per_node")))["n"]
+        gpus = gpus_by_cluster.get(cluster.pk)
         through = ingested_through(clusters=Cluster.objects.filter(pk=cluster.pk)) if cluster.prometheus_url else None
         out.append({"cluster": cluster, "gpus": gpus or 0, "summary": summary, "ingested_through": through})
     return out

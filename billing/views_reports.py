@@ -25,7 +25,9 @@ from billing.selectors import (
     cost_teams_visible_to,
     month_bounds,
     month_chargeback,
+    month_from_text,
     monthly_reports_visible_to,
+    next_month,
     user_can_view_all_costs,
 )
 
@@ -37,8 +39,7 @@ def parse_month(value: str | None, *, default: date) -> date:
     if not value:
         return default
     try:
-        year, month = value.split("-")
-        return date(int(year), int(month), 1)
+        return month_from_text(value)
     except ValueError as exc:
         raise Http404("Use ?month=YYYY-MM.") from exc
 
@@ -178,7 +179,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "currency": currency,
         "is_open": month >= _this_month(),
         "previous": dashboards.months_back(month, 2)[0],
-        "next": None if month >= _this_month() else date(month.year + (month.month == 12), month.month % 12 + 1, 1),
+        "next": None if month >= _this_month() else next_month(month),
     }
     return render(request, "billing/dashboard.html", context)
 
@@ -191,8 +192,9 @@ def _forecast_panel() -> dict[str, Any]:
     from billing.charts_utilization import allocation_forecast_figure
     from billing.utilization_selectors import pool_forecasts
 
-    columns, rows = dashboards.capacity_forecast(now=timezone.now())
-    figure = allocation_forecast_figure(pool_forecasts())
+    forecasts = pool_forecasts(now=timezone.now())
+    columns, rows = dashboards.capacity_forecast(now=timezone.now(), forecasts=forecasts)
+    figure = allocation_forecast_figure(forecasts)
     return {
         "id": FORECAST,
         "title": "Capacity forecast (7-day trend, 30 days ahead)",

@@ -27,11 +27,13 @@ from allocations.api.permissions import IsActivePortalUser
 from allocations.api.serializers import MoneySerializer
 from billing.cost_services import price_book_load
 from billing.models import PriceBook
+from billing.pricebook import TCO_FIELDS
 from billing.reports import live_reports, report_csv, stored_report_payload
 from billing.selectors import (
     cost_teams_visible_to,
     month_bounds,
     month_chargeback,
+    month_from_text,
     monthly_reports_visible_to,
     price_book_in_effect,
 )
@@ -67,8 +69,7 @@ def _month(value: str | None) -> date | None:
     if not value:
         return None
     try:
-        year, month = value.split("-")
-        return date(int(year), int(month), 1)
+        return month_from_text(value)
     except ValueError as exc:
         raise ValidationError({"month": [f"Use YYYY-MM, not {value!r}."]}) from exc
 
@@ -122,16 +123,7 @@ def _book(book: PriceBook, current: PriceBook | None) -> dict[str, Any]:
         if p.list_hourly is not None:
             entry["hourly"] = str(p.list_hourly.normalize())
         else:
-            for name in (
-                "purchase_price",
-                "amortization_months",
-                "tdp_watts",
-                "pue",
-                "kwh_price",
-                "ops_overhead_pct_per_year",
-                "opportunity_cost_per_hour",
-                "power_scale",
-            ):
+            for name in TCO_FIELDS:
                 value = getattr(p, name)
                 if value is not None:
                     entry[name] = value if isinstance(value, int) else str(value.normalize())

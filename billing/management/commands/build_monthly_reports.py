@@ -9,12 +9,12 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from billing.cost_services import monthly_reports_close, previous_month
+from billing.selectors import month_from_text
 
 
 def _month(value: str) -> date:
     try:
-        year, month = value.split("-")
-        return date(int(year), int(month), 1)
+        return month_from_text(value)
     except ValueError as exc:
         raise CommandError(f"--month must look like 2026-10, not {value!r}.") from exc
 
