@@ -15,6 +15,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from allocations.decision.catalog import Catalog, CatalogError, GpuModelSpec
 from allocations.decision.sla import SlaTierSpec
 from billing.pricing import Strategy
 
@@ -126,8 +127,17 @@ def _frozen_mapping(value: Mapping[str, Any] | None, what: str) -> Mapping[str, 
     return MappingProxyType(dict(value))
 
 
-def _is_int(value: object) -> bool:
+def is_int(value: object) -> bool:
+    """An ``int`` and not a ``bool``."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def catalog_model(catalog: Catalog, name: str) -> GpuModelSpec:
+    """The catalog's GPU model of that name; an unknown name is a ManifestError with the catalog's message."""
+    try:
+        return catalog.get(name)
+    except CatalogError as error:
+        raise ManifestError(str(error)) from error
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,9 +183,9 @@ class TeamContext:
             # Quotas are whole units of extended resources; CPU and memory would need units (DESIGN.md: GPU quotas).
             if not is_extended_resource(resource):
                 raise ManifestError(f"Quota resource '{resource}' is not an extended resource like 'nvidia.com/gpu'.")
-            if not _is_int(amount) or amount < 0:
+            if not is_int(amount) or amount < 0:
                 raise ManifestError(f"Quota for '{resource}' must be a whole number >= 0, not {amount!r}.")
-        if not _is_int(self.max_gpus_per_container) or self.max_gpus_per_container < 1:
+        if not is_int(self.max_gpus_per_container) or self.max_gpus_per_container < 1:
             raise ManifestError("max_gpus_per_container must be a whole number >= 1.")
         object.__setattr__(self, "quotas", quotas)
 
@@ -218,7 +228,7 @@ class PoolContext:
         replicas = self.time_slice_replicas
         if mode is SharingMode.TIME_SLICING:
             # The device plugin's own check and message (timeslicing/README.md, rule 3).
-            if not _is_int(replicas) or replicas < 2:
+            if not is_int(replicas) or replicas < 2:
                 raise ManifestError(
                     f"Pool '{self.name}': number of replicas must be >= 2 (time_slice_replicas={replicas!r})."
                 )
@@ -272,7 +282,7 @@ class AllocationSpec:
             raise ManifestError(f"Unknown strategy '{self.strategy}'.") from None
         for name in ("quantity", "replicas"):
             value = getattr(self, name)
-            if not _is_int(value) or value < 1:
+            if not is_int(value) or value < 1:
                 raise ManifestError(f"spec.{name} must be a whole number >= 1, not {value!r}.")
         selector = _frozen_mapping(self.node_selector, "spec.node_selector")
         check_labels(selector, "spec.node_selector")
@@ -295,7 +305,7 @@ class AllocationSpec:
             if self.resource_name not in (GPU_RESOURCE, SHARED_GPU_RESOURCE):
                 raise ManifestError(f"A time-sliced allocation uses '{GPU_RESOURCE}', not '{self.resource_name}'.")
             replicas = self.time_slice_replicas
-            if not _is_int(replicas) or replicas < 2:
+            if not is_int(replicas) or replicas < 2:
                 raise ManifestError(f"spec.time_slice_replicas: number of replicas must be >= 2, not {replicas!r}.")
         elif self.time_slice_replicas is not None:
             raise ManifestError(f"Only time-sliced allocations have time_slice_replicas (strategy is {self.strategy}).")
@@ -324,7 +334,7 @@ class WorkloadContext:
     allocation: AllocationSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not _is_int(self.request_id) or self.request_id < 1:
+        if not is_int(self.request_id) or self.request_id < 1:
             raise ManifestError(f"request_id must be a whole number >= 1, not {self.request_id!r}.")
         workload_type = str(self.workload_type)  # a StrEnum member renders as its value
         if workload_type not in WORKLOAD_TYPES:
@@ -343,7 +353,7 @@ class WorkloadContext:
         object.__setattr__(self, "env", env)
         if self.duration_hours is not None and not Decimal(str(self.duration_hours)) > 0:
             raise ManifestError(f"duration_hours must be > 0, not {self.duration_hours!r}.")
-        if not _is_int(self.port) or not 1 <= self.port <= 65535:
+        if not is_int(self.port) or not 1 <= self.port <= 65535:
             raise ManifestError(f"port must be 1-65535, not {self.port!r}.")
         object.__setattr__(self, "allocation", AllocationSpec.from_mapping(self.spec))
 

@@ -23,7 +23,9 @@ from allocations.manifests.contexts import (
     ManifestError,
     PoolContext,
     SharingMode,
+    catalog_model,
     is_dns_subdomain,
+    is_int,
 )
 
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
@@ -45,10 +47,6 @@ _GPU_UUID = re.compile(rf"^GPU-{_UUID}$")
 _MIG_UUID = re.compile(rf"^MIG-({_UUID}|GPU-{_UUID}/\d+/\d+)$")
 _GPU_INDEX = re.compile(r"^\d+$")
 _MIG_INDEX = re.compile(r"^\d+:\d+$")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _configmap(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
@@ -88,14 +86,14 @@ def validate_replica_devices(devices: object) -> str | int | list[str]:
         if devices != "all":
             raise ManifestError(f"devices set as '{devices}' but the only valid string input is 'all'")
         return devices
-    if _is_int(devices):
+    if is_int(devices):
         if devices <= 0:
             raise ManifestError(f"devices set as '{devices}' but a count of devices must be > 0")
         return devices
     if isinstance(devices, list):
         refs = []
         for item in devices:
-            if _is_int(item) and item >= 0:
+            if is_int(item) and item >= 0:
                 refs.append(str(item))
             elif isinstance(item, str) and any(p.match(item) for p in (_GPU_INDEX, _MIG_INDEX, _GPU_UUID, _MIG_UUID)):
                 refs.append(item)
@@ -114,7 +112,7 @@ def validate_replicated_resource(entry: Mapping[str, Any]) -> dict[str, Any]:
     if "replicas" not in entry:
         raise ManifestError("no replicas specified")
     replicas = entry["replicas"]
-    if not _is_int(replicas) or replicas < 2:
+    if not is_int(replicas) or replicas < 2:
         raise ManifestError(f"number of replicas must be >= 2 (got {replicas!r})")
     result["replicas"] = replicas
     if entry.get("rename"):
@@ -238,7 +236,7 @@ def check_mig_layout(model: GpuModelSpec, devices: Mapping[str, int]) -> dict[st
             profile = model.profile(name)
         except CatalogError as error:
             raise ManifestError(str(error)) from error
-        if not _is_int(count) or count < 1:
+        if not is_int(count) or count < 1:
             raise ManifestError(f"MIG layout for {model.name}: the count of '{name}' must be a whole number >= 1.")
         if count > profile.max_instances:
             raise ManifestError(
@@ -281,10 +279,7 @@ def mig_parted_config(pools: Iterable[PoolContext], *, catalog: Catalog = BUILTI
     for pool in pools:
         if pool.sharing_mode is not SharingMode.MIG:
             raise ManifestError(f"Pool '{pool.name}' is not a MIG pool (sharing mode {pool.sharing_mode}).")
-        try:
-            model = catalog.get(pool.gpu_model)
-        except CatalogError as error:
-            raise ManifestError(str(error)) from error
+        model = catalog_model(catalog, pool.gpu_model)
         name = mig_config_name(pool)
         if name in configs:
             raise ManifestError(f"Two MIG pools share the config name '{name}'.")
@@ -311,10 +306,6 @@ def pool_node_labels(pool: PoolContext, *, catalog: Catalog = BUILTIN_CATALOG) -
     labels: dict[str, str] = {}
     if pool.sharing_mode is SharingMode.TIME_SLICING:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.name
-    try:
-        mig_capable = catalog.get(pool.gpu_model).mig_capable
-    except CatalogError as error:
-        raise ManifestError(str(error)) from error
-    if mig_capable:
+    if catalog_model(catalog, pool.gpu_model).mig_capable:
         labels[MIG_CONFIG_LABEL] = MIG_DISABLED_CONFIG
     return labels

@@ -11,7 +11,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
-from allocations.decision.catalog import BUILTIN_CATALOG, Catalog, CatalogError, GpuModelSpec
+from allocations.decision.catalog import BUILTIN_CATALOG, Catalog, GpuModelSpec
 from allocations.decision.sla import IsolationFloor, SlaTierSpec
 from allocations.manifests.contexts import (
     GPU_RESOURCE,
@@ -25,6 +25,7 @@ from allocations.manifests.contexts import (
     ManifestError,
     PoolContext,
     WorkloadContext,
+    catalog_model,
     request_labels,
     workload_name,
 )
@@ -71,13 +72,6 @@ def active_deadline_seconds(duration_hours: float | Decimal | None) -> int | Non
     return math.ceil(Decimal(str(duration_hours)) * 3600)
 
 
-def _model(catalog: Catalog, name: str) -> GpuModelSpec:
-    try:
-        return catalog.get(name)
-    except CatalogError as error:
-        raise ManifestError(str(error)) from error
-
-
 def _check_tier(tier: SlaTierSpec | None, allocation: AllocationSpec) -> None:
     # The tier is a floor on isolation (sla.py, guide 000 §4.3); refuse to provision below it whatever the spec says.
     if tier is None:
@@ -95,7 +89,7 @@ def _check_pool(pool: PoolContext | None, allocation: AllocationSpec, model: Gpu
         raise ManifestError(f"{model.name} is not MIG-capable.")
     if pool is None:
         return
-    if _model(catalog, pool.gpu_model).name != model.name:
+    if catalog_model(catalog, pool.gpu_model).name != model.name:
         raise ManifestError(f"Pool '{pool.name}' has {pool.gpu_model} GPUs; the spec asks for {model.name}.")
     wanted = SHARING_FOR_STRATEGY[allocation.strategy]
     if pool.sharing_mode is not wanted:
@@ -256,7 +250,7 @@ def _pod_template(
 def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_CATALOG) -> list[dict[str, Any]]:
     """The objects that run a request, in apply order: PodDisruptionBudget, Service, then the Job or Deployment."""
     allocation = ctx.allocation
-    model = _model(catalog, allocation.gpu_model)
+    model = catalog_model(catalog, allocation.gpu_model)
     _check_tier(ctx.tier, allocation)
     _check_pool(ctx.pool, allocation, model, catalog)
     if allocation.strategy is Strategy.TIME_SLICING and allocation.quantity > 1:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.integration import dcgm_exporter
-from tests.integration.dcgm_exporter import FakeDevice, PrometheusServer, backfill, write_openmetrics_history
+from tests.integration.dcgm_exporter import FakeDevice, PrometheusServer, prometheus_with_history
 
 pytestmark = [pytest.mark.integration, pytest.mark.prometheus, pytest.mark.django_db]
 
@@ -53,20 +53,14 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prome
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(dcgm_exporter.HELP, "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).")
-        server = PrometheusServer()
-        try:
-            files = write_openmetrics_history(
-                [HOT, FULL],
-                start=first,
-                end=first + timedelta(hours=3),
-                out_dir=tmp_path_factory.mktemp("om-health"),
-                readings=readings,
-            )
-            backfill(files, server.data_dir)
-            server.start()
+        with prometheus_with_history(
+            [HOT, FULL],
+            start=first,
+            end=first + timedelta(hours=3),
+            out_dir=tmp_path_factory.mktemp("om-health"),
+            readings=readings,
+        ) as (server, _files):
             yield server, first
-        finally:
-            server.cleanup()
 
 
 def test_temperature_and_memory_pressure_land_on_the_rollups(prometheus) -> None:

@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -234,6 +235,30 @@ class PrometheusServer:
         """Stop and delete the temp directory."""
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextmanager
+def prometheus_with_history(
+    devices: Iterable[FakeDevice],
+    *,
+    start: datetime,
+    end: datetime,
+    out_dir: Path,
+    readings: Readings | None = None,
+    scrape_targets: Iterable[str] = (),
+) -> Iterator[tuple[PrometheusServer, list[Path]]]:
+    """A started PrometheusServer holding [start, end) of the devices' history (backfilled), and the history files.
+
+    The server is stopped and its temp directory deleted on exit.
+    """
+    server = PrometheusServer(scrape_targets=scrape_targets)
+    try:
+        files = write_openmetrics_history(devices, start=start, end=end, out_dir=out_dir, readings=readings)
+        backfill(files, server.data_dir)
+        server.start()
+        yield server, files
+    finally:
+        server.cleanup()
 
 
 def demo_devices() -> list[FakeDevice]:

@@ -19,9 +19,8 @@ from tests.integration.dcgm_exporter import (
     DcgmExporter,
     FakeDevice,
     PrometheusServer,
-    backfill,
     free_port,
-    write_openmetrics_history,
+    prometheus_with_history,
 )
 
 # The `prometheus` marker is not registered in pyproject.toml yet (--strict-markers would reject it), so this module
@@ -119,21 +118,18 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
 
     exporter = DcgmExporter(DEVICES)
     port = exporter.start()
-    prometheus = PrometheusServer(scrape_targets=[f"127.0.0.1:{port}"])
     try:
-        files = write_openmetrics_history(
+        with prometheus_with_history(
             DEVICES,
             start=first_hour,
             end=first_hour + timedelta(hours=HOURS),
             out_dir=tmp_path_factory.mktemp("openmetrics"),
             readings=readings,
-        )
-        assert len(files) == 2
-        backfill(files, prometheus.data_dir)
-        prometheus.start()
-        yield Rig(prometheus, exporter, first_hour)
+            scrape_targets=[f"127.0.0.1:{port}"],
+        ) as (prometheus, files):
+            assert len(files) == 2
+            yield Rig(prometheus, exporter, first_hour)
     finally:
-        prometheus.cleanup()
         exporter.stop()
 
 

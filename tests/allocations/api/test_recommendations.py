@@ -8,24 +8,11 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from allocations.models import GpuRequest, RequestEvent
+from tests.allocations.decision.cases import CORE_FIELDS
 from tests.factories import ROLES
 
 URL = "/api/v1/recommendations/"
 PROFILE = {"workload_type": "training", "gpu_memory_gb": 40}
-CORE_FIELDS = {
-    "strategy",
-    "resource_name",
-    "quantity",
-    "replicas",
-    "gpu_model",
-    "mig_profile",
-    "time_slice_replicas",
-    "node_selector",
-    "expected_overhead_pct",
-    "utilization_target_pct",
-    "estimated_monthly_cost",
-    "saving_vs_dedicated_pct",
-}
 
 pytestmark = pytest.mark.django_db
 

@@ -1,10 +1,27 @@
-"""Helpers shared by the recommend() tests (test_framework_*.py): strategy shorthands and one-call wrappers."""
+"""Helpers shared by the recommend() tests (test_framework_*.py, api/test_recommendations.py): strategy shorthands,
+the contract's field names and one-call wrappers."""
 
 import pytest
 
 from allocations.decision import BUILTIN_CATALOG, ProfileError, Strategy, WorkloadProfile, recommend
 
 D, M, TS = Strategy.DEDICATED, Strategy.MIG, Strategy.TIME_SLICING
+# The allocation fields of the Recommendation JSON contract, on a recommendation and on each alternative (written
+# out here, not taken from the code under test); the recommendation adds "rationale" and "alternatives".
+CORE_FIELDS = {
+    "strategy",
+    "resource_name",
+    "quantity",
+    "replicas",
+    "gpu_model",
+    "mig_profile",
+    "time_slice_replicas",
+    "node_selector",
+    "expected_overhead_pct",
+    "utilization_target_pct",
+    "estimated_monthly_cost",
+    "saving_vs_dedicated_pct",
+}
 
 
 def rec(*, catalog=BUILTIN_CATALOG, options=None, **fields):

@@ -9,24 +9,9 @@ from decimal import Decimal
 
 import pytest
 
-from tests.allocations.decision.cases import TS, D, M, rec, text
+from tests.allocations.decision.cases import CORE_FIELDS, TS, D, M, rec, text
 
-CONTRACT_KEYS = {
-    "strategy",
-    "resource_name",
-    "quantity",
-    "replicas",
-    "gpu_model",
-    "mig_profile",
-    "time_slice_replicas",
-    "node_selector",
-    "expected_overhead_pct",
-    "utilization_target_pct",
-    "estimated_monthly_cost",
-    "saving_vs_dedicated_pct",
-    "rationale",
-    "alternatives",
-}
+CONTRACT_KEYS = CORE_FIELDS | {"rationale", "alternatives"}
 # Default TCO inputs of billing.pricing.TcoInputs, written out here: 36 months, PUE 1.4, 0.10/kWh, 25 %/year ops.
 HOURS_36_MONTHS = Decimal(36 * 730)
 
