@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run install migrate seed test test-fast lint format services worker beat benchmarks clean
+.PHONY: run install migrate seed test test-fast test-core lint format services worker beat benchmarks clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ test: install ## The whole suite. Integration tests need PostgreSQL/Redis/Promet
 
 test-fast: install ## Unit tests only (no external service).
 	$(BIN)/python -m pytest -m "not integration and not e2e" $(PYTEST_ARGS)
+
+test-core: install ## The pure core's tests with plain pytest: no Django plugin, no settings, no database.
+	env -u DJANGO_SETTINGS_MODULE $(BIN)/python -m pytest -p no:django -W ignore::pytest.PytestConfigWarning tests/gpucore $(PYTEST_ARGS)
 
 lint: install ## ruff (lint and format check) and the import contract that keeps the core pure.
 	$(BIN)/ruff check .

@@ -60,6 +60,7 @@ class ClusterAdminForm(forms.ModelForm):
             "gitops_commit",
             "prometheus_url",
             "prometheus_auth_secret_ref",
+            "scheduler",
             "is_active",
         ]
         widgets = {
@@ -186,8 +187,8 @@ class NodePoolInline(admin.StackedInline):
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     form = ClusterAdminForm
-    list_display = ["name", "backend", "api_endpoint", "prometheus_url", "pool_count", "is_active"]
-    list_filter = ["backend", "is_active"]
+    list_display = ["name", "backend", "scheduler", "api_endpoint", "prometheus_url", "pool_count", "is_active"]
+    list_filter = ["backend", "scheduler", "is_active"]
     search_fields = ["name", "description", "api_endpoint"]
     inlines = [NodePoolInline]
 

@@ -1,7 +1,23 @@
-"""The fixed vocabularies of the allocations app: roles, isolation floors, sharing modes, backends, workload types,
-strategies and request statuses."""
+"""The fixed vocabularies of the allocations app: roles, backends and request statuses, and the core's vocabulary
+(isolation floors, sharing modes, workload types) as Django choices."""
+
+from enum import StrEnum
 
 from django.db import models
+
+from gpucore import vocabulary
+
+
+def _choices_from(enum: type[StrEnum]) -> type[models.TextChoices]:
+    """Django choices with the core vocabulary's values and labels, so the two cannot drift apart."""
+    return models.TextChoices(
+        enum.__name__, [(member.name, (member.value, vocabulary.label(member))) for member in enum]
+    )
+
+
+IsolationFloor = _choices_from(vocabulary.IsolationFloor)
+SharingMode = _choices_from(vocabulary.SharingMode)
+WorkloadType = _choices_from(vocabulary.WorkloadType)
 
 
 class Role(models.TextChoices):
@@ -9,35 +25,14 @@ class Role(models.TextChoices):
     LEAD = "lead", "Team lead"
 
 
-class IsolationFloor(models.TextChoices):
-    DEDICATED = "dedicated", "Dedicated GPU only"
-    HARDWARE = "hardware", "Hardware isolation (MIG or dedicated)"
-    NONE = "none", "Any strategy"
-
-
-class SharingMode(models.TextChoices):
-    NONE = "none", "None (whole GPUs)"
-    MIG = "mig", "MIG"
-    TIME_SLICING = "time-slicing", "Time-slicing"
-
-
 class ClusterBackend(models.TextChoices):
     KUBERNETES = "kubernetes", "Kubernetes API (server-side apply)"
     GITOPS = "gitops", "GitOps tree (Argo CD / Flux)"
 
 
-class WorkloadType(models.TextChoices):
-    TRAINING = "training", "Training"
-    BATCH_INFERENCE = "batch_inference", "Batch inference"
-    REALTIME_INFERENCE = "realtime_inference", "Real-time inference"
-    DEVELOPMENT = "development", "Development"
-    HPC_SIMULATION = "hpc_simulation", "HPC simulation"
-
-
-class Strategy(models.TextChoices):
-    DEDICATED = "dedicated", "Dedicated GPU"
-    MIG = "mig", "MIG slice"
-    TIME_SLICING = "time-slicing", "Time-sliced share"
+class ClusterScheduler(models.TextChoices):
+    DEFAULT = "default", "Kubernetes default scheduler"
+    KUEUE = "kueue", "Kueue (quotas, borrowing, all-or-nothing admission)"
 
 
 class RequestStatus(models.TextChoices):

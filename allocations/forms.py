@@ -12,9 +12,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from allocations.decision import WorkloadProfile
 from allocations.models import MAX_EXTENSION_HOURS, Cluster, GpuModel, SlaTier, WorkloadType
 from allocations.selectors import teams_of
+from gpucore.decision import WorkloadProfile
 
 # The workload profile fields of DESIGN.md, in contract order (the profile itself is the source).
 PROFILE_FIELDS = WorkloadProfile.field_names()

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.utils.module_loading import import_string
 
-from allocations.decision import ProfileError, Recommendation, WorkloadProfile, recommend
 from allocations.models import Cluster, NodePool, SharingMode
 from allocations.selectors import catalog_from_db, tiers_by_slug
+from gpucore.decision import ProfileError, Recommendation, WorkloadProfile, recommend
 
 _MODE_FOR_STRATEGY = {"dedicated": SharingMode.NONE, "mig": SharingMode.MIG, "time-slicing": SharingMode.TIME_SLICING}
 
@@ -37,12 +38,11 @@ def candidate_pools(cluster: Cluster | None = None) -> list[NodePool]:
 
 
 def gpu_hourly_rates() -> dict[str, Any]:
-    """Hourly price per whole GPU by model from the price book; empty until one exists (catalog prices apply)."""
-    try:
-        from billing.selectors import current_gpu_rates
-    except ImportError:
+    """Hourly price per whole GPU by model from the configured price provider; empty when none (catalog prices)."""
+    provider = settings.GPU_PRICE_PROVIDER
+    if not provider:
         return {}
-    return current_gpu_rates()
+    return import_string(provider)()
 
 
 def _offerings(pools: list[NodePool]) -> set[tuple[str, str, str | None]]:

@@ -18,7 +18,10 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from allocations.gateways.base import ClusterGateway, PermanentGatewayError, WorkloadStatus
-from allocations.manifests import (
+from allocations.models import Cluster, GpuRequest, NodePool, Quota, RequestStatus, Team
+from allocations.selectors import catalog_from_db, tier_spec
+from allocations.services import InvalidTransition, gpu_request_transition
+from gpucore.manifests import (
     ManifestError,
     PoolContext,
     TeamContext,
@@ -26,9 +29,6 @@ from allocations.manifests import (
     is_request_owned,
     render_request_objects,
 )
-from allocations.models import Cluster, GpuRequest, NodePool, Quota, RequestStatus, Team
-from allocations.selectors import catalog_from_db, tier_spec
-from allocations.services import InvalidTransition, gpu_request_transition
 
 logger = logging.getLogger(__name__)
 SYSTEM = "system:provisioning"

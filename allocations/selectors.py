@@ -8,8 +8,6 @@ from decimal import Decimal
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Prefetch, Q, QuerySet, Sum
 
-from allocations.decision.catalog import Catalog, GpuModelSpec, MigProfile
-from allocations.decision.sla import IsolationFloor, SlaTierSpec
 from allocations.models import (
     QUOTA_HOLDING_STATUSES,
     AllocationExtension,
@@ -25,6 +23,9 @@ from allocations.models import (
     SlaTier,
     Team,
 )
+from gpucore.catalog import Catalog, GpuModelSpec, MigProfile
+from gpucore.sla import SlaTierSpec
+from gpucore.vocabulary import IsolationFloor
 
 APPROVE_PERMISSION = "allocations.approve_gpurequest"
 APPROVERS_GROUP = "Platform approvers"
@@ -272,14 +273,14 @@ DRIFT_PHASES = ("NotFound", "Pending")
 
 def gpu_request_manifests_yaml(*, request: GpuRequest) -> str:
     """The request's last rendered Kubernetes objects as one multi-document YAML ('' before the first render)."""
-    from allocations.manifests import to_yaml
+    from gpucore.manifests import to_yaml
 
     return to_yaml(request.manifests) if request.manifests else ""
 
 
 def gpu_request_live_status(*, request: GpuRequest) -> dict[str, object]:
     """What the cluster last said about a request, the causes and fixes of a stuck workload, and whether to poll."""
-    from allocations.troubleshooting import troubleshoot
+    from gpucore.troubleshooting import troubleshoot
 
     phase = request.observed_phase
     hints = troubleshoot(request.status_detail, phase=phase)
@@ -378,14 +379,9 @@ def cluster_overview_rows(*, user: User) -> list[dict[str, object]]:
 
 def cluster_gpu_operator_configs(*, pools: list[NodePool]) -> list[dict[str, object]]:
     """The GPU Operator ConfigMaps of a cluster's pools (time-slicing, mig-parted) as YAML, or why one cannot render."""
-    from allocations.manifests import (
-        ManifestError,
-        SharingMode,
-        render_mig_parted_configmap,
-        render_time_slicing_configmap,
-        to_yaml,
-    )
     from allocations.provisioning import pool_context
+    from gpucore.manifests import ManifestError, render_mig_parted_configmap, render_time_slicing_configmap, to_yaml
+    from gpucore.vocabulary import SharingMode
 
     configs = []
     renderers = (

@@ -11,7 +11,6 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from allocations.decision import ProfileError, WorkloadProfile
 from allocations.models import (
     ALLOWED_TRANSITIONS,
     TERMINAL_STATUSES,
@@ -27,6 +26,7 @@ from allocations.notifications import notify_on_commit
 from allocations.placement import place
 from allocations.quotas import QuotaExceeded, quota_check
 from allocations.selectors import membership_role, user_is_approver
+from gpucore.decision import ProfileError, WorkloadProfile
 
 
 class InvalidTransition(Exception):

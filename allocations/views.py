@@ -49,8 +49,6 @@ from allocations.services import (
     gpu_request_release,
     gpu_request_submit,
 )
-from billing.selectors import team_month_to_date
-from billing.utilization_selectors import request_utilization_context, team_utilization_context
 
 PAGE_SIZE = 25
 NEW_TOKEN_SESSION_KEY = "allocations:new_api_token"  # noqa: S105 - a session key name, not a secret
@@ -143,7 +141,6 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_decide_extensions": approver,
         "live": gpu_request_live_status(request=gpu_request),
         "manifests_yaml": gpu_request_manifests_yaml(request=gpu_request),
-        **request_utilization_context(user=request.user, request=gpu_request),
     }
     return render(request, "allocations/request_detail.html", context)
 
@@ -389,8 +386,6 @@ def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
         context = team_overview(user=request.user, slug=slug)
     except Team.DoesNotExist as exc:
         raise Http404("No such team among yours.") from exc
-    context.update(team_utilization_context(user=request.user, team=context["team"]))
-    context["month_to_date"] = team_month_to_date(team=context["team"])
     return render(request, "allocations/team_detail.html", context)
 
 

@@ -99,8 +99,8 @@ def main() -> None:
     from django.contrib.auth.models import User
     from rest_framework.test import APIClient
 
-    from allocations.decision import ProfileError, WorkloadProfile, recommend
     from allocations.selectors import catalog_from_db, tiers_by_slug
+    from gpucore.decision import ProfileError, WorkloadProfile, recommend
 
     profiles = profile_mix(args.profiles)
     catalog, tiers = catalog_from_db(), tiers_by_slug()

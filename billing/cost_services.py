@@ -20,7 +20,6 @@ from django.utils import timezone
 
 from allocations.models import GpuModel, Membership, Role, SlaTier, Team
 from allocations.selectors import User
-from billing.chargeback import TeamCharge
 from billing.models import (
     GpuPrice,
     ImportedUsage,
@@ -31,9 +30,10 @@ from billing.models import (
     ReportStatus,
     SlaMultiplier,
 )
-from billing.pricebook import PriceBookError, load_price_book_text
-from billing.pricing import PricingError, gpu_compute_slices, mig_profile_slices
 from billing.selectors import month_bounds, month_chargeback
+from gpucore.chargeback import TeamCharge
+from gpucore.pricebook import PriceBookError, load_price_book_text
+from gpucore.pricing import PricingError, gpu_compute_slices, mig_profile_slices
 
 logger = logging.getLogger(__name__)
 

@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Count, Q, QuerySet, Sum
 
 from allocations.models import NodePool, SharingMode, Team
-from billing.chargeback import Chargeback
 from billing.models import MonthlyReport, MonthlyReportLine, OrganisationMonthSummary, ReportStatus
-from billing.pricing import to_cents
 from billing.selectors import (
     month_bounds,
     month_chargeback,
@@ -26,6 +24,8 @@ from billing.selectors import (
     utilization_samples,
     utilization_weighted_sum,
 )
+from gpucore.chargeback import Chargeback
+from gpucore.pricing import to_cents
 
 if TYPE_CHECKING:
     from billing.utilization_selectors import PoolForecast

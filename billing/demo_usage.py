@@ -20,8 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.models import GpuRequest, NodePool, RequestEvent, RequestStatus, SharingMode, Team
-from billing.alerts import memory_pressure_minutes
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
+from gpucore.alerts import memory_pressure_minutes
 
 HOUR = timedelta(hours=1)
 MAX_GPUS_PER_POOL = 8  # enough to look like a pool, few enough to seed in seconds

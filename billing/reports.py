@@ -17,9 +17,9 @@ from django.conf import settings
 from fpdf import FPDF
 
 from allocations.models import Team
-from billing.chargeback import Chargeback, TeamCharge
 from billing.models import MonthlyReport, OrganisationMonthSummary, ReportStatus
-from billing.pricing import to_cents
+from gpucore.chargeback import Chargeback, TeamCharge
+from gpucore.pricing import to_cents
 
 CSV_COLUMNS = [
     "team",

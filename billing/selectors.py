@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from allocations.models import Cluster, GpuModel, GpuRequest, NodePool, RequestEvent, Team
 from allocations.selectors import User, teams_of, user_is_approver
-from billing.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
 from billing.models import (
     ImportedUsage,
     IngestStatus,
@@ -23,7 +22,8 @@ from billing.models import (
     UtilizationRollup,
     UtilizationWatermark,
 )
-from billing.pricing import catalog_hourly_rate, to_cents
+from gpucore.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
+from gpucore.pricing import catalog_hourly_rate, to_cents
 
 MIB_PER_GB = 1024.0  # NVIDIA's "GB" (1g.10gb = 9.75 GiB = 9984 MiB) is a GiB; DCGM reports MiB.
 
@@ -308,7 +308,7 @@ def share_idle_cost() -> bool:
 
 
 def chargeback_between(*, start: datetime, end: datetime, share_idle: bool | None = None) -> Chargeback:
-    """Every team's chargeback for [start, end) with idle cost; the pure arithmetic is ``billing.chargeback``."""
+    """Every team's chargeback for [start, end) with idle cost; the pure arithmetic is ``gpucore.chargeback``."""
     return compute_chargeback(
         [*request_allocations(start=start, end=end), *imported_allocations(start=start, end=end)],
         window_start=start,

@@ -24,10 +24,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.models import Cluster, GpuRequest, Team
-from billing import attribution
-from billing.attribution import GAUGE_BLANK_FLOOR, HourStats
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
 from billing.prometheus import PrometheusClient, PrometheusError, Series
+from gpucore import attribution
+from gpucore.attribution import GAUGE_BLANK_FLOOR, HourStats
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Reads for utilization alerts, right-sizing advice and capacity forecasts, computed from the hourly rollups on read.
 
-The rules are pure (billing.alerts, billing.advice, billing.forecast); this module only gathers their inputs and
+The rules are pure (gpucore.alerts, gpucore.advice, gpucore.forecast); this module only gathers their inputs and
 the context of the pages and partials that show them (templates/billing/*utilization*).
 """
 
@@ -18,11 +18,7 @@ from django.utils import timezone
 
 from allocations.models import QUOTA_HOLDING_STATUSES, Cluster, GpuModel, GpuRequest, NodePool, RequestEvent, Team
 from allocations.selectors import User, gpu_requests_visible_to, teams_visible_to, user_is_approver
-from billing import advice as advice_rules
-from billing import alerts as alert_rules
-from billing import forecast as forecast_rules
 from billing.models import UtilizationRollup
-from billing.pricing import gpu_compute_slices, to_cents
 from billing.selectors import (
     MIB_PER_GB,
     catalog_fallback_rates,
@@ -33,6 +29,10 @@ from billing.selectors import (
     utilization_weighted_sum,
     weighted_utilization_pct,
 )
+from gpucore import advice as advice_rules
+from gpucore import alerts as alert_rules
+from gpucore import forecast as forecast_rules
+from gpucore.pricing import gpu_compute_slices, to_cents
 
 HOUR = timedelta(hours=1)
 REQUEST_WINDOW_DAYS = 30

@@ -86,7 +86,7 @@ def _report_payload(request: HttpRequest, slug: str, year: int, month: int) -> d
 
 
 def _team_charge(team: Team, month: date) -> Any:
-    from billing.chargeback import TeamCharge
+    from gpucore.chargeback import TeamCharge
 
     return month_chargeback(month=month).teams.get(team.slug) or TeamCharge(team.slug)
 

@@ -10,7 +10,7 @@ import yaml
 from rest_framework.renderers import BaseRenderer
 from rest_framework.utils.encoders import JSONEncoder
 
-from allocations.manifests import to_yaml
+from gpucore.manifests import to_yaml
 
 
 class KubernetesYamlRenderer(BaseRenderer):
@@ -23,7 +23,7 @@ class KubernetesYamlRenderer(BaseRenderer):
     def render(
         self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping[str, Any] | None = None
     ) -> bytes:
-        """Objects through ``allocations.manifests.to_yaml``; anything else (an error body) as plain YAML."""
+        """Objects through ``gpucore.manifests.to_yaml``; anything else (an error body) as plain YAML."""
         if data is None:
             return b""
         if isinstance(data, list) and all(isinstance(item, Mapping) for item in data):

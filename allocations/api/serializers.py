@@ -18,8 +18,6 @@ from rest_framework import serializers
 from rest_framework.fields import SkipField, get_error_detail
 from rest_framework.settings import api_settings
 
-from allocations.decision import ProfileError, WorkloadProfile
-from allocations.decision.profile import MAX_NUMBER
 from allocations.models import (
     MAX_EXTENSION_HOURS,
     AllocationExtension,
@@ -33,6 +31,8 @@ from allocations.models import (
     WorkloadType,
 )
 from allocations.selectors import teams_visible_to
+from gpucore.decision import ProfileError, WorkloadProfile
+from gpucore.profile import MAX_NUMBER
 
 _POSITIVE_NUMBER = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": int(MAX_NUMBER)}
 

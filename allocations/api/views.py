@@ -40,7 +40,6 @@ from allocations.api import serializers as api
 from allocations.api.filters import NUL_MESSAGE, RejectNulCharacters
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.renderers import KubernetesYamlRenderer
-from allocations.decision import ProfileError
 from allocations.filtersets import GpuRequestFilterSet
 from allocations.models import GpuRequest, Team
 from allocations.placement import place
@@ -50,6 +49,7 @@ from allocations.selectors import (
     quota_usage_by_quota,
     teams_with_quotas_visible_to,
 )
+from gpucore.decision import ProfileError
 
 
 class Conflict(exceptions.APIException):

@@ -1,6 +1,6 @@
 """The one small interface every cluster gateway implements, and the results and errors it speaks in.
 
-A gateway turns rendered Kubernetes objects (plain dicts from ``allocations.manifests``) into reality on one cluster:
+A gateway turns rendered Kubernetes objects (plain dicts from ``gpucore.manifests``) into reality on one cluster:
 server-side apply through the Kubernetes API, or files in a GitOps tree that Argo CD or Flux applies. Services and
 tasks only see this interface, so the provisioning logic is the same for both.
 """

@@ -25,7 +25,7 @@ from allocations.gateways.base import (
     TransientGatewayError,
     WorkloadStatus,
 )
-from allocations.manifests import to_yaml
+from gpucore.manifests import to_yaml
 
 GIT_AUTHOR_NAME = "GPU Portal"
 GIT_AUTHOR_EMAIL = "gpu-portal@localhost"

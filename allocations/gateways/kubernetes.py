@@ -33,11 +33,11 @@ from allocations.gateways.base import (
     TransientGatewayError,
     WorkloadStatus,
 )
-from allocations.manifests import REQUEST_LABEL, workload_name
+from gpucore.manifests import REQUEST_LABEL, workload_name
 
 APPLY_PATCH = "application/apply-patch+yaml"
 GPU_RESOURCE = "nvidia.com/gpu"
-# Time-slicing with renameByDefault advertises shares under this name (allocations.manifests.contexts).
+# Time-slicing with renameByDefault advertises shares under this name (gpucore.manifests.contexts).
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 T = TypeVar("T")

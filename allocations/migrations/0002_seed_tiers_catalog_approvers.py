@@ -1,7 +1,7 @@
 """Seed the three SLA tiers of the design, the GPU catalog from the reference data, and the approvers group.
 
-The rows come from the pure modules (``allocations.decision.sla.DEFAULT_TIERS`` and
-``allocations.decision.catalog.BUILTIN_CATALOG``), so the seed and the framework's defaults cannot drift apart.
+The rows come from the pure modules (``gpucore.sla.DEFAULT_TIERS`` and
+``gpucore.catalog.BUILTIN_CATALOG``), so the seed and the framework's defaults cannot drift apart.
 Existing rows are updated in place, never duplicated.
 """
 
@@ -12,7 +12,7 @@ APPROVERS_GROUP = "Platform approvers"
 
 
 def seed_tiers(apps, schema_editor):
-    from allocations.decision.sla import DEFAULT_TIERS
+    from gpucore.sla import DEFAULT_TIERS
 
     SlaTier = apps.get_model("allocations", "SlaTier")
     for tier in DEFAULT_TIERS:
@@ -34,7 +34,7 @@ def seed_tiers(apps, schema_editor):
 
 
 def seed_catalog(apps, schema_editor):
-    from allocations.decision.catalog import BUILTIN_CATALOG
+    from gpucore.catalog import BUILTIN_CATALOG
 
     GpuModel = apps.get_model("allocations", "GpuModel")
     MigProfileDefinition = apps.get_model("allocations", "MigProfileDefinition")

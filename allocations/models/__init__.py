@@ -5,11 +5,11 @@ One module per responsibility; everything is importable from ``allocations.model
 
 from allocations.choices import (
     ClusterBackend,
+    ClusterScheduler,
     IsolationFloor,
     RequestStatus,
     Role,
     SharingMode,
-    Strategy,
     WorkloadType,
 )
 from allocations.models.catalog import GpuModel, MigProfileDefinition
@@ -35,6 +35,7 @@ __all__ = [
     "AllocationExtension",
     "Cluster",
     "ClusterBackend",
+    "ClusterScheduler",
     "ExtensionStatus",
     "GpuModel",
     "GpuRequest",
@@ -48,7 +49,6 @@ __all__ = [
     "Role",
     "SharingMode",
     "SlaTier",
-    "Strategy",
     "Team",
     "WorkloadType",
     "dns_label_validator",

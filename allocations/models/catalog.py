@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from allocations.decision.catalog import CatalogError, MigProfile
+from gpucore.catalog import CatalogError, MigProfile
 
 
 class GpuModel(models.Model):

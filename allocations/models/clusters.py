@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from allocations.choices import ClusterBackend, SharingMode
+from allocations.choices import ClusterBackend, ClusterScheduler, SharingMode
 from allocations.models.catalog import GpuModel
 from allocations.models.validators import dns_label_validator
 
@@ -35,6 +35,12 @@ class Cluster(models.Model):
         max_length=255,
         blank=True,
         help_text="'env:VARIABLE' holding 'Bearer <token>' or 'user:password'. Never shown back.",
+    )
+    scheduler = models.CharField(
+        max_length=20,
+        choices=ClusterScheduler.choices,
+        default=ClusterScheduler.DEFAULT,
+        help_text="Who admits GPU workloads: the default scheduler, or Kueue with the portal's queues and quotas.",
     )
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -120,8 +126,8 @@ class NodePool(models.Model):
 
     def _mig_errors(self) -> dict[str, str]:
         # The same geometry check the renderer applies (names, counts, memory and compute slices, placements).
-        from allocations.manifests import ManifestError, check_mig_layout
         from allocations.selectors import gpu_model_spec
+        from gpucore.manifests import ManifestError, check_mig_layout
 
         model = getattr(self, "gpu_model", None)
         if model is None:

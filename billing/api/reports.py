@@ -27,7 +27,6 @@ from allocations.api.permissions import IsActivePortalUser
 from allocations.api.serializers import MoneySerializer
 from billing.cost_services import price_book_load
 from billing.models import PriceBook
-from billing.pricebook import TCO_FIELDS
 from billing.reports import live_reports, report_csv, stored_report_payload
 from billing.selectors import (
     cost_teams_visible_to,
@@ -37,6 +36,7 @@ from billing.selectors import (
     monthly_reports_visible_to,
     price_book_in_effect,
 )
+from gpucore.pricebook import TCO_FIELDS
 
 _MONEY = MoneySerializer()
 REPORT_SCHEMA = inline_serializer(

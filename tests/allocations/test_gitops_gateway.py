@@ -13,8 +13,8 @@ import yaml
 from allocations.gateways import gateway_for
 from allocations.gateways.base import ObjectRef, PermanentGatewayError
 from allocations.gateways.gitops import GitOpsGateway, plural, relative_path
-from allocations.manifests import is_request_owned, render_request_objects, to_yaml
-from tests.allocations.manifest_cases import context
+from gpucore.manifests import is_request_owned, render_request_objects, to_yaml
+from tests.gpucore.manifests.cases import context
 
 EXPECTED_FILES = {
     "cluster/priorityclasses/gpu-portal-tier2-batch.yaml",

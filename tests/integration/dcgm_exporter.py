@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from billing.dcgm_synthetic import HELP, FakeDevice
+from gpucore.dcgm_synthetic import HELP, FakeDevice
 
 
 class DcgmCollector(Collector):

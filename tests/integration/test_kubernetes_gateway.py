@@ -21,8 +21,8 @@ from allocations.gateways.base import (
     TransientGatewayError,
 )
 from allocations.gateways.kubernetes import KubernetesGateway, covers
-from allocations.manifests import is_request_owned, render_request_objects
-from tests.allocations.manifest_cases import context
+from gpucore.manifests import is_request_owned, render_request_objects
+from tests.gpucore.manifests.cases import context
 from tests.integration.k8s_emulator import APPLY_PATCH, EmulatedCluster
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from billing.dcgm_synthetic import NOT_SUPPORTED
+from gpucore.dcgm_synthetic import NOT_SUPPORTED
 from tests.integration.dcgm_exporter import (
     DcgmExporter,
     FakeDevice,
@@ -272,8 +272,8 @@ def test_a_bad_query_is_permanent(rig: Rig) -> None:
 
 
 def test_live_scrape_renames_workload_labels_and_attribution_reads_them(rig: Rig) -> None:
-    from billing.attribution import gpu_identity, owner_from_labels
     from billing.prometheus import PrometheusClient
+    from gpucore.attribution import gpu_identity, owner_from_labels
 
     client = PrometheusClient(rig.prometheus.url)
     deadline = time.monotonic() + 30

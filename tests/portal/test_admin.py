@@ -64,6 +64,7 @@ def test_saving_a_cluster_with_an_empty_secret_box_keeps_the_reference(admin_cli
         "gitops_path": "",
         "prometheus_url": "",
         "prometheus_auth_secret_ref": "",
+        "scheduler": "default",
         "is_active": "on",
         "node_pools-TOTAL_FORMS": "0",
         "node_pools-INITIAL_FORMS": "0",

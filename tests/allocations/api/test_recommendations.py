@@ -8,8 +8,8 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from allocations.models import GpuRequest, RequestEvent
-from tests.allocations.decision.cases import CORE_FIELDS
 from tests.factories import ROLES
+from tests.gpucore.decision.cases import CORE_FIELDS
 
 URL = "/api/v1/recommendations/"
 PROFILE = {"workload_type": "training", "gpu_memory_gb": 40}

@@ -1,0 +1,35 @@
+"""Billing's panels on allocations pages (team spend, request and team utilization).
+
+Allocations pages include them with ``{% load billing_panels %}``, so the allocations app never imports billing:
+the template layer composes the two apps and the dependency keeps pointing one way (billing -> allocations).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from allocations.models import GpuRequest, Team
+from billing.selectors import team_month_to_date
+from billing.utilization_selectors import request_utilization_context, team_utilization_context
+
+register = template.Library()
+
+
+@register.inclusion_tag("billing/_team_month_to_date.html")
+def team_month_to_date_panel(team: Team) -> dict[str, Any]:
+    """This month's allocated GPU-hours and cost of a team against its budget."""
+    return {"month_to_date": team_month_to_date(team=team)}
+
+
+@register.inclusion_tag("billing/_request_utilization.html", takes_context=True)
+def request_utilization_panel(context: template.Context, gpu_request: GpuRequest) -> dict[str, Any]:
+    """The request's utilization, alerts and right-sizing advice, for the viewing user."""
+    return request_utilization_context(user=context["request"].user, request=gpu_request)
+
+
+@register.inclusion_tag("billing/_team_utilization.html", takes_context=True)
+def team_utilization_panel(context: template.Context, team: Team) -> dict[str, Any]:
+    """The team's utilization by request over the last days, for the viewing user."""
+    return team_utilization_context(user=context["request"].user, team=team)

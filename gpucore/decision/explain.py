@@ -1,0 +1,221 @@
+"""The prose of a recommendation: rationale lines, alternatives' tradeoffs and refusals. Pure: no Django.
+
+Every sentence cites the part of the allocation guide (``shared/domain/000_*.txt``) it rests on, so a reviewer can
+follow the decision.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_HALF_UP, Decimal
+
+from gpucore.catalog import GpuModelSpec
+from gpucore.decision.options import (
+    CATALOG_CURRENCY,
+    STRATEGY_WORDS,
+    UTILIZATION_TARGET_PCT,
+    DecisionContext,
+    Option,
+    _pct,
+    _time_slice_replicas,
+    format_gb,
+    format_money,
+    need_text,
+)
+from gpucore.decision.rules import Intent, model_plan
+from gpucore.pricing import HOURS_PER_MONTH, to_cents
+from gpucore.profile import WorkloadProfile
+from gpucore.vocabulary import Strategy
+
+PERFORMANCE_TRADEOFF = {
+    Strategy.DEDICATED: (
+        "Performance: the whole GPU with no sharing overhead and under 10% memory fragmentation (Part 1.4)."
+    ),
+    Strategy.MIG: "Performance: under 5% overhead; the slice's memory and compute are guaranteed (Part 2.1).",
+    Strategy.TIME_SLICING: "Performance: 15-30% overhead from context switches, 15-25% memory fragmentation "
+    "and noisy neighbours "
+    "(Parts 1.3, 1.4 and 2).",
+}
+ISOLATION_TRADEOFF = {
+    Strategy.DEDICATED: "Isolation: full; nothing else runs on the GPU.",
+    Strategy.MIG: "Isolation: hardware; memory and faults stay inside the slice.",
+    Strategy.TIME_SLICING: (
+        "Isolation: none; a neighbour can exhaust memory or crash the GPU for every tenant (Part 2.2)."
+    ),
+}
+
+
+# --- explaining ------------------------------------------------------------------------------------------------
+
+
+def sizing_line(ctx: DecisionContext, option: Option) -> str:
+    profile, model = ctx.profile, option.model
+    if option.strategy is Strategy.MIG and option.mig is not None:
+        return (
+            f"MIG profile {option.mig.name} on {model.name}: the smallest recommendable profile with at least "
+            f"{format_gb(profile.gpu_memory_gb)} ({option.mig.memory_gb} GB, {option.mig.compute_slices}/"
+            f"{model.mig_compute_slices} of the compute)."
+        )
+    if option.strategy is Strategy.TIME_SLICING:
+        per_tenant = Decimal(model.memory_gb) / Decimal(option.time_slice_replicas or 1)
+        return (
+            f"Time-slicing on {model.name} with {option.time_slice_replicas} replicas per GPU "
+            f"({option.time_slice_source}): each tenant can count on {format_gb(per_tenant)} >= "
+            f"{format_gb(profile.gpu_memory_gb)}."
+        )
+    if profile.gpu_count == 1:
+        return (
+            f"Dedicated: one {model.name} ({model.memory_gb} GB) per replica holds {format_gb(profile.gpu_memory_gb)}."
+        )
+    return (
+        f"Dedicated: {profile.gpu_count} x {model.name} per replica, "
+        f"{format_gb(profile.gpu_memory_gb / profile.gpu_count)} "
+        f"per GPU of {model.memory_gb} GB (gpu_memory_gb is the replica's peak, spread over its GPUs)."
+    )
+
+
+def _share_words(option: Option) -> str:
+    if option.strategy is Strategy.MIG and option.mig is not None:
+        return f"{option.mig.compute_slices}/{option.model.mig_compute_slices} of a GPU"
+    if option.strategy is Strategy.TIME_SLICING:
+        return f"1/{option.time_slice_replicas} of a GPU"
+    return f"{option.quantity} GPU" + ("s" if option.quantity > 1 else "")
+
+
+def cost_line(ctx: DecisionContext, option: Option) -> str:
+    saving = option.saving_pct
+    saving_words = f", {_pct(saving)} less than dedicated {option.model.name} GPUs" if saving > 0 else ""
+    if option.monthly is None or option.gpu_rate is None:
+        why = f"no price book rate for {option.model.name}"
+        why += (
+            " and no catalog price"
+            if ctx.currency == CATALOG_CURRENCY
+            else f", and the catalog's prices are in {CATALOG_CURRENCY}, not {ctx.currency}"
+        )
+        return f"Estimated cost unknown: {why}{saving_words}."
+    replicas = ctx.profile.replicas
+    return (
+        f"Estimated cost: {option.gpu_rate.quantize(Decimal('0.0001'), ROUND_HALF_UP)} {ctx.currency}/GPU-hour "
+        f"({option.rate_source}) x {_share_words(option)} x SLA multiplier {ctx.multiplier} x {HOURS_PER_MONTH} h "
+        f"x {replicas} replica{'s' if replicas > 1 else ''} = {format_money(option.monthly, ctx.currency)}/month"
+        f"{saving_words}."
+    )
+
+
+def utilization_line(profile: WorkloadProfile, strategy: Strategy) -> str | None:
+    expected = profile.expected_utilization_pct
+    if expected is None:
+        return None
+    low, high = UTILIZATION_TARGET_PCT[strategy]
+    kind = "dedicated" if strategy is Strategy.DEDICATED else "shared"
+    if expected < low:
+        advice = (
+            "a shared strategy would leave less idle capacity, where policy allows."
+            if strategy is Strategy.DEDICATED
+            else "the share may sit idle."
+        )
+        return (
+            f"Expected utilization {expected}% is below the {low}-{high}% target for {kind} GPUs (Part 3.1): {advice}"
+        )
+    if expected > high and strategy is not Strategy.DEDICATED:
+        return (
+            f"Expected utilization {expected}% is above the {low}-{high}% target for shared GPUs (Part 3.1): expect "
+            "contention; a dedicated GPU may serve it better."
+        )
+    return f"Expected utilization {expected}% fits the {low}-{high}% target for {kind} GPUs (Part 3.1)."
+
+
+def cost_tradeoff(ctx: DecisionContext, option: Option, chosen: Option) -> str:
+    if option.monthly is None:
+        return f"Cost: unknown, no price for {option.model.name}."
+    text = f"Cost: {format_money(option.monthly, ctx.currency)}/month"
+    if chosen.monthly is None:
+        return text + " (the recommendation's cost is unknown)."
+    difference = to_cents(option.monthly) - to_cents(chosen.monthly)
+    if difference > 0:
+        return text + f", {format_money(difference, ctx.currency)} more than the recommendation."
+    if difference < 0:
+        return text + f", {format_money(-difference, ctx.currency)} less than the recommendation."
+    return text + ", the same as the recommendation."
+
+
+def why_not(
+    option: Option, chosen: Option, preference: tuple[Strategy, ...], intent_reason: str, *, named: bool
+) -> str:
+    if option.model is not chosen.model:
+        if option.strategy is chosen.strategy:
+            if named:
+                return f"Not chosen: the request names {chosen.model.name}."
+            return (
+                f"Not chosen: {chosen.model.name} ranks first among the models that can serve "
+                f"{STRATEGY_WORDS[chosen.strategy]} (cheapest, then smaller GPU, then name)."
+            )
+        if named and preference.index(option.strategy) < preference.index(chosen.strategy):
+            return f"Not chosen: it needs {option.model.name}, and the request names {chosen.model.name}."
+    return f"Not chosen: {intent_reason}."
+
+
+# --- fallbacks and refusals -----------------------------------------------------------------------------------
+
+
+def not_mig_capable_line(ctx: DecisionContext, model: GpuModelSpec, plan: list[Strategy]) -> str:
+    head = f"{model.name} is not MIG-capable ({model.family}): "
+    if plan and plan[0] is Strategy.TIME_SLICING:
+        return head + "time-slicing instead, since the work is neither latency-sensitive nor isolation-bound."
+    if ctx.profile.latency_sensitive:
+        why = "the work is latency-sensitive"
+    elif ctx.profile.isolation_required:
+        why = "isolation is required"
+    else:
+        why = "policy rules out time-slicing"
+    return head + f"a dedicated GPU instead, since {why}."
+
+
+def nobody_serves_line(ctx: DecisionContext, intent: Intent, strategy: Strategy) -> str:
+    profile = ctx.profile
+    if strategy is Strategy.TIME_SLICING:
+        shares = [
+            (Decimal(m.memory_gb) / _time_slice_replicas(ctx, m)[0], m.name)
+            for m in ctx.catalog
+            if Strategy.TIME_SLICING in model_plan(intent, m)
+        ]
+        if shares:
+            most, name = max(shares)
+            return (
+                f"No catalog model can time-slice {format_gb(profile.gpu_memory_gb)}: "
+                "a tenant can only count on the GPU's "
+                f"memory / replicas (Part 2.2), at most {format_gb(most)} here ({name})."
+            )
+        return "No catalog model can serve time-slicing for this profile."
+    partial = [
+        (p.memory_gb, -p.compute_slices, m.name, p.name) for m in ctx.catalog for p in m.recommendable_profiles()
+    ]
+    if not partial:
+        return "No catalog model is MIG-capable."
+    memory, _, model_name, profile_name = max(partial)
+    return (
+        f"No catalog model has a partial MIG profile with {format_gb(profile.gpu_memory_gb)}: the largest is "
+        f"{model_name} {profile_name} ({memory} GB)."
+    )
+
+
+def too_big_for_line(ctx: DecisionContext, model: GpuModelSpec) -> str:
+    """The refusal for a profile that no single GPU of the named model can hold."""
+    profile = ctx.profile
+    bigger = [m.name for m in ctx.catalog if m.memory_gb * profile.gpu_count >= profile.gpu_memory_gb]
+    needed = math.ceil(profile.gpu_memory_gb / model.memory_gb)
+    advice = f"choose a bigger model ({', '.join(bigger)}) or " if bigger else ""
+    return (
+        f"{need_text(profile)} but one {model.name} GPU has {model.memory_gb} GB: {advice}spread the replica over "
+        f"more GPUs (gpu_count >= {needed})."
+    )
+
+
+def too_big_for_any_line(ctx: DecisionContext) -> str:
+    profile = ctx.profile
+    largest = max(ctx.catalog, key=lambda m: m.memory_gb)
+    needed = math.ceil(profile.gpu_memory_gb / largest.memory_gb)
+    return (
+        f"{need_text(profile)} but no GPU model in the catalog is that big: the largest, {largest.name}, has "
+        f"{largest.memory_gb} GB. Spread the replica over more GPUs (gpu_count >= {needed})."
+    )

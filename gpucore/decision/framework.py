@@ -1,0 +1,287 @@
+"""The decision framework: a workload profile in, a GPU allocation recommendation out. Pure: no Django.
+
+It follows Part 4 of the allocation guide (``shared/domain/000_*.txt``): the decision tree (4.6) and the workload
+characterization matrix (4.1) give the preferred strategy; the SLA tier (4.3), ``isolation_required`` and
+``gpu_count`` are floors that rule strategies out; the catalog's MIG geometry and memory decide what fits; the
+price book (or the catalog's reference price) and ``gpucore.pricing`` put a monthly cost on it. Every rule that
+fires adds a sentence to ``rationale`` so a reviewer can follow the decision.
+
+This module holds ``recommend`` and the flow of rules; ``rules`` has the tree and the floors, ``options``
+sizes and prices each option (and defines the results, and how memory fits), ``explain`` writes the sentences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from decimal import Decimal
+
+from gpucore.catalog import Catalog, CatalogError, GpuModelSpec
+from gpucore.decision.explain import (
+    ISOLATION_TRADEOFF,
+    PERFORMANCE_TRADEOFF,
+    cost_line,
+    cost_tradeoff,
+    nobody_serves_line,
+    not_mig_capable_line,
+    sizing_line,
+    too_big_for_any_line,
+    too_big_for_line,
+    utilization_line,
+    why_not,
+)
+from gpucore.decision.options import (
+    CATALOG_CURRENCY,
+    EXPECTED_OVERHEAD_PCT,
+    ISOLATION,
+    STRATEGY_WORDS,
+    UTILIZATION_TARGET_PCT,
+    Alternative,
+    DecisionContext,
+    Isolation,
+    Option,
+    Recommendation,
+    core_fields,
+    format_money,
+    need_text,
+    normalize_pools,
+    normalize_rates,
+    size_option,
+)
+from gpucore.decision.rules import (
+    LATENCY_MEMORY_THRESHOLD_GB,
+    STRATEGY_ORDER,
+    Intent,
+    apply_floors,
+    classify_intent,
+    model_plan,
+)
+from gpucore.profile import ProfileError, WorkloadProfile
+from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
+from gpucore.vocabulary import Strategy, WorkloadType
+
+__all__ = [
+    "CATALOG_CURRENCY",
+    "EXPECTED_OVERHEAD_PCT",
+    "ISOLATION",
+    "LATENCY_MEMORY_THRESHOLD_GB",
+    "UTILIZATION_TARGET_PCT",
+    "Alternative",
+    "Isolation",
+    "Recommendation",
+    "recommend",
+]
+
+
+def recommend(
+    profile: WorkloadProfile,
+    catalog: Catalog,
+    *,
+    tiers: Mapping[str, SlaTierSpec] = DEFAULT_TIERS_BY_SLUG,
+    rates: Mapping[str, Decimal] | None = None,
+    time_slice_replicas: Mapping[str, int] | None = None,
+    default_time_slice_replicas: int = 4,
+    currency: str = "USD",
+    offered: Callable[[str, str, str | None], bool] | None = None,
+) -> Recommendation:
+    """Recommend a GPU allocation for ``profile`` from ``catalog``; raises ``ProfileError`` for what cannot be served.
+
+    ``rates`` maps model names to the hourly price of one whole GPU (the price book); a model without one falls back
+    to the catalog's reference price (USD only), else its cost is unknown and it ranks after priced models.
+    ``time_slice_replicas`` maps model names to their pool's time-slicing replicas; otherwise the SLA tier's default
+    applies, else ``default_time_slice_replicas``.
+    """
+    model, tier = _resolve(profile, catalog, tiers)
+    if default_time_slice_replicas < 2:
+        raise ValueError("default_time_slice_replicas must be at least 2 (the device plugin's minimum).")
+    rationale: list[str] = []
+    intent, intent_reason = classify_intent(profile, rationale)
+    forbidden, order = apply_floors(profile, tier, intent, rationale)
+    ctx = DecisionContext(
+        profile=profile,
+        catalog=catalog,
+        tier=tier,
+        multiplier=tier.price_multiplier if tier else Decimal(1),
+        currency=currency,
+        rates=normalize_rates(rates or {}),
+        pools=normalize_pools(time_slice_replicas or {}),
+        default_time_slice_replicas=default_time_slice_replicas,
+        forbidden=forbidden,
+        offered=offered,
+    )
+
+    if model is not None:
+        rationale.append(f"GPU model {model.name} ({model.family}, {model.memory_gb} GB), as requested.")
+        chosen = _walk(ctx, model, intent, order, rationale)
+        if chosen is None:
+            if offered is not None and _walk(replace(ctx, offered=None), model, intent, order, None) is not None:
+                raise ProfileError({"cluster": [_no_pool_serves(ctx, model)]})
+            raise ProfileError({"gpu_memory_gb": [too_big_for_line(ctx, model)]})
+    else:
+        chosen = _choose_model(ctx, intent, order, rationale)
+
+    rationale.append(sizing_line(ctx, chosen))
+    rationale.append(cost_line(ctx, chosen))
+    utilization = utilization_line(profile, chosen.strategy)
+    if utilization:
+        rationale.append(utilization)
+
+    alternatives = _alternatives(ctx, intent, intent_reason, order, chosen, named=model is not None)
+    return Recommendation(
+        **core_fields(ctx, chosen),
+        rationale=tuple(rationale),
+        alternatives=alternatives,
+        topology_aware=profile.workload_type is WorkloadType.HPC_SIMULATION,
+    )
+
+
+# --- arguments -------------------------------------------------------------------------------------------------
+
+
+def _resolve(
+    profile: WorkloadProfile, catalog: Catalog, tiers: Mapping[str, SlaTierSpec]
+) -> tuple[GpuModelSpec | None, SlaTierSpec | None]:
+    """The named model and tier, or a ``ProfileError`` listing what is known (both fields at once)."""
+    errors: dict[str, list[str]] = {}
+    model = tier = None
+    if profile.gpu_model is not None:
+        try:
+            model = catalog.get(profile.gpu_model)
+        except CatalogError as error:
+            errors["gpu_model"] = [str(error)]
+    if profile.sla_tier is not None:
+        tier = tiers.get(profile.sla_tier)
+        if tier is None:
+            known = ", ".join(tiers) or "none"
+            errors["sla_tier"] = [f"Unknown SLA tier '{profile.sla_tier}'. Known tiers: {known}."]
+    if errors:
+        raise ProfileError(errors)
+    if not len(catalog):
+        raise CatalogError("The GPU catalog is empty: no model to recommend.")
+    return model, tier
+
+
+# --- choosing --------------------------------------------------------------------------------------------------
+
+
+def _walk(
+    ctx: DecisionContext, model: GpuModelSpec, intent: Intent, order: tuple[Strategy, ...], rationale: list[str] | None
+) -> Option | None:
+    """The first strategy of the model's plan that policy allows and that fits, noting each fallback."""
+    plan = [s for s in model_plan(intent, model) if s in order]
+    for strategy in order:
+        if strategy not in plan:
+            if strategy is Strategy.MIG and not model.mig_capable and rationale is not None:
+                rationale.append(not_mig_capable_line(ctx, model, plan))
+            continue
+        option = size_option(ctx, model, strategy)
+        if isinstance(option, Option):
+            if ctx.is_offered(option):
+                return option
+            option = (
+                f"No node pool offers {option.resource_name} on {model.name} ({STRATEGY_WORDS[strategy]}); "
+                "trying the next option."
+            )
+        if rationale is not None:
+            rationale.append(option)
+    return None
+
+
+def _choose_model(ctx: DecisionContext, intent: Intent, order: tuple[Strategy, ...], rationale: list[str]) -> Option:
+    """With no model named: the best-ranked strategy any model can serve, on the cheapest model serving it."""
+    outcomes = [o for o in (_walk(ctx, m, intent, order, None) for m in ctx.catalog) if o is not None]
+    if not outcomes:
+        unfiltered = replace(ctx, offered=None)
+        if ctx.offered is not None and any(_walk(unfiltered, m, intent, order, None) for m in ctx.catalog):
+            raise ProfileError({"cluster": [_no_pool_serves(ctx, None)]})
+        raise ProfileError({"gpu_memory_gb": [too_big_for_any_line(ctx)]})
+    best = min(outcomes, key=lambda o: (order.index(o.strategy), *_price_key(o)))
+    for strategy in order[: order.index(best.strategy)]:
+        rationale.append(nobody_serves_line(ctx, intent, strategy))
+    peers = sum(1 for o in outcomes if o.strategy is best.strategy)
+    price = f"{format_money(best.monthly, ctx.currency)}/month" if best.monthly is not None else "price unknown"
+    rationale.append(
+        f"No GPU model named: {best.model.name} is the cheapest of {peers} model(s) that can serve "
+        f"{STRATEGY_WORDS[best.strategy]} for this profile ({price}); models without a known price rank last, "
+        "ties go to the smaller GPU."
+    )
+    return best
+
+
+def _price_key(option: Option) -> tuple[bool, Decimal, int, str]:
+    return (
+        option.monthly is None,
+        option.monthly if option.monthly is not None else Decimal(0),
+        option.model.memory_gb,
+        option.model.name,
+    )
+
+
+def _alternatives(
+    ctx: DecisionContext,
+    intent: Intent,
+    intent_reason: str,
+    order: tuple[Strategy, ...],
+    chosen: Option,
+    *,
+    named: bool,
+) -> tuple[Alternative, ...]:
+    """Every other strategy that fits the chosen model (permitted or not), and what each other model would give."""
+    options: list[Option] = []
+    for strategy in Strategy:
+        if strategy is not chosen.strategy:
+            option = size_option(ctx, chosen.model, strategy)
+            if isinstance(option, Option):
+                options.append(option)
+    for model in ctx.catalog:
+        if model is not chosen.model:
+            option = _walk(ctx, model, intent, order, None)
+            if option is not None:
+                options.append(option)
+    preference = (
+        *STRATEGY_ORDER[intent],
+        *(s for s in (Strategy.DEDICATED, Strategy.MIG, Strategy.TIME_SLICING) if s not in STRATEGY_ORDER[intent]),
+    )
+    options.sort(
+        key=lambda o: (
+            o.strategy in ctx.forbidden or not ctx.is_offered(o),
+            preference.index(o.strategy),
+            *_price_key(o),
+        )
+    )
+    return tuple(_alternative(ctx, option, chosen, preference, intent_reason, named=named) for option in options)
+
+
+def _alternative(
+    ctx: DecisionContext,
+    option: Option,
+    chosen: Option,
+    preference: tuple[Strategy, ...],
+    intent_reason: str,
+    *,
+    named: bool,
+) -> Alternative:
+    tradeoffs = [
+        PERFORMANCE_TRADEOFF[option.strategy],
+        ISOLATION_TRADEOFF[option.strategy],
+        cost_tradeoff(ctx, option, chosen),
+    ]
+    if option.model is not chosen.model:
+        tradeoffs.append(
+            f"Runs on {option.model.name} ({option.model.family}, {option.model.memory_gb} GB) instead of "
+            f"{chosen.model.name}."
+        )
+    reason = ctx.forbidden.get(option.strategy)
+    if reason is None and not ctx.is_offered(option):
+        reason = f"No node pool here offers {option.resource_name} on {option.model.name}."
+    if reason is None:
+        tradeoffs.append(why_not(option, chosen, preference, intent_reason, named=named))
+    return Alternative(**core_fields(ctx, option), tradeoffs=tuple(tradeoffs), permitted=reason is None, reason=reason)
+
+
+def _no_pool_serves(ctx: DecisionContext, model: GpuModelSpec | None) -> str:
+    on = f" on {model.name}" if model is not None else ""
+    return (
+        f"No node pool here offers an allocation{on} that fits this profile ({need_text(ctx.profile)}) and its policy. "
+        "Ask a platform admin for a pool with a fitting GPU model and sharing mode, or pick another cluster."
+    )

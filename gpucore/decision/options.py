@@ -1,0 +1,339 @@
+"""The options the decision framework weighs: one way to run a profile on one model, sized and priced. Pure: no Django.
+
+Memory: ``gpu_memory_gb`` is the peak GPU memory one replica needs, spread evenly over its ``gpu_count`` GPUs. A
+dedicated allocation fits when ``gpu_memory_gb / gpu_count <= memory of one GPU``; a MIG slice when its profile has at
+least ``gpu_memory_gb``; a time-sliced share when ``gpu_memory_gb <= memory / time-slice replicas``, because
+time-slicing has no memory isolation and a tenant can only count on a fair share (Part 2.2). Comparisons multiply
+instead of dividing so boundaries such as exactly 10 GB are exact.
+
+Also here: the ``Recommendation`` and ``Alternative`` results, the per-strategy reference figures of the guide, and
+the small prose helpers (GB, percentages, money) every explanation shares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from enum import StrEnum
+from typing import Any
+
+from gpucore.catalog import Catalog, GpuModelSpec, MigProfile
+from gpucore.pricing import allocation_hourly_rate, allocation_share, catalog_hourly_rate, monthly_cost, to_cents
+from gpucore.profile import WorkloadProfile
+from gpucore.sla import SlaTierSpec
+from gpucore.vocabulary import Strategy
+
+# The catalog's reference prices (cloud list price, or TCO from a USD purchase price) are in US dollars.
+CATALOG_CURRENCY = "USD"
+
+STRATEGY_WORDS = {Strategy.DEDICATED: "a dedicated GPU", Strategy.MIG: "MIG", Strategy.TIME_SLICING: "time-slicing"}
+
+
+class Isolation(StrEnum):
+    """How well an allocation is isolated from its neighbours on the same GPU."""
+
+    FULL = "full"  # a whole GPU: nothing else runs on it
+    HARDWARE = "hardware"  # MIG: memory, cache and faults partitioned in hardware
+    NONE = "none"  # time-slicing: shared memory, a fault or an OOM hits every tenant
+
+
+# Part 2 "Performance Impact Summary": MIG <5 % overhead, time-slicing 15-30 %, dedicated optimal.
+EXPECTED_OVERHEAD_PCT: dict[Strategy, tuple[int, int]] = {
+    Strategy.DEDICATED: (0, 0),
+    Strategy.MIG: (0, 5),
+    Strategy.TIME_SLICING: (15, 30),
+}
+# Parts 1.4 and 3.1: dedicated GPUs 80-95 % utilization, shared GPUs 60-80 % (accounting for overhead).
+UTILIZATION_TARGET_PCT: dict[Strategy, tuple[int, int]] = {
+    Strategy.DEDICATED: (80, 95),
+    Strategy.MIG: (60, 80),
+    Strategy.TIME_SLICING: (60, 80),
+}
+ISOLATION: dict[Strategy, Isolation] = {
+    Strategy.DEDICATED: Isolation.FULL,
+    Strategy.MIG: Isolation.HARDWARE,
+    Strategy.TIME_SLICING: Isolation.NONE,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One way to run the profile on one model, sized and priced (internal)."""
+
+    model: GpuModelSpec
+    strategy: Strategy
+    quantity: int
+    mig: MigProfile | None
+    time_slice_replicas: int | None
+    time_slice_source: str | None
+    share: Decimal  # GPUs paid for per replica
+    gpu_rate: Decimal | None  # hourly price of one whole GPU
+    rate_source: str | None
+    monthly: Decimal | None  # unrounded; None when no price is known
+
+    @property
+    def resource_name(self) -> str:
+        return self.mig.resource_name if self.mig else "nvidia.com/gpu"
+
+    @property
+    def saving_pct(self) -> Decimal:
+        # Against the same profile on dedicated GPUs of the same model: the price and SLA multiplier cancel out,
+        # so the saving is known even when the price is not.
+        return (Decimal(1) - self.share / Decimal(self.quantity)) * Decimal(100)
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionContext:
+    """Everything ``recommend`` resolved from its arguments (internal)."""
+
+    profile: WorkloadProfile
+    catalog: Catalog
+    tier: SlaTierSpec | None
+    multiplier: Decimal
+    currency: str
+    rates: Mapping[str, Decimal]  # casefolded model name -> hourly rate
+    pools: Mapping[str, int]  # casefolded model name -> time-slice replicas
+    default_time_slice_replicas: int
+    forbidden: Mapping[Strategy, str]  # strategy -> why policy rules it out
+    # (model name, strategy, MIG profile name) -> whether a node pool serves it; None = every option exists.
+    offered: Callable[[str, str, str | None], bool] | None = None
+
+    def is_offered(self, option: Option) -> bool:
+        if self.offered is None:
+            return True
+        return self.offered(option.model.name, option.strategy.value, option.mig.name if option.mig else None)
+
+    def lookup(self, table: Mapping[str, Any], model: GpuModelSpec) -> Any:
+        for key in (model.name, *model.aliases):
+            if key.casefold() in table:
+                return table[key.casefold()]
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationOption:
+    """The core fields of every way to run a workload: DESIGN.md's "Recommendation" contract."""
+
+    strategy: Strategy
+    resource_name: str
+    quantity: int
+    replicas: int
+    gpu_model: str
+    mig_profile: str | None
+    time_slice_replicas: int | None
+    node_selector: dict[str, str] = field(hash=False)
+    expected_overhead_pct: tuple[int, int]
+    utilization_target_pct: tuple[int, int]
+    isolation: Isolation
+    estimated_monthly_cost: Decimal | None
+    currency: str
+    saving_vs_dedicated_pct: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative(AllocationOption):
+    """Another way to run the workload, with its tradeoffs and whether policy permits it."""
+
+    tradeoffs: tuple[str, ...] = ()
+    permitted: bool = True
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The alternative as JSON-ready data (DESIGN.md "Recommendation" core fields plus tradeoffs)."""
+        return {
+            **_core_dict(self),
+            "tradeoffs": list(self.tradeoffs),
+            "permitted": self.permitted,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation(AllocationOption):
+    """How to run a workload: strategy, Kubernetes resource, model, cost, the reasons, and the alternatives."""
+
+    rationale: tuple[str, ...] = ()
+    alternatives: tuple[Alternative, ...] = ()
+    topology_aware: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The recommendation as the JSON contract of DESIGN.md (money as strings rounded to the cent)."""
+        return {
+            **_core_dict(self),
+            "rationale": list(self.rationale),
+            "alternatives": [alternative.to_dict() for alternative in self.alternatives],
+            "topology_aware": self.topology_aware,
+        }
+
+
+def _core_dict(item: AllocationOption) -> dict[str, Any]:
+    amount = item.estimated_monthly_cost
+    return {
+        "strategy": item.strategy.value,
+        "resource_name": item.resource_name,
+        "quantity": item.quantity,
+        "replicas": item.replicas,
+        "gpu_model": item.gpu_model,
+        "mig_profile": item.mig_profile,
+        "time_slice_replicas": item.time_slice_replicas,
+        "node_selector": dict(item.node_selector),
+        "expected_overhead_pct": list(item.expected_overhead_pct),
+        "utilization_target_pct": list(item.utilization_target_pct),
+        "isolation": item.isolation.value,
+        "estimated_monthly_cost": {
+            "amount": None if amount is None else str(to_cents(amount)),
+            "currency": item.currency,
+        },
+        "saving_vs_dedicated_pct": float(item.saving_vs_dedicated_pct.quantize(Decimal("0.1"), ROUND_HALF_UP)),
+    }
+
+
+def core_fields(ctx: DecisionContext, option: Option) -> dict[str, Any]:
+    return {
+        "strategy": option.strategy,
+        "resource_name": option.resource_name,
+        "quantity": option.quantity,
+        "replicas": ctx.profile.replicas,
+        "gpu_model": option.model.name,
+        "mig_profile": option.mig.name if option.mig else None,
+        "time_slice_replicas": option.time_slice_replicas,
+        "node_selector": option.model.node_selector,
+        "expected_overhead_pct": EXPECTED_OVERHEAD_PCT[option.strategy],
+        "utilization_target_pct": UTILIZATION_TARGET_PCT[option.strategy],
+        "isolation": ISOLATION[option.strategy],
+        "estimated_monthly_cost": option.monthly,
+        "currency": ctx.currency,
+        "saving_vs_dedicated_pct": option.saving_pct,
+    }
+
+
+# --- arguments -------------------------------------------------------------------------------------------------
+
+
+def normalize_rates(rates: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    result = {}
+    for name, rate in rates.items():
+        value = rate if isinstance(rate, Decimal) else Decimal(str(rate))
+        if not value.is_finite() or value < 0:
+            raise ValueError(f"The hourly rate of {name} must be a non-negative amount, not {rate!r}.")
+        result[name.casefold()] = value
+    return result
+
+
+def normalize_pools(pools: Mapping[str, int]) -> dict[str, int]:
+    result = {}
+    for name, replicas in pools.items():
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 2:
+            # The device plugin rejects a time-slicing config with replicas < 2 ("number of replicas must be >= 2").
+            raise ValueError(f"The time-slicing replicas of {name} must be an integer >= 2, not {replicas!r}.")
+        result[name.casefold()] = replicas
+    return result
+
+
+# --- fit, size and price ---------------------------------------------------------------------------------------
+
+
+def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | str:
+    """The option of running the profile on ``model`` with ``strategy``, or why it does not fit."""
+    profile = ctx.profile
+    memory, n = profile.gpu_memory_gb, profile.gpu_count
+    mig: MigProfile | None = None
+    replicas: int | None = None
+    source: str | None = None
+    if strategy is Strategy.DEDICATED:
+        if memory > model.memory_gb * n:
+            return f"{need_text(profile)} does not fit on {model.name} ({model.memory_gb} GB per GPU)."
+        share = allocation_share(strategy, quantity=n)
+    elif strategy is Strategy.MIG:
+        if not model.mig_capable:
+            return f"{model.name} is not MIG-capable ({model.family})."
+        mig = next((p for p in model.recommendable_profiles() if p.memory_gb * n >= memory), None)
+        if mig is None:
+            return _no_mig_profile(model, profile)
+        share = allocation_share(
+            strategy, quantity=n, mig_compute_slices=mig.compute_slices, gpu_compute_slices=model.mig_compute_slices
+        )
+    else:
+        replicas, source = _time_slice_replicas(ctx, model)
+        if memory * replicas > model.memory_gb * n:
+            return (
+                f"Time-slicing does not fit on {model.name}: "
+                f"{format_gb(memory / n)} > {model.memory_gb} GB / {replicas} "
+                f"replicas = {format_gb(Decimal(model.memory_gb) / replicas)} per tenant; time-slicing has no memory "
+                "isolation, so a tenant can only count on a fair share (Part 2.2)."
+            )
+        share = allocation_share(strategy, quantity=n, time_slice_replicas=replicas)
+    rate, rate_source = _gpu_rate(ctx, model)
+    monthly = None
+    if rate is not None:
+        monthly = monthly_cost(allocation_hourly_rate(rate, share, ctx.multiplier), ctx.profile.replicas)
+    return Option(model, strategy, n, mig, replicas, source, share, rate, rate_source, monthly)
+
+
+def _no_mig_profile(model: GpuModelSpec, profile: WorkloadProfile) -> str:
+    partial = model.recommendable_profiles()
+    largest = f" (largest partial profile: {partial[-1].name})" if partial else ""
+    full = next((p for p in model.mig_profiles if p.compute_slices == model.mig_compute_slices), None)
+    need = format_gb(profile.gpu_memory_gb / profile.gpu_count)
+    if full is not None and full.memory_gb * profile.gpu_count >= profile.gpu_memory_gb:
+        return (
+            f"No partial MIG profile of {model.name} holds {need}{largest}; only the full-GPU profile {full.name} "
+            "would, and a whole GPU is better served as a dedicated GPU."
+        )
+    return f"No MIG profile of {model.name} holds {need}{largest}."
+
+
+def _time_slice_replicas(ctx: DecisionContext, model: GpuModelSpec) -> tuple[int, str]:
+    pool = ctx.lookup(ctx.pools, model)
+    if pool is not None:
+        return pool, "the pool's setting"
+    if ctx.tier is not None and ctx.tier.default_time_slice_replicas is not None:
+        if ctx.tier.default_time_slice_replicas < 2:
+            raise ValueError(f"SLA tier {ctx.tier.slug} has default_time_slice_replicas < 2.")
+        # Part 4.3: tier3_development -> time_slicing_4x.
+        return ctx.tier.default_time_slice_replicas, f"the {ctx.tier.slug} default"
+    return ctx.default_time_slice_replicas, "the portal default"
+
+
+def _gpu_rate(ctx: DecisionContext, model: GpuModelSpec) -> tuple[Decimal | None, str | None]:
+    """The hourly price of one whole GPU: the price book's, else the catalog's reference price in USD, else None."""
+    rate = ctx.lookup(ctx.rates, model)
+    if rate is not None:
+        return rate, "price book"
+    if ctx.currency != CATALOG_CURRENCY:
+        return None, None  # never convert currencies by guess (DESIGN.md: money is never guessed)
+    rate = catalog_hourly_rate(
+        purchase_price=model.purchase_price_usd, tdp_watts=model.tdp_watts, list_hourly=model.list_hourly_usd
+    )
+    if rate is None:
+        return None, None
+    return rate, "catalog TCO" if model.purchase_price_usd is not None else "catalog list price"
+
+
+# --- prose helpers -------------------------------------------------------------------------------------------
+
+
+def need_text(profile: WorkloadProfile) -> str:
+    if profile.gpu_count == 1:
+        return f"A replica needs {format_gb(profile.gpu_memory_gb)} on one GPU"
+    per_gpu = format_gb(profile.gpu_memory_gb / profile.gpu_count)
+    return f"A replica needs {format_gb(profile.gpu_memory_gb)} over {profile.gpu_count} GPUs ({per_gpu} per GPU)"
+
+
+def format_gb(value: Decimal | int) -> str:
+    return f"{_plain(Decimal(value))} GB"
+
+
+def _pct(value: Decimal) -> str:
+    return f"{value.quantize(Decimal('0.1'), ROUND_HALF_UP)}%"
+
+
+def format_money(amount: Decimal, currency: str) -> str:
+    return f"{to_cents(amount)} {currency}"
+
+
+def _plain(value: Decimal) -> str:
+    """A number for prose: at most two decimals, no trailing zeros, no exponent (13.33, 10, 5.01)."""
+    rounded = value.quantize(Decimal("0.01"), ROUND_HALF_UP).normalize()
+    return f"{rounded:f}"

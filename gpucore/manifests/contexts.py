@@ -1,0 +1,356 @@
+"""What the manifest renderer is given: frozen contexts, the parsed Recommendation and the naming/label contract.
+
+Pure: no Django, no Kubernetes client. The Django side builds these from ``Team``, ``NodePool``, ``SlaTier`` and
+``GpuRequest`` rows; everything here validates what Kubernetes or the NVIDIA components would refuse later, so a
+bad input fails at render time with a message that names the field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
+
+from gpucore.catalog import Catalog, CatalogError, GpuModelSpec
+from gpucore.sla import SlaTierSpec
+from gpucore.vocabulary import SharingMode, Strategy
+
+# The label contract of DESIGN.md, "Kubernetes objects".
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "gpu-portal"
+TEAM_LABEL = "gpu-portal/team"
+REQUEST_LABEL = "gpu-portal/request"
+FIELD_MANAGER = "gpu-portal"
+
+GPU_RESOURCE = "nvidia.com/gpu"
+SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
+# Labels written by GPU Feature Discovery (guide 004, "Automatic Node Labeling"; timeslicing/README.md).
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+SHARED_PRODUCT_SUFFIX = "-SHARED"
+
+WORKLOAD_TYPES = ("training", "batch_inference", "realtime_inference", "development", "hpc_simulation")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(?P<profile>\d+g\.\d+gb(\+me)?)$")
+
+
+class ManifestError(ValueError):
+    """An input that cannot be rendered into objects Kubernetes and the NVIDIA components would accept."""
+
+
+# Which pool sharing mode serves which Recommendation strategy.
+SHARING_FOR_STRATEGY = {
+    Strategy.DEDICATED: SharingMode.NONE,
+    Strategy.MIG: SharingMode.MIG,
+    Strategy.TIME_SLICING: SharingMode.TIME_SLICING,
+}
+
+
+def is_dns_label(value: object) -> bool:
+    """Whether ``value`` is an RFC 1123 DNS label (namespace and object names, ConfigMap keys we write)."""
+    return isinstance(value, str) and bool(_DNS_LABEL.match(value))
+
+
+def is_dns_subdomain(value: object) -> bool:
+    """Whether ``value`` is an RFC 1123 DNS subdomain of at most 253 characters."""
+    return isinstance(value, str) and len(value) <= 253 and bool(_DNS_SUBDOMAIN.match(value))
+
+
+def is_label_key(value: object) -> bool:
+    """Whether ``value`` is a valid label, annotation or taint key (``[prefix/]name``)."""
+    if not isinstance(value, str):
+        return False
+    prefix, _, name = value.rpartition("/")
+    return bool(_LABEL_NAME.match(name)) and (not prefix or is_dns_subdomain(prefix))
+
+
+def is_label_value(value: object) -> bool:
+    """Whether ``value`` is a valid label value (at most 63 characters, may be empty)."""
+    return isinstance(value, str) and bool(_LABEL_VALUE.match(value))
+
+
+def is_extended_resource(value: object) -> bool:
+    """Whether ``value`` is an extended resource name such as ``nvidia.com/gpu`` (a domain outside kubernetes.io)."""
+    if not isinstance(value, str) or "/" not in value or not is_label_key(value):
+        return False
+    domain = value.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io") or domain.startswith("requests."))
+
+
+def check_labels(labels: Mapping[str, str], what: str) -> None:
+    """Raise ``ManifestError`` naming the first key or value Kubernetes would refuse as a label."""
+    for key, value in labels.items():
+        if not is_label_key(key):
+            raise ManifestError(f"{what}: '{key}' is not a valid label key.")
+        if not is_label_value(value):
+            raise ManifestError(f"{what}: '{value}' (for '{key}') is not a valid label value.")
+
+
+def workload_name(request_id: int) -> str:
+    """The name of a request's workload objects (DESIGN.md): ``gpr-<request id>``."""
+    return f"gpr-{request_id}"
+
+
+def team_labels(team_slug: str) -> dict[str, str]:
+    """The labels every object of a team carries."""
+    return {MANAGED_BY_LABEL: MANAGED_BY, TEAM_LABEL: team_slug}
+
+
+def request_labels(team_slug: str, request_id: int) -> dict[str, str]:
+    """The labels every object of a request carries; the request id is a string, as labels must be."""
+    return {**team_labels(team_slug), REQUEST_LABEL: str(request_id)}
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None, what: str) -> Mapping[str, Any]:
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, Mapping):
+        raise ManifestError(f"{what} must be a mapping, not {type(value).__name__}.")
+    return MappingProxyType(dict(value))
+
+
+def is_int(value: object) -> bool:
+    """An ``int`` and not a ``bool``."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def catalog_model(catalog: Catalog, name: str) -> GpuModelSpec:
+    """The catalog's GPU model of that name; an unknown name is a ManifestError with the catalog's message."""
+    try:
+        return catalog.get(name)
+    except CatalogError as error:
+        raise ManifestError(str(error)) from error
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    """A node taint of a pool, which the pool's workloads must tolerate."""
+
+    key: str
+    value: str | None = None
+    effect: str = "NoSchedule"
+
+    def __post_init__(self) -> None:
+        if not is_label_key(self.key):
+            raise ManifestError(f"Taint key '{self.key}' is not a valid key.")
+        if self.value is not None and not is_label_value(self.value):
+            raise ManifestError(f"Taint value '{self.value}' (for '{self.key}') is not a valid value.")
+        if self.effect not in TAINT_EFFECTS:
+            raise ManifestError(f"Taint effect '{self.effect}' is not one of {', '.join(TAINT_EFFECTS)}.")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Taint:
+        """Build a taint from ``{"key", "value", "effect"}`` as ``NodePool.taints`` stores it."""
+        return cls(key=data["key"], value=data.get("value") or None, effect=data.get("effect") or "NoSchedule")
+
+
+@dataclass(frozen=True, slots=True)
+class TeamContext:
+    """A team as its namespace needs it: slug, namespace, quotas keyed by Kubernetes resource name."""
+
+    slug: str
+    namespace: str
+    quotas: Mapping[str, int] = field(default_factory=dict)
+    # All GPUs of a container sit on one node (guide 003, "Multi-GPU Workloads"); 8 is the largest GPU count per
+    # node in the catalog's HGX/DGX-class servers, so a container asking for more could never be scheduled.
+    max_gpus_per_container: int = 8
+
+    def __post_init__(self) -> None:
+        if not is_label_value(self.slug) or not self.slug:
+            raise ManifestError(f"Team slug '{self.slug}' cannot be a label value.")
+        if not is_dns_label(self.namespace):
+            raise ManifestError(f"Namespace '{self.namespace}' is not a DNS label.")
+        quotas = _frozen_mapping(self.quotas, "Team quotas")
+        for resource, amount in quotas.items():
+            # Quotas are whole units of extended resources; CPU and memory would need units (DESIGN.md: GPU quotas).
+            if not is_extended_resource(resource):
+                raise ManifestError(f"Quota resource '{resource}' is not an extended resource like 'nvidia.com/gpu'.")
+            if not is_int(amount) or amount < 0:
+                raise ManifestError(f"Quota for '{resource}' must be a whole number >= 0, not {amount!r}.")
+        if not is_int(self.max_gpus_per_container) or self.max_gpus_per_container < 1:
+            raise ManifestError("max_gpus_per_container must be a whole number >= 1.")
+        object.__setattr__(self, "quotas", quotas)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolContext:
+    """A node pool: its GPU model, how its GPUs are shared, and the labels and taints of its nodes."""
+
+    name: str
+    gpu_model: str
+    product_label: str
+    sharing_mode: SharingMode | str = SharingMode.NONE
+    time_slice_replicas: int | None = None
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+    taints: Sequence[Taint | Mapping[str, Any]] = ()
+    mig_devices: Mapping[str, int] = field(default_factory=dict)
+    # renameByDefault of the device plugin: shared GPUs are advertised as nvidia.com/gpu.shared and GFD leaves the
+    # product label alone (timeslicing/README.md, rules 6 and "Node labels").
+    rename_by_default: bool = False
+
+    def __post_init__(self) -> None:
+        # The pool name becomes a ConfigMap key and a node label value (nvidia.com/device-plugin.config).
+        if not is_dns_label(self.name):
+            raise ManifestError(f"Pool name '{self.name}' is not a DNS label.")
+        if not is_label_value(self.product_label) or not self.product_label:
+            raise ManifestError(f"Product label '{self.product_label}' is not a valid label value.")
+        try:
+            mode = SharingMode(self.sharing_mode)
+        except ValueError:
+            raise ManifestError(f"Unknown sharing mode '{self.sharing_mode}'.") from None
+        object.__setattr__(self, "sharing_mode", mode)
+        labels = _frozen_mapping(self.node_labels, "Pool node labels")
+        check_labels(labels, f"Pool '{self.name}' node labels")
+        object.__setattr__(self, "node_labels", labels)
+        taints = tuple(t if isinstance(t, Taint) else Taint.from_mapping(t) for t in self.taints)
+        object.__setattr__(self, "taints", taints)
+        devices = _frozen_mapping(self.mig_devices, "MIG devices")
+        object.__setattr__(self, "mig_devices", devices)
+
+        replicas = self.time_slice_replicas
+        if mode is SharingMode.TIME_SLICING:
+            # The device plugin's own check and message (timeslicing/README.md, rule 3).
+            if not is_int(replicas) or replicas < 2:
+                raise ManifestError(
+                    f"Pool '{self.name}': number of replicas must be >= 2 (time_slice_replicas={replicas!r})."
+                )
+        elif replicas is not None:
+            raise ManifestError(f"Pool '{self.name}': only time-slicing pools have time_slice_replicas.")
+        if mode is SharingMode.MIG and not devices:
+            raise ManifestError(f"Pool '{self.name}': a MIG pool needs its MIG devices per GPU, e.g. {{'3g.20gb': 2}}.")
+        if mode is not SharingMode.MIG and devices:
+            raise ManifestError(f"Pool '{self.name}': only MIG pools have MIG devices.")
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationSpec:
+    """The allocation part of a frozen Recommendation (DESIGN.md, "Recommendation"), checked for consistency."""
+
+    strategy: Strategy
+    resource_name: str
+    quantity: int
+    replicas: int
+    gpu_model: str
+    mig_profile: str | None = None
+    time_slice_replicas: int | None = None
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    # Not in DESIGN.md's Recommendation table: None (absent) lets the renderer decide by workload type.
+    topology_aware: bool | None = None
+
+    @classmethod
+    def from_mapping(cls, spec: Mapping[str, Any]) -> AllocationSpec:
+        """Parse the Recommendation JSON frozen on a request; fields the renderer does not need are ignored."""
+        if not isinstance(spec, Mapping):
+            raise ManifestError("The request spec must be a mapping (the frozen Recommendation).")
+        missing = [k for k in ("strategy", "resource_name", "quantity", "gpu_model") if spec.get(k) in (None, "")]
+        if missing:
+            raise ManifestError(f"The request spec lacks {', '.join(missing)}.")
+        return cls(
+            strategy=spec["strategy"],
+            resource_name=spec["resource_name"],
+            quantity=spec["quantity"],
+            replicas=spec.get("replicas", 1),
+            gpu_model=spec["gpu_model"],
+            mig_profile=spec.get("mig_profile") or None,
+            time_slice_replicas=spec.get("time_slice_replicas"),
+            node_selector=spec.get("node_selector") or {},
+            topology_aware=None if spec.get("topology_aware") is None else bool(spec["topology_aware"]),
+        )
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "strategy", Strategy(self.strategy))
+        except ValueError:
+            raise ManifestError(f"Unknown strategy '{self.strategy}'.") from None
+        for name in ("quantity", "replicas"):
+            value = getattr(self, name)
+            if not is_int(value) or value < 1:
+                raise ManifestError(f"spec.{name} must be a whole number >= 1, not {value!r}.")
+        selector = _frozen_mapping(self.node_selector, "spec.node_selector")
+        check_labels(selector, "spec.node_selector")
+        object.__setattr__(self, "node_selector", selector)
+        if self.strategy is Strategy.MIG:
+            match = _MIG_RESOURCE.match(self.resource_name)
+            if not match:
+                raise ManifestError(f"A MIG allocation needs 'nvidia.com/mig-<profile>', not '{self.resource_name}'.")
+            if self.mig_profile is None:
+                object.__setattr__(self, "mig_profile", match["profile"])
+            elif match["profile"] != self.mig_profile:
+                raise ManifestError(
+                    f"resource_name '{self.resource_name}' disagrees with mig_profile '{self.mig_profile}'."
+                )
+        elif self.mig_profile is not None:
+            raise ManifestError(f"Only MIG allocations have a mig_profile (strategy is {self.strategy}).")
+        if self.strategy is Strategy.DEDICATED and self.resource_name != GPU_RESOURCE:
+            raise ManifestError(f"A dedicated allocation uses '{GPU_RESOURCE}', not '{self.resource_name}'.")
+        if self.strategy is Strategy.TIME_SLICING:
+            if self.resource_name not in (GPU_RESOURCE, SHARED_GPU_RESOURCE):
+                raise ManifestError(f"A time-sliced allocation uses '{GPU_RESOURCE}', not '{self.resource_name}'.")
+            replicas = self.time_slice_replicas
+            if not is_int(replicas) or replicas < 2:
+                raise ManifestError(f"spec.time_slice_replicas: number of replicas must be >= 2, not {replicas!r}.")
+        elif self.time_slice_replicas is not None:
+            raise ManifestError(f"Only time-sliced allocations have time_slice_replicas (strategy is {self.strategy}).")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadContext:
+    """Everything one GPU request renders from: the frozen spec, the team, the SLA tier and the target pool."""
+
+    request_id: int
+    name: str
+    workload_type: str
+    image: str
+    spec: Mapping[str, Any]
+    team: TeamContext
+    command: Sequence[str] = ()
+    args: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    duration_hours: float | Decimal | None = None
+    tier: SlaTierSpec | None = None
+    pool: PoolContext | None = None
+    # Serving port and probe paths of real-time inference (guide 003/004 use 8000, /health and /ready).
+    port: int = 8000
+    health_path: str = "/health"
+    readiness_path: str = "/ready"
+    allocation: AllocationSpec = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not is_int(self.request_id) or self.request_id < 1:
+            raise ManifestError(f"request_id must be a whole number >= 1, not {self.request_id!r}.")
+        workload_type = str(self.workload_type)  # a StrEnum member renders as its value
+        if workload_type not in WORKLOAD_TYPES:
+            raise ManifestError(f"Unknown workload type '{workload_type}'. Known: {', '.join(WORKLOAD_TYPES)}.")
+        object.__setattr__(self, "workload_type", workload_type)
+        if not isinstance(self.image, str) or not self.image.strip():
+            raise ManifestError("The workload needs a container image.")
+        for what in ("command", "args"):
+            value = getattr(self, what)
+            if isinstance(value, str) or not all(isinstance(part, str) for part in value):
+                raise ManifestError(f"{what} must be a list of strings, e.g. ['python', 'train.py'].")
+            object.__setattr__(self, what, tuple(value))
+        env = _frozen_mapping(self.env, "env")
+        if not all(isinstance(k, str) and _ENV_NAME.match(k) and isinstance(v, str) for k, v in env.items()):
+            raise ManifestError("env must map variable names (letters, digits, '_', '-', '.') to strings.")
+        object.__setattr__(self, "env", env)
+        if self.duration_hours is not None and not Decimal(str(self.duration_hours)) > 0:
+            raise ManifestError(f"duration_hours must be > 0, not {self.duration_hours!r}.")
+        if not is_int(self.port) or not 1 <= self.port <= 65535:
+            raise ManifestError(f"port must be 1-65535, not {self.port!r}.")
+        object.__setattr__(self, "allocation", AllocationSpec.from_mapping(self.spec))
+
+    @property
+    def topology_aware(self) -> bool:
+        """Whether the pod gets NUMA/topology hints: as the spec says, else for HPC (guide 000 §4.1 "+ Affinity")."""
+        if self.allocation.topology_aware is not None:
+            return self.allocation.topology_aware
+        return self.workload_type == "hpc_simulation"

@@ -1,0 +1,334 @@
+"""A request's workload objects: a Job or a Deployment holding the GPUs, and its Service and PodDisruptionBudget.
+
+Pure: plain dicts out. Patterns from the guides: the Job pattern and model serving of guide 003, probes and the pod
+security context of guide 004 §6, requests equal to limits for GPUs (guide 002 §7.1), tolerating the GPU taint
+(guide 002 §4.3), PodDisruptionBudgets for critical work (guide 002 §7.3).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+from gpucore.catalog import BUILTIN_CATALOG, Catalog, GpuModelSpec
+from gpucore.manifests.contexts import (
+    GPU_RESOURCE,
+    MANAGED_BY_LABEL,
+    PRODUCT_LABEL,
+    REPLICAS_LABEL,
+    REQUEST_LABEL,
+    SHARED_PRODUCT_SUFFIX,
+    SHARING_FOR_STRATEGY,
+    AllocationSpec,
+    ManifestError,
+    PoolContext,
+    WorkloadContext,
+    catalog_model,
+    request_labels,
+    workload_name,
+)
+from gpucore.manifests.namespace import max_per_container
+from gpucore.manifests.sizing import ContainerSize, format_memory, gpu_share, size_container
+from gpucore.sla import SlaTierSpec
+from gpucore.vocabulary import IsolationFloor, Strategy
+
+JOB_WORKLOADS = ("training", "batch_inference", "hpc_simulation")
+CONTAINER_NAME = "main"
+WORKLOAD_TYPE_LABEL = "gpu-portal/workload-type"
+REQUEST_NAME_ANNOTATION = "gpu-portal/request-name"
+STRATEGY_ANNOTATION = "gpu-portal/strategy"
+GPU_MODEL_ANNOTATION = "gpu-portal/gpu-model"
+GPU_SHARE_ANNOTATION = "gpu-portal/gpu-share"
+NUMA_ANNOTATION = "gpu-portal/numa-alignment"
+# A label platform admins put on pools whose kubelets run the Topology Manager with this policy.
+TOPOLOGY_POLICY_LABEL = "gpu-portal/topology-manager-policy"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+SHM_PATH = "/dev/shm"  # noqa: S108 - the container's shared memory mount, not a temporary file
+
+JOB_BACKOFF_LIMIT = 2  # guide 003, "GPU Job Pattern"
+RUN_AS_ID = 1000  # guide 004 §6, "Pod Security Standards"
+# Model loading can take minutes: 60 x 10 s = 10 minutes before liveness starts (guide 003, "Complete GPU Deployment").
+STARTUP_PERIOD_SECONDS = 10
+STARTUP_FAILURE_THRESHOLD = 60
+# Tiers at or above this availability get a PodDisruptionBudget and Guaranteed QoS (tier 1: 99.99 %).
+CRITICAL_AVAILABILITY_PCT = Decimal("99.99")
+
+
+def is_critical_tier(tier: SlaTierSpec | None) -> bool:
+    """Whether a tier's availability target calls for a PodDisruptionBudget and Guaranteed QoS (tier 1)."""
+    return (
+        tier is not None
+        and not tier.preemptible
+        and tier.availability_pct is not None
+        and tier.availability_pct >= CRITICAL_AVAILABILITY_PCT
+    )
+
+
+def active_deadline_seconds(duration_hours: float | Decimal | None) -> int | None:
+    """A Job's ``activeDeadlineSeconds`` for a requested duration, rounded up to the second (``None``: no deadline)."""
+    if duration_hours is None:
+        return None
+    return math.ceil(Decimal(str(duration_hours)) * 3600)
+
+
+def _check_tier(tier: SlaTierSpec | None, allocation: AllocationSpec) -> None:
+    # The tier is a floor on isolation (sla.py, guide 000 §4.3); refuse to provision below it whatever the spec says.
+    if tier is None:
+        return
+    if tier.isolation_floor == IsolationFloor.DEDICATED and allocation.strategy is not Strategy.DEDICATED:
+        raise ManifestError(
+            f"Tier '{tier.slug}' requires dedicated GPUs; the spec's strategy is {allocation.strategy}."
+        )
+    if tier.isolation_floor == IsolationFloor.HARDWARE and allocation.strategy is Strategy.TIME_SLICING:
+        raise ManifestError(f"Tier '{tier.slug}' requires MIG or dedicated GPUs; time-slicing has no isolation.")
+
+
+def _check_pool(pool: PoolContext | None, allocation: AllocationSpec, model: GpuModelSpec, catalog: Catalog) -> None:
+    if allocation.strategy is Strategy.MIG and not model.mig_capable:
+        raise ManifestError(f"{model.name} is not MIG-capable.")
+    if pool is None:
+        return
+    if catalog_model(catalog, pool.gpu_model).name != model.name:
+        raise ManifestError(f"Pool '{pool.name}' has {pool.gpu_model} GPUs; the spec asks for {model.name}.")
+    wanted = SHARING_FOR_STRATEGY[allocation.strategy]
+    if pool.sharing_mode is not wanted:
+        raise ManifestError(
+            f"Pool '{pool.name}' shares GPUs by '{pool.sharing_mode}'; a {allocation.strategy} allocation needs "
+            f"'{wanted}'."
+        )
+    if allocation.strategy is Strategy.MIG and allocation.mig_profile not in pool.mig_devices:
+        raise ManifestError(f"Pool '{pool.name}' has no '{allocation.mig_profile}' MIG devices.")
+    if allocation.strategy is Strategy.TIME_SLICING:
+        if pool.time_slice_replicas != allocation.time_slice_replicas:
+            raise ManifestError(
+                f"The spec was priced for {allocation.time_slice_replicas} replicas per GPU; pool '{pool.name}' "
+                f"runs {pool.time_slice_replicas}."
+            )
+        if pool.rename_by_default != (allocation.resource_name != GPU_RESOURCE):
+            raise ManifestError(
+                f"Pool '{pool.name}' advertises shared GPUs under another name than '{allocation.resource_name}'."
+            )
+
+
+def node_selector(allocation: AllocationSpec, model: GpuModelSpec, pool: PoolContext | None) -> dict[str, str]:
+    """The pod's nodeSelector: the spec's, pinned to the GPU product as GFD labels it, plus the pool's labels."""
+    # On a time-sliced node GFD appends ``-SHARED`` to ``nvidia.com/gpu.product`` (unless shared GPUs are renamed) and
+    # sets ``nvidia.com/gpu.replicas``; selecting on both keeps the pod on nodes sliced the way it was priced.
+    selector = dict(allocation.node_selector)
+    # The pool's label wins: it is the same catalog model (checked) but may be another board, e.g. PCIe for SXM4.
+    product = pool.product_label if pool is not None else model.product_label
+    asked = selector.get(PRODUCT_LABEL)
+    if asked is not None and asked.removesuffix(SHARED_PRODUCT_SUFFIX) not in (product, model.product_label):
+        raise ManifestError(f"spec.node_selector asks for '{asked}' but the GPU product is '{product}'.")
+    if allocation.strategy is Strategy.TIME_SLICING:
+        if allocation.resource_name == GPU_RESOURCE:
+            product += SHARED_PRODUCT_SUFFIX
+        selector[REPLICAS_LABEL] = str(allocation.time_slice_replicas)
+    selector[PRODUCT_LABEL] = product
+    for key, value in (pool.node_labels if pool is not None else {}).items():
+        if selector.setdefault(key, value) != value:
+            raise ManifestError(f"Node label '{key}': the spec selects '{selector[key]}', the pool has '{value}'.")
+    return selector
+
+
+def tolerations(pool: PoolContext | None) -> list[dict[str, Any]]:
+    """The GPU node taint toleration (guide 003 "Tolerations for GPU Taints") plus one per taint of the pool."""
+    result: list[dict[str, Any]] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+    for taint in pool.taints if pool is not None else ():
+        if taint.key == GPU_RESOURCE and taint.effect == "NoSchedule":
+            continue  # already tolerated whatever its value
+        if taint.value is None:
+            toleration = {"key": taint.key, "operator": "Exists", "effect": taint.effect}
+        else:
+            toleration = {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
+        if toleration not in result:
+            result.append(toleration)
+    return result
+
+
+def _topology_affinity(request_id: int, replicas: int) -> dict[str, Any]:
+    # A pod cannot choose the kubelet's Topology Manager policy; it can only prefer nodes whose admins run
+    # single-numa-node (marked with our label) and be Guaranteed with whole cores so that policy applies to it.
+    affinity: dict[str, Any] = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "preference": {
+                        "matchExpressions": [
+                            {"key": TOPOLOGY_POLICY_LABEL, "operator": "In", "values": ["single-numa-node"]}
+                        ]
+                    },
+                }
+            ]
+        }
+    }
+    if replicas > 1:
+        # Pack the replicas of one simulation on as few nodes as fit, so their GPUs talk over NVLink/PCIe rather
+        # than the network (guide 000 §4.1: HPC is "NUMA-sensitive", "Dedicated + Affinity").
+        term = {"labelSelector": {"matchLabels": {REQUEST_LABEL: str(request_id)}}, "topologyKey": HOSTNAME_LABEL}
+        affinity["podAffinity"] = {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": term}]
+        }
+    return affinity
+
+
+def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
+    allocation = ctx.allocation
+    gpus = {allocation.resource_name: str(allocation.quantity)}
+    # One process per GPU (or per MIG instance) is the norm; without this, OpenMP and PyTorch start a thread per
+    # core of the whole node (guide 004 §6 sets OMP_NUM_THREADS to the cores per process).
+    threads = max(1, size.cpu_request_m // 1000 // allocation.quantity)
+    env = {"GPU_PORTAL_REQUEST_ID": str(ctx.request_id), "OMP_NUM_THREADS": str(threads), **ctx.env}
+    container: dict[str, Any] = {"name": CONTAINER_NAME, "image": ctx.image}
+    if ctx.command:
+        container["command"] = list(ctx.command)
+    if ctx.args:
+        container["args"] = list(ctx.args)
+    container["env"] = [{"name": name, "value": value} for name, value in env.items()]
+    # GPUs are not overcommittable: requests must equal limits (guide 002 §7.1).
+    container["resources"] = {"requests": {**size.requests(), **gpus}, "limits": {**size.limits(), **gpus}}
+    container["securityContext"] = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+    }
+    container["volumeMounts"] = [{"name": "dshm", "mountPath": SHM_PATH}]
+    if ctx.workload_type == "realtime_inference":
+        container["ports"] = [{"name": "http", "containerPort": ctx.port, "protocol": "TCP"}]
+        container["startupProbe"] = {
+            "httpGet": {"path": ctx.health_path, "port": "http"},
+            "periodSeconds": STARTUP_PERIOD_SECONDS,
+            "failureThreshold": STARTUP_FAILURE_THRESHOLD,
+        }
+        container["readinessProbe"] = {
+            "httpGet": {"path": ctx.readiness_path, "port": "http"},
+            "periodSeconds": 5,
+            "failureThreshold": 3,
+        }
+        container["livenessProbe"] = {
+            "httpGet": {"path": ctx.health_path, "port": "http"},
+            "periodSeconds": 30,
+            "timeoutSeconds": 5,
+            "failureThreshold": 3,
+        }
+    return container
+
+
+def _pod_template(
+    ctx: WorkloadContext, labels: dict[str, str], model: GpuModelSpec, size: ContainerSize
+) -> dict[str, Any]:
+    allocation = ctx.allocation
+    annotations = {"kubectl.kubernetes.io/default-container": CONTAINER_NAME}
+    spec: dict[str, Any] = {}
+    if ctx.tier is not None:
+        spec["priorityClassName"] = ctx.tier.priority_class_name
+    spec["automountServiceAccountToken"] = False  # workloads never talk to the API server
+    spec["securityContext"] = {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_ID,
+        "runAsGroup": RUN_AS_ID,
+        "fsGroup": RUN_AS_ID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    spec["nodeSelector"] = node_selector(allocation, model, ctx.pool)
+    spec["tolerations"] = tolerations(ctx.pool)
+    if ctx.topology_aware:
+        spec["affinity"] = _topology_affinity(ctx.request_id, allocation.replicas)
+        annotations[NUMA_ANNOTATION] = "single-numa-node"
+    if ctx.workload_type in JOB_WORKLOADS:
+        spec["restartPolicy"] = "Never"
+    spec["containers"] = [_container(ctx, size)]
+    # The container runtime's 64 MiB /dev/shm is too small for PyTorch DataLoader workers and NCCL; a memory-backed
+    # emptyDir counts against the container's memory limit, so half the memory request bounds it.
+    shm = {"medium": "Memory", "sizeLimit": format_memory(size.memory_request_mi // 2)}
+    spec["volumes"] = [{"name": "dshm", "emptyDir": shm}]
+    return {"metadata": {"labels": dict(labels), "annotations": annotations}, "spec": spec}
+
+
+def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_CATALOG) -> list[dict[str, Any]]:
+    """The objects that run a request, in apply order: PodDisruptionBudget, Service, then the Job or Deployment."""
+    allocation = ctx.allocation
+    model = catalog_model(catalog, allocation.gpu_model)
+    _check_tier(ctx.tier, allocation)
+    _check_pool(ctx.pool, allocation, model, catalog)
+    if allocation.strategy is Strategy.TIME_SLICING and allocation.quantity > 1:
+        raise ManifestError(
+            "A time-sliced container gets one share: more shares give no more compute, and the portal's device "
+            "plugin config (failRequestsGreaterThanOne) refuses them at admission."
+        )
+    bound = max_per_container(ctx.team, allocation.resource_name)
+    if bound is not None and allocation.quantity > bound:
+        raise ManifestError(
+            f"{allocation.quantity} x {allocation.resource_name} per container exceeds the namespace's maximum "
+            f"of {bound}."
+        )
+
+    name = workload_name(ctx.request_id)
+    namespace = ctx.team.namespace
+    labels = {
+        **request_labels(ctx.team.slug, ctx.request_id),
+        "app.kubernetes.io/instance": name,
+        WORKLOAD_TYPE_LABEL: ctx.workload_type,
+    }
+    selector = {MANAGED_BY_LABEL: labels[MANAGED_BY_LABEL], REQUEST_LABEL: labels[REQUEST_LABEL]}
+    share = gpu_share(allocation, catalog)
+    critical = is_critical_tier(ctx.tier)
+    size = size_container(ctx.workload_type, share, guaranteed=critical or ctx.topology_aware)
+    annotations = {
+        REQUEST_NAME_ANNOTATION: ctx.name,
+        STRATEGY_ANNOTATION: str(allocation.strategy),
+        GPU_MODEL_ANNOTATION: model.name,
+        GPU_SHARE_ANNOTATION: format(share.quantize(Decimal("0.000001")).normalize(), "f"),
+    }
+    meta = {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations}
+    template = _pod_template(ctx, labels, model, size)
+    replicas = allocation.replicas
+
+    if ctx.workload_type in JOB_WORKLOADS:
+        job_spec: dict[str, Any] = {
+            "backoffLimit": JOB_BACKOFF_LIMIT,
+            "completions": replicas,
+            "parallelism": replicas,
+        }
+        if replicas > 1:
+            job_spec["completionMode"] = "Indexed"  # each worker knows its rank from JOB_COMPLETION_INDEX
+        deadline = active_deadline_seconds(ctx.duration_hours)
+        if deadline is not None:
+            job_spec["activeDeadlineSeconds"] = deadline
+        # A pod evicted by preemption (tier 3) or a node drain did not fail: do not count it against backoffLimit.
+        job_spec["podFailurePolicy"] = {
+            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+        }
+        job_spec["template"] = template
+        return [{"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": job_spec}]
+
+    objects: list[dict[str, Any]] = []
+    if critical:
+        # One replica at a time may be drained; a single replica must not be (drains then wait for an operator).
+        budget: dict[str, Any] = {"maxUnavailable": 1} if replicas > 1 else {"minAvailable": 1}
+        pdb_spec = {**budget, "selector": {"matchLabels": selector}, "unhealthyPodEvictionPolicy": "AlwaysAllow"}
+        pdb_meta = {"name": name, "namespace": namespace, "labels": dict(labels)}
+        pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": pdb_meta, "spec": pdb_spec}
+        objects.append(pdb)
+    deployment_spec: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": selector}}
+    if ctx.workload_type == "realtime_inference":
+        service_spec = {
+            "type": "ClusterIP",
+            "selector": selector,
+            "ports": [{"name": "http", "port": ctx.port, "targetPort": "http", "protocol": "TCP"}],
+        }
+        svc_meta = {"name": name, "namespace": namespace, "labels": dict(labels)}
+        objects.append({"apiVersion": "v1", "kind": "Service", "metadata": svc_meta, "spec": service_spec})
+        # No surge: a surge pod needs a GPU outside the request's allocation that the team quota may not have.
+        deployment_spec["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+        # Longer than the startup probe's 10 minutes of model loading, so a slow start is not reported as stuck.
+        deployment_spec["progressDeadlineSeconds"] = 2 * STARTUP_PERIOD_SECONDS * STARTUP_FAILURE_THRESHOLD
+    else:
+        # A development pod holds its GPU share; the old pod must let go before the new one can start.
+        deployment_spec["strategy"] = {"type": "Recreate"}
+    deployment_spec["revisionHistoryLimit"] = 3
+    deployment_spec["template"] = template
+    objects.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": deployment_spec})
+    return objects

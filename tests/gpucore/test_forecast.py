@@ -1,0 +1,74 @@
+"""The capacity forecast (gpucore.forecast): a hand-computed trend, run-out dates, and flat or falling trends."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from gpucore.forecast import daily_means, forecast, linear_trend, run_out, step_series
+
+T0 = datetime(2026, 10, 1, tzinfo=UTC)
+DAY = timedelta(days=1)
+
+
+def test_least_squares_by_hand() -> None:
+    # x = 0, 1, 2, 3 days; y = 1, 3, 2, 6: mean x 1.5, mean y 3; Sxx = 2.25 + 0.25 + 0.25 + 2.25 = 5;
+    # Sxy = (-1.5)(-2) + (-0.5)(0) + (0.5)(-1) + (1.5)(3) = 7; slope 7 / 5; intercept 3 - 1.4 x 1.5 = 0.9.
+    trend = linear_trend([(T0 + DAY * i, y) for i, y in enumerate([1, 3, 2, 6])])
+    assert trend is not None
+    assert trend.slope_per_day == pytest.approx(7 / 5)
+    assert trend.intercept == pytest.approx(3 - 1.4 * 1.5)
+    assert trend.at(T0 + DAY * 10) == pytest.approx(0.9 + 14)
+
+
+def test_one_point_has_no_trend() -> None:
+    assert linear_trend([(T0, 5.0)]) is None
+    assert linear_trend([]) is None
+
+
+def test_run_out_date_where_the_trend_crosses_capacity() -> None:
+    # 10 units growing 2 a day from T0, capacity 16: reached after 3 days.
+    trend = linear_trend([(T0 + DAY * i, 10 + 2 * i) for i in range(7)])
+    assert run_out(trend, capacity=16, now=T0 + DAY * 2) == T0 + DAY * 3
+
+
+@pytest.mark.parametrize("values", [[8, 8, 8, 8], [12, 10, 8, 6]])
+def test_flat_or_falling_trend_never_runs_out(values: list[float]) -> None:
+    trend = linear_trend([(T0 + DAY * i, v) for i, v in enumerate(values)])
+    assert run_out(trend, capacity=16, now=T0 + DAY * 4) is None
+
+
+def test_already_over_capacity_runs_out_now() -> None:
+    trend = linear_trend([(T0 + DAY * i, 20 - i) for i in range(4)])
+    assert run_out(trend, capacity=16, now=T0 + DAY * 3) == T0 + DAY * 3
+
+
+def test_daily_means_skip_days_without_points() -> None:
+    end = T0 + DAY * 3
+    hourly = [(T0 + timedelta(hours=h), float(h % 24)) for h in range(24)]  # day 0 only
+    hourly += [(T0 + DAY * 2 + timedelta(hours=h), 4.0) for h in range(24)]
+    means = daily_means(hourly, end=end, days=3)
+    assert means == [(T0 + DAY / 2, 11.5), (T0 + DAY * 2 + DAY / 2, 4.0)]
+
+
+def test_forecast_projects_30_days_from_hourly_steps() -> None:
+    now = T0 + DAY * 7
+    # One more unit held each day: 1 unit on day 0 ... 7 on day 6 (daily means 1..7), capacity 20.
+    spans = [(T0 + DAY * i, None, 1.0) for i in range(7)]
+    hourly = step_series(spans, start=T0, end=now)
+    assert hourly[0] == (T0, 1.0) and hourly[-1] == (now - timedelta(hours=1), 7.0)
+    result = forecast(hourly, now=now, capacity=20)
+    assert result.trend is not None and result.trend.slope_per_day == pytest.approx(1.0)
+    assert len(result.projection) == 31 and result.projection[0][0] == now
+    # Daily mean i + 1 at day i + 0.5: value 20 at day 19.5 from T0.
+    assert result.run_out_at == T0 + DAY * 19.5
+    assert result.days_to_run_out == pytest.approx(12.5)
+    assert result.runs_out_within_horizon
+    assert result.current == 7.0
+
+
+def test_forecast_without_history_has_no_trend() -> None:
+    result = forecast([], now=T0, capacity=10)
+    assert result.trend is None and result.projection == () and result.run_out_at is None
+    assert result.current is None and result.days_to_run_out is None
