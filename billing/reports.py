@@ -6,7 +6,6 @@ the CSV and the PDF never disagree. Amounts are rounded half-up to the cent here
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Iterable
 from datetime import date
@@ -19,6 +18,7 @@ from fpdf import FPDF
 from allocations.models import Team
 from billing.models import MonthlyReport, OrganisationMonthSummary, ReportStatus
 from gpucore.chargeback import Chargeback, TeamCharge
+from gpucore.exports import SafeCsvWriter
 from gpucore.pricing import to_cents
 
 CSV_COLUMNS = [
@@ -176,7 +176,7 @@ def _payloads(reports: Iterable[MonthlyReport | dict[str, Any]]) -> list[dict[st
 def report_csv(reports: Iterable[MonthlyReport | dict[str, Any]]) -> str:
     """Reports as one CSV: a row per line, then each report's idle share and total rows (``row_type``)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = SafeCsvWriter(out)
     writer.writerow(CSV_COLUMNS)
     for payload in _payloads(reports):
         head = [payload["team"], payload["month"], payload["status"]]
@@ -210,7 +210,7 @@ def report_csv(reports: Iterable[MonthlyReport | dict[str, Any]]) -> str:
 def organisation_csv(month: date) -> str:
     """The organisation's closed month: one row per team, then idle capacity and the grand total."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = SafeCsvWriter(out)
     writer.writerow(["month", "team", "amount", "idle_share", "total", "saving_vs_dedicated", "currency"])
     reports = MonthlyReport.objects.filter(month=month, status=ReportStatus.CLOSED).select_related("team")
     for r in reports.order_by("team__slug"):

@@ -30,6 +30,7 @@ from billing.selectors import (
     next_month,
     user_can_view_all_costs,
 )
+from gpucore.exports import csv_text
 
 PAGE_SIZE = 50
 
@@ -212,18 +213,11 @@ def dashboard_csv(request: HttpRequest, chart: str) -> HttpResponse:
     forecast = chart == FORECAST and user_can_view_all_costs(request.user)
     if chart not in CHARTS and not forecast:
         raise Http404("No such chart.")
-    import csv
-    import io
-
     month = parse_month(request.GET.get("month"), default=_this_month())
     if forecast:
         columns, rows = dashboards.capacity_forecast(now=timezone.now())
     else:
         columns, rows = _tables(request, month, only=chart)[chart]
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(["" if v is None else v for v in row] for row in rows)
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response = HttpResponse(csv_text(columns, rows), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{chart}-{month:%Y-%m}.csv"'
     return response
