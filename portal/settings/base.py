@@ -6,6 +6,7 @@ Every variable is listed in the README's configuration table.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -42,6 +43,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "portal",
     "allocations",
     "billing",
@@ -56,6 +58,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: it turns a lockout raised during authentication into the locked-out page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -93,6 +97,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# django-axes first: it refuses a locked-out (username, IP) pair before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 LOGIN_URL = "login"
@@ -149,7 +159,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "portal.throttling.FailureThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -161,15 +171,47 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Fixed-window counters in the shared cache (CACHES below): the limits hold across gunicorn workers.
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+        "portal.throttling.SharedAnonRateThrottle",
+        "portal.throttling.SharedUserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("API_THROTTLE_ANON") or "30/minute",
         "user": env_str("API_THROTTLE_USER") or "600/minute",
     },
+    # Proxies in front of the app that append to X-Forwarded-For (0: the client is REMOTE_ADDR).
+    "NUM_PROXIES": env_int("TRUSTED_PROXY_COUNT", 0),
 }
+# Failed token authentications allowed per client IP before the API answers 429 for the rest of the window.
+API_TOKEN_FAILURE_RATE = env_str("API_TOKEN_FAILURE_RATE") or "10/minute"
+
+# The cache holds the API's rate-limit counters, so it must be shared by every worker: Redis when CACHE_URL is set
+# (production requires it); one process's memory otherwise (development, unit tests).
+CACHE_URL = env_str("CACHE_URL") or ""
+if CACHE_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX") or "",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Password guessing (django-axes): after AXES_FAILURE_LIMIT failures one (username, client IP) pair is locked for
+# AXES_COOLOFF_MINUTES. Pairing the two means a guesser locks only themselves out, never the real user elsewhere.
+# Attempts and lockouts are in the admin (Axes), where an admin can also lift one.
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+# The client's address: REMOTE_ADDR, or the TRUSTED_PROXY_COUNT-th address from the right of X-Forwarded-For.
+AXES_CLIENT_IP_CALLABLE = "portal.throttling.client_ip"
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU Portal API",

@@ -26,6 +26,9 @@ if not ALLOWED_HOSTS:
 env_required("DATABASE_URL")
 if DATABASE_URL.startswith("sqlite"):
     raise ImproperlyConfigured("Production needs a PostgreSQL DATABASE_URL, not SQLite.")
+# Rate limits must be shared by every gunicorn worker: one process's memory would multiply them by the workers.
+if not env_required("CACHE_URL").startswith(("redis://", "rediss://")):
+    raise ImproperlyConfigured("CACHE_URL must be a redis:// URL in production (the API's rate limits live there).")
 
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
 # Behind a TLS-terminating proxy that sets X-Forwarded-Proto.

@@ -3,7 +3,7 @@
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import CommandError, call_command
-from django.test import override_settings
+from django.test import RequestFactory, override_settings
 
 from allocations.models import Cluster, GpuRequest, Membership, NodePool, Quota, RequestEvent, Team
 from allocations.selectors import user_is_approver
@@ -24,11 +24,13 @@ def test_seed_demo_creates_the_documented_organisation() -> None:
     assert set(Team.objects.values_list("slug", flat=True)) == {"vision", "nlp"}
     roles = {(m.user.username, m.team.slug): m.role for m in Membership.objects.select_related("user", "team")}
     assert roles == {("alice", "vision"): "member", ("dave", "vision"): "lead", ("bob", "nlp"): "member"}
+    # django-axes needs the request authentication comes from (it locks per username and client IP).
+    login = RequestFactory().post("/accounts/login/")
     for username in ("alice", "dave", "bob", "carol"):
-        assert authenticate(username=username, password="demo") is not None
-    carol = authenticate(username="carol", password="demo")
+        assert authenticate(login, username=username, password="demo") is not None
+    carol = authenticate(login, username="carol", password="demo")
     assert carol.is_staff and user_is_approver(carol)
-    assert not user_is_approver(authenticate(username="alice", password="demo"))
+    assert not user_is_approver(authenticate(login, username="alice", password="demo"))
 
     pools = {p.name: p for p in NodePool.objects.select_related("gpu_model")}
     assert (pools["a100-mig"].gpu_model.name, pools["a100-mig"].sharing_mode) == ("A100-40GB", "mig")

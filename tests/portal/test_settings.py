@@ -19,6 +19,7 @@ PRODUCTION_ENV = {
     "CSRF_TRUSTED_ORIGINS": "https://gpu-portal.example.com",
     "DATABASE_URL": "postgres://portal:secret@db.internal:5432/portal",
     "CELERY_BROKER_URL": "redis://redis.internal:6379/0",
+    "CACHE_URL": "redis://redis.internal:6379/1",
 }
 PROBE = (
     "import json, django; from django.conf import settings; django.setup(); "
@@ -30,7 +31,7 @@ PROBE = (
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    unset = {"DATABASE_URL", "CELERY_BROKER_URL", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    unset = {"DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}
     clean = {k: v for k, v in os.environ.items() if k not in unset}
     clean.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.base")
     clean.update(env)
@@ -91,7 +92,7 @@ def test_check_deploy_passes_under_production_settings() -> None:
     assert "no issues" in result.stdout
 
 
-@pytest.mark.parametrize("missing", ["SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL"])
+@pytest.mark.parametrize("missing", ["SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "CACHE_URL"])
 def test_production_names_the_missing_variable(missing: str) -> None:
     env = {k: v for k, v in PRODUCTION_ENV.items() if k != missing}
     env[missing] = ""

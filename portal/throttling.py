@@ -1,0 +1,111 @@
+"""API rate limits that hold across gunicorn workers, and a brake on guessing API tokens.
+
+DRF's stock throttles keep a per-client history list in the cache and rewrite it on every request (read, append,
+write back), so concurrent workers lose each other's updates. These count in fixed windows with the cache's atomic
+``add`` + ``incr`` instead: with Redis as the cache (``CACHE_URL``) every worker shares one exact counter.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest
+from rest_framework import exceptions
+from rest_framework.authentication import TokenAuthentication, get_authorization_header
+from rest_framework.request import Request
+from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
+
+
+def client_ip(request: HttpRequest) -> str:
+    """The client's address: REMOTE_ADDR, or the address the TRUSTED_PROXY_COUNT-th proxy from us saw."""
+    proxies = int(settings.REST_FRAMEWORK.get("NUM_PROXIES") or 0)
+    remote = request.META.get("REMOTE_ADDR", "") or ""
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    if proxies <= 0 or not forwarded:
+        return remote
+    # Each trusted proxy appends the address it received from; what the outermost one saw is the client.
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    return hops[-min(proxies, len(hops))] if hops else remote
+
+
+def _parse_rate(rate: str) -> tuple[int, int]:
+    """``"600/minute"`` as (600, 60), DRF's notation."""
+    return SimpleRateThrottle.parse_rate(None, rate)  # type: ignore[arg-type]
+
+
+def window_hit(key: str, *, duration: int, now: float | None = None) -> tuple[int, int]:
+    """Count one hit on ``key`` in the current fixed window: (hits so far in it, seconds until it ends)."""
+    instant = int(time.time() if now is None else now)
+    start = instant - instant % duration
+    bucket = f"{key}:{start}"
+    cache.add(bucket, 0, timeout=duration + 5)
+    try:
+        count = cache.incr(bucket)
+    except ValueError:  # the bucket expired between add and incr: this hit starts it again
+        cache.add(bucket, 1, timeout=duration + 5)
+        count = 1
+    return count, start + duration - instant
+
+
+def window_count(key: str, *, duration: int, now: float | None = None) -> tuple[int, int]:
+    """Hits counted on ``key`` in the current fixed window, without counting one: (hits, seconds until it ends)."""
+    instant = int(time.time() if now is None else now)
+    start = instant - instant % duration
+    return int(cache.get(f"{key}:{start}", 0)), start + duration - instant
+
+
+class _SharedWindow:
+    """Replaces SimpleRateThrottle's history list with an atomic fixed-window counter in the shared cache."""
+
+    rate: str | None
+    num_requests: int
+    duration: int
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        """True while this client is within the scope's rate in the current window."""
+        if self.rate is None:
+            return True
+        key = self.get_cache_key(request, view)  # type: ignore[attr-defined]  # from the DRF class mixed in
+        if key is None:
+            return True
+        count, self._wait = window_hit(key, duration=self.duration)
+        return count <= self.num_requests
+
+    def wait(self) -> float | None:
+        """Seconds until the window ends (the Retry-After header)."""
+        return float(getattr(self, "_wait", 0)) or None
+
+
+class SharedAnonRateThrottle(_SharedWindow, AnonRateThrottle):
+    """Anonymous API calls per client IP, counted in the shared cache."""
+
+
+class SharedUserRateThrottle(_SharedWindow, UserRateThrottle):
+    """Authenticated API calls per user (anonymous: per IP), counted in the shared cache."""
+
+
+class FailureThrottledTokenAuthentication(TokenAuthentication):
+    """Token authentication that answers 429 to a client IP after too many failed tokens in a window.
+
+    A key is 40 hex characters, so guessing is hopeless anyway; the brake stops a scan from costing a database read
+    per attempt and makes it visible (429s in the access log).
+    """
+
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        """Refuse while this IP is over its failure budget, count a failed token, else DRF's token check."""
+        words = get_authorization_header(request).split()
+        if not words or words[0].lower() != self.keyword.lower().encode():
+            return None  # no token offered: another authentication class (or anonymous) applies
+        limit, duration = _parse_rate(settings.API_TOKEN_FAILURE_RATE)
+        key = f"api-token-failures:{client_ip(request._request)}"
+        failures, wait = window_count(key, duration=duration)
+        if failures >= limit:
+            raise exceptions.Throttled(wait=wait, detail=f"Too many failed token attempts; retry in {wait} s.")
+        try:
+            return super().authenticate(request)
+        except exceptions.AuthenticationFailed:
+            window_hit(key, duration=duration)
+            raise
