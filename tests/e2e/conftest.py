@@ -66,14 +66,23 @@ def demo(live_server, settings) -> str:
 
 @pytest.fixture
 def new_page(browser: Browser, demo: str):
-    """A factory of pages, each in a fresh browser context, signed in as the given demo user."""
+    """A factory of pages, each in a fresh browser context, signed in as the given demo user.
+
+    Every page records what the Content-Security-Policy blocked; any violation fails the test at teardown, so each
+    browser test also proves the pages it visits run under the policy (scripts from our static files only).
+    """
     contexts = []
+    violations: list[str] = []
 
     def open_as(username: str) -> Page:
         context = browser.new_context(base_url=demo, viewport={"width": 1400, "height": 1000})
         context.set_default_timeout(10_000)
         contexts.append(context)
         page = context.new_page()
+        page.on(
+            "console",
+            lambda message: violations.append(message.text) if "Content Security Policy" in message.text else None,
+        )
         page.goto("/accounts/login/")
         page.fill("#id_username", username)
         page.fill("#id_password", "demo")
@@ -84,3 +93,4 @@ def new_page(browser: Browser, demo: str):
     yield open_as
     for context in contexts:
         context.close()
+    assert violations == [], "the Content-Security-Policy blocked something"
