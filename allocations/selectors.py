@@ -109,6 +109,9 @@ def gpu_model_spec(row: GpuModel) -> GpuModelSpec:
         dcgm_model_names=tuple(row.dcgm_model_names or ()),
         aliases=tuple(row.aliases or ()),
         notes=row.notes,
+        price_source=row.price_source,
+        dense_fp16_tflops=row.dense_fp16_tflops,
+        throughput_source=row.throughput_source,
     )
 
 

@@ -19,7 +19,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from allocations.models import GpuModel, Membership, Role, SlaTier, Team
-from allocations.selectors import User
+from allocations.selectors import User, gpu_model_spec
 from billing.models import (
     GpuPrice,
     ImportedUsage,
@@ -31,9 +31,9 @@ from billing.models import (
     SlaMultiplier,
 )
 from billing.selectors import month_bounds, month_chargeback
+from gpucore.catalog import CatalogError
 from gpucore.chargeback import TeamCharge
 from gpucore.pricebook import PriceBookError, load_price_book_text
-from gpucore.pricing import PricingError, gpu_compute_slices, mig_profile_slices
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ _MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb(\+me)?$")
 
 def _catalog_names() -> dict[str, GpuModel]:
     names: dict[str, GpuModel] = {}
-    for model in GpuModel.objects.all():
+    for model in GpuModel.objects.prefetch_related("mig_profiles"):
         for key in (model.name, *(model.aliases or [])):
             names[str(key).casefold()] = model
     return names
@@ -176,10 +176,10 @@ def _usage_row(row: dict[str, str], teams: dict[str, Team], catalog: dict[str, G
         if not _MIG_RESOURCE.match(resource):
             problems.append("resource_name: a MIG slice uses nvidia.com/mig-<n>g.<m>gb, e.g. nvidia.com/mig-1g.5gb.")
         elif model is not None:
+            # The catalog's profiles, never the digits of the name: 3g.99gb has 3 compute slices but no H100 has it.
             try:
-                if not model.mig_capable or mig_profile_slices(resource) > gpu_compute_slices(model.name):
-                    problems.append(f"resource_name: {model.name} has no MIG slice {resource.split('mig-')[1]}.")
-            except PricingError as exc:
+                gpu_model_spec(model).profile(resource.removeprefix("nvidia.com/mig-"))
+            except CatalogError as exc:
                 problems.append(f"resource_name: {exc}")
     quantity = None
     if not value["quantity"].isdigit() or int(value["quantity"]) < 1:

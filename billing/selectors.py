@@ -11,8 +11,8 @@ from django.db.models import F, FloatField, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from allocations.models import Cluster, GpuModel, GpuRequest, NodePool, RequestEvent, Team
-from allocations.selectors import User, teams_of, user_is_approver
+from allocations.models import Cluster, GpuRequest, NodePool, RequestEvent, Team
+from allocations.selectors import User, catalog_from_db, teams_of, user_is_approver
 from billing.models import (
     ImportedUsage,
     IngestStatus,
@@ -197,14 +197,10 @@ def catalog_fallback_rates() -> dict[str, Decimal]:
     """Reference GPU-hour prices of catalog models, for hours no price book covers (USD only: never converted)."""
     if settings.PORTAL_CURRENCY != "USD":
         return {}
-    rates = {}
-    for name, purchase, tdp, listed in GpuModel.objects.values_list(
-        "name", "purchase_price", "tdp_watts", "list_hourly_price"
-    ):
-        rate = catalog_hourly_rate(purchase_price=purchase, tdp_watts=tdp, list_hourly=listed)
-        if rate is not None:
-            rates[name.casefold()] = rate
-    return rates
+    # One basis for every model (gpucore.pricing.CATALOG_PRICE_BASIS): the list price, never TCO for some models.
+    return {
+        model.name.casefold(): rate for model in catalog_from_db() if (rate := catalog_hourly_rate(model)) is not None
+    }
 
 
 def capacity_gpus_by_model() -> dict[str, int]:
@@ -234,6 +230,13 @@ def _usage_by_request(start: datetime, end: datetime) -> dict[int, tuple[float |
         )
         for row in rows
     }
+
+
+def _pool_layout(pool: NodePool | None, mig_profile: str | None) -> dict[str, int] | None:
+    """The pool's per-GPU MIG layout, which scales the share so a fully partitioned GPU bills exactly once."""
+    # A pool edited since (no longer holding the profile) bills the instance's own weight, never fails the month.
+    layout = (pool.mig_devices or None) if pool is not None and mig_profile else None
+    return layout if layout and mig_profile in layout else None
 
 
 def request_allocations(*, start: datetime, end: datetime) -> list[Allocation]:
@@ -266,6 +269,7 @@ def request_allocations(*, start: datetime, end: datetime) -> list[Allocation]:
                 quantity=int(spec.get("quantity") or req.gpu_count or 1),
                 replicas=int(spec.get("replicas") or req.replicas or 1),
                 mig_profile=spec.get("mig_profile"),
+                mig_layout=_pool_layout(req.node_pool, spec.get("mig_profile")),
                 time_slice_replicas=spec.get("time_slice_replicas"),
                 sla_tier=req.sla_tier.slug if req.sla_tier else None,
                 tier_multiplier=req.sla_tier.price_multiplier if req.sla_tier else Decimal("1"),
@@ -318,6 +322,7 @@ def chargeback_between(*, start: datetime, end: datetime, share_idle: bool | Non
         fallback_rates=catalog_fallback_rates(),
         teams=Team.objects.values_list("slug", flat=True),
         share_idle=share_idle_cost() if share_idle is None else share_idle,
+        catalog=catalog_from_db(),
     )
 
 

@@ -32,7 +32,7 @@ from billing.selectors import (
 from gpucore import advice as advice_rules
 from gpucore import alerts as alert_rules
 from gpucore import forecast as forecast_rules
-from gpucore.pricing import gpu_compute_slices, to_cents
+from gpucore.pricing import to_cents
 
 HOUR = timedelta(hours=1)
 REQUEST_WINDOW_DAYS = 30
@@ -125,9 +125,9 @@ def gpu_rates() -> dict[str, Decimal]:
 def profile_options(gpu_model: str) -> tuple[list[advice_rules.ProfileOption], int]:
     """The model's recommendable partial-GPU MIG profiles and its compute slices (empty when not MIG-capable)."""
     model = GpuModel.objects.filter(name__iexact=gpu_model).first()
-    if model is None or not model.mig_capable:
-        return [], gpu_compute_slices(gpu_model)
-    total = model.mig_compute_slices or gpu_compute_slices(gpu_model)
+    if model is None or not model.mig_capable or not model.mig_compute_slices:
+        return [], 0
+    total = model.mig_compute_slices
     options = [
         advice_rules.ProfileOption(name=p.name, memory_gb=float(p.memory_gb), compute_slices=p.compute_slices)
         for p in model.mig_profiles.filter(recommendable=True, compute_slices__lt=total).order_by("memory_gb")

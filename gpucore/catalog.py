@@ -70,6 +70,11 @@ class GpuModelSpec:
     dcgm_model_names: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     notes: str = ""
+    # Where ``list_hourly_usd`` comes from, or why there is none (every model says one or the other).
+    price_source: str = ""
+    # Dense (no sparsity) FP16/BF16 tensor throughput from NVIDIA's datasheet, for the what-if's per-run estimates.
+    dense_fp16_tflops: Decimal | None = None
+    throughput_source: str = ""
 
     @property
     def mig_capable(self) -> bool:
@@ -94,10 +99,6 @@ class GpuModelSpec:
         """
         partial = [p for p in self.mig_profiles if p.recommendable and p.compute_slices < self.mig_compute_slices]
         return tuple(sorted(partial, key=lambda p: (p.memory_gb, p.compute_slices)))
-
-    def compute_share(self, profile: MigProfile) -> Decimal:
-        """The fraction of the GPU a MIG slice pays for: compute slices over the model's total (n/7, n/4 on A30)."""
-        return Decimal(profile.compute_slices) / Decimal(self.mig_compute_slices)
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,13 @@ def _gh100_like(one: str, one_wide: str, two: str, three: str, four: str, seven:
     )
 
 
+# The source shared by the list prices taken from the reference catalog (shared/reference/gpu-catalog.csv).
+_AWS = (
+    "AWS us-east-1 on-demand Linux instance price / GPUs in the instance (instances.vantage.sh data in "
+    'github.com/tsaol/aws-gpu data/all_gpu_instances.js, commit 7412fd2, "Last updated: 2026-01-21"); '
+    "includes the host's vCPU and RAM"
+)
+
 BUILTIN_CATALOG = Catalog(
     (
         GpuModelSpec(
@@ -202,6 +210,9 @@ BUILTIN_CATALOG = Catalog(
             dcgm_model_names=("NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB", "A100-SXM4-40GB"),
             aliases=("A100", "A100-SXM4-40GB"),
             notes="TDP 400 W (SXM4). Cloud price: p4d.24xlarge / 8. No sourced purchase price.",
+            price_source="p4d.24xlarge $21.957642/h / 8: " + _AWS,
+            dense_fp16_tflops=Decimal("312"),
+            throughput_source="NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS dense (624 with sparsity)",
         ),
         GpuModelSpec(
             name="A100-80GB",
@@ -217,6 +228,9 @@ BUILTIN_CATALOG = Catalog(
             dcgm_model_names=("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe", "A100-SXM4-80GB"),
             aliases=("A100-SXM4-80GB",),
             notes="Purchase price: midpoint of the $8-15k used-market range (low confidence).",
+            price_source="p4de.24xlarge $27.44705/h / 8: " + _AWS,
+            dense_fp16_tflops=Decimal("312"),
+            throughput_source="NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS dense (624 with sparsity)",
         ),
         GpuModelSpec(
             name="H100-80GB",
@@ -232,6 +246,9 @@ BUILTIN_CATALOG = Catalog(
             dcgm_model_names=("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "H100-SXM5-80GB"),
             aliases=("H100", "H100-SXM5-80GB"),
             notes="Purchase price: midpoint of $25-30k. Cloud price: p5.48xlarge / 8.",
+            price_source="p5.48xlarge $55.04/h / 8 (= p5.4xlarge, 1 x H100, $6.88/h): " + _AWS,
+            dense_fp16_tflops=Decimal("989"),
+            throughput_source="NVIDIA H100 SXM datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity, half without",
         ),
         GpuModelSpec(
             name="H200",
@@ -247,6 +264,12 @@ BUILTIN_CATALOG = Catalog(
             dcgm_model_names=("NVIDIA H200", "NVIDIA H200 NVL"),
             aliases=("H200-141GB", "H200-SXM5-141GB"),
             notes="Placements inferred from the GH100 geometry. TDP 700 W (SXM) not verified from a stored source.",
+            price_source="p5en.48xlarge $63.296/h / 8: " + _AWS,
+            dense_fp16_tflops=Decimal("989"),
+            throughput_source=(
+                "NVIDIA H200 datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity, half without (same "
+                "GH100 compute as H100 SXM)"
+            ),
         ),
         GpuModelSpec(
             name="A30",
@@ -268,6 +291,15 @@ BUILTIN_CATALOG = Catalog(
             dcgm_model_names=("NVIDIA A30",),
             aliases=("A30-24GB",),
             notes="Not sold by AWS: no cloud price; no sourced purchase price. TDP 165 W not verified.",
+            price_source=(
+                "No sourced list price: AWS does not sell A30 instances and no other sourced price was "
+                "found. Load a price book to price A30 pools."
+            ),
+            dense_fp16_tflops=Decimal("165"),
+            throughput_source=(
+                "NVIDIA A30 datasheet: BF16 Tensor Core 165 TFLOPS dense (330 with sparsity); not re-read "
+                "from a stored copy"
+            ),
         ),
         GpuModelSpec(
             name="L4",
@@ -278,6 +310,9 @@ BUILTIN_CATALOG = Catalog(
             list_hourly_usd=Decimal("0.8048"),
             dcgm_model_names=("NVIDIA L4",),
             notes="Not MIG-capable. Cloud price: g6.xlarge.",
+            price_source="g6.xlarge (1 x L4) $0.8048/h: " + _AWS,
+            dense_fp16_tflops=Decimal("121"),
+            throughput_source="NVIDIA L4 datasheet: FP16 Tensor Core 242 TFLOPS with sparsity, half without",
         ),
         GpuModelSpec(
             name="T4",
@@ -288,6 +323,11 @@ BUILTIN_CATALOG = Catalog(
             list_hourly_usd=Decimal("0.526"),
             dcgm_model_names=("Tesla T4",),
             notes="Not MIG-capable. Cloud price: g4dn.xlarge.",
+            price_source="g4dn.xlarge (1 x T4) $0.526/h: " + _AWS,
+            dense_fp16_tflops=Decimal("65"),
+            throughput_source=(
+                "NVIDIA T4 datasheet: mixed-precision (FP16/FP32) Tensor 65 TFLOPS (no sparsity on Turing)"
+            ),
         ),
         GpuModelSpec(
             name="V100-32GB",
@@ -297,7 +337,15 @@ BUILTIN_CATALOG = Catalog(
             family="volta",
             dcgm_model_names=("Tesla V100-SXM2-32GB", "Tesla V100-PCIE-32GB"),
             aliases=("V100",),
-            notes="Not in the reference catalog: TDP 300 W (SXM2) from NVIDIA's datasheet; no sourced prices.",
+            list_hourly_usd=Decimal("3.9015"),
+            notes="Not in the reference catalog: TDP 300 W (SXM2) from NVIDIA's datasheet; no sourced purchase price.",
+            price_source=(
+                "p3dn.24xlarge (8 x V100 32GB) $31.212/h / 8: AWS us-east-1 on-demand "
+                "(instances.vantage.sh data in github.com/tsaol/aws-gpu data/p3dn_instances.js, commit "
+                '299375b, "Last updated: 2026-08-26")'
+            ),
+            dense_fp16_tflops=Decimal("125"),
+            throughput_source="NVIDIA V100 SXM2 datasheet: Tensor performance 125 TFLOPS (mixed precision)",
         ),
     )
 )

@@ -1,8 +1,9 @@
 """Chargeback arithmetic: allocations x rates x hours, the idle capacity's cost and its weighted sharing. Pure.
 
 An allocation pays ``units x hours x unit share x GPU rate x SLA multiplier`` where a unit is one resource of its
-spec (a GPU, a MIG slice, a time-sliced share; ``quantity x replicas`` units) and the unit share is 1, n/7 (n/4 on
-an A30) or 1/replicas (``gpucore.pricing.unit_share``). ``allocated_gpu_hours`` are whole-GPU equivalents
+spec (a GPU, a MIG slice, a time-sliced share; ``quantity x replicas`` units) and the unit share is its GPU share
+(``gpucore.pricing.gpu_share``: 1, 1/replicas, or a MIG instance's weight from the catalog geometry scaled by its
+pool's layout). ``allocated_gpu_hours`` are whole-GPU equivalents
 (``units x hours x share``), so ``amount = allocated_gpu_hours x rate`` with ``rate = GPU rate x multiplier``.
 Hours are split where a new price book takes effect, so each line has one rate. Idle capacity follows OpenCost
 (``reference/opencost-allocation.md``): per GPU model, ``capacity GPU-hours x rate - allocated cost`` at the base
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from gpucore.pricing import PricingError, unit_share, weighted_shares
+from gpucore.catalog import BUILTIN_CATALOG, Catalog, CatalogError
+from gpucore.pricing import PricingError, gpu_share, weighted_shares
 from gpucore.vocabulary import Strategy
 
 ZERO = Decimal(0)
@@ -55,6 +57,8 @@ class Allocation:
     replicas: int = 1
     mig_profile: str | None = None
     time_slice_replicas: int | None = None
+    # The per-GPU MIG layout of the pool the instance ran on ({"1g.20gb": 4}); None when unknown (imported usage).
+    mig_layout: Mapping[str, int] | None = field(default=None, hash=False, compare=False)
     sla_tier: str | None = None
     tier_multiplier: Decimal = Decimal("1")
     request_id: int | None = None
@@ -214,6 +218,7 @@ def charge_allocation(
     window_end: datetime,
     periods: Sequence[PricePeriod],
     fallback_rates: Mapping[str, Decimal] | None = None,
+    catalog: Catalog = BUILTIN_CATALOG,
 ) -> list[ChargeLine]:
     """The lines of one allocation inside [window_start, window_end), one per price book in effect."""
     start = max(allocation.start, window_start)
@@ -221,13 +226,14 @@ def charge_allocation(
     if end <= start:
         return []
     try:
-        share = unit_share(
+        share = gpu_share(
             allocation.strategy,
-            gpu_model=allocation.gpu_model,
+            model=catalog.get(allocation.gpu_model),
             mig_profile=allocation.mig_profile or allocation.resource_name,
+            layout=allocation.mig_layout,
             time_slice_replicas=allocation.time_slice_replicas,
         )
-    except (PricingError, ValueError) as exc:
+    except (PricingError, CatalogError, ValueError) as exc:
         raise PricingError(f"Allocation {allocation.key} ({allocation.name}): {exc}") from exc
     lines = []
     for seg_start, seg_end, period in price_segments(start, end, periods):
@@ -277,6 +283,7 @@ def compute_chargeback(
     fallback_rates: Mapping[str, Decimal] | None = None,
     teams: Iterable[str] = (),
     share_idle: bool = False,
+    catalog: Catalog = BUILTIN_CATALOG,
 ) -> Chargeback:
     """Every team's lines for the window, the idle cost per GPU model and (if asked) its weighted sharing."""
     result = {team: TeamCharge(team) for team in teams}
@@ -286,7 +293,12 @@ def compute_chargeback(
     unpriced: set[str] = set()
     for allocation in allocations:
         lines = charge_allocation(
-            allocation, window_start=window_start, window_end=window_end, periods=periods, fallback_rates=fallback_rates
+            allocation,
+            window_start=window_start,
+            window_end=window_end,
+            periods=periods,
+            fallback_rates=fallback_rates,
+            catalog=catalog,
         )
         if not lines:
             continue

@@ -1,20 +1,22 @@
-"""The GPU cost model: TCO per GPU-hour and the rate of each kind of allocation. Pure: no Django.
+"""The GPU cost model: the price of a GPU-hour, the GPU share of each kind of allocation, rates. Pure: no Django.
 
-Follows Part 4.2 of the allocation guides:
-``TCO = hardware + power + operational overhead + opportunity cost``, turned into an hourly rate per GPU.
-An allocation then pays a share of that rate: a dedicated GPU pays the whole rate per GPU, a MIG slice
-``<n>g.*`` pays n/7 of it (n/4 on an A30), a time-sliced share pays 1/replicas; each times the SLA tier's
-multiplier. Money is ``Decimal`` throughout and is rounded (half-up, to the cent) only at presentation.
+A GPU-hour's price is a price book's (a list price, or TCO from its inputs: ``hardware + power + operational
+overhead + opportunity cost``), else the catalog's list price: one basis for every model, never TCO for some and list
+price for others. An allocation pays its GPU share of that price (DESIGN.md "GPU share"): a dedicated GPU 1, a
+time-sliced share 1/replicas, a MIG instance its weight ``max(c/C, m/M)`` from the catalog's compute and memory
+slices, scaled down when the pool's layout weighs more than one GPU; each times the SLA tier's multiplier. Money is
+``Decimal`` throughout and is rounded (half-up, to the cent) only at presentation.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
 from typing import TypeVar
 
+from gpucore.catalog import CatalogError, GpuModelSpec, MigProfile
 from gpucore.vocabulary import Strategy
 
 HOURS_PER_YEAR = Decimal(8760)
@@ -22,6 +24,7 @@ HOURS_PER_YEAR = Decimal(8760)
 HOURS_PER_MONTH = Decimal(730)
 CENT = Decimal("0.01")
 K = TypeVar("K")
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 
 class PricingError(ValueError):
@@ -82,33 +85,6 @@ def tco_hourly(inputs: TcoInputs) -> TcoBreakdown:
     return TcoBreakdown(hardware, power, operations, inputs.opportunity_cost_per_hour)
 
 
-def allocation_share(
-    strategy: Strategy | str,
-    *,
-    quantity: int = 1,
-    mig_compute_slices: int | None = None,
-    gpu_compute_slices: int | None = None,
-    time_slice_replicas: int | None = None,
-) -> Decimal:
-    """The number of whole GPUs an allocation pays for, per replica.
-
-    Dedicated: ``quantity`` GPUs. MIG: ``quantity x n / total`` for an ``<n>g`` slice. Time-slicing:
-    ``quantity / replicas``.
-    """
-    strategy = Strategy(strategy)
-    if quantity < 1:
-        raise PricingError("quantity must be at least 1.")
-    if strategy is Strategy.DEDICATED:
-        return Decimal(quantity)
-    if strategy is Strategy.MIG:
-        if not mig_compute_slices or not gpu_compute_slices or mig_compute_slices > gpu_compute_slices:
-            raise PricingError("A MIG allocation needs its compute slices and the GPU's total compute slices.")
-        return Decimal(quantity) * Decimal(mig_compute_slices) / Decimal(gpu_compute_slices)
-    if not time_slice_replicas or time_slice_replicas < 2:
-        raise PricingError("A time-sliced allocation needs the pool's replicas (at least 2).")
-    return Decimal(quantity) / Decimal(time_slice_replicas)
-
-
 def allocation_hourly_rate(gpu_hourly_rate: Decimal, share: Decimal, sla_multiplier: Decimal = Decimal("1")) -> Decimal:
     """The hourly rate of one replica of an allocation: GPU rate x share of the GPU x SLA multiplier."""
     if gpu_hourly_rate < 0 or share < 0 or sla_multiplier < 0:
@@ -126,62 +102,108 @@ def to_cents(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
-def catalog_hourly_rate(
-    *,
-    purchase_price: Decimal | None,
-    tdp_watts: int | Decimal,
-    list_hourly: Decimal | None,
-) -> Decimal | None:
-    """A reference GPU-hour price for a catalog model with no price book entry.
-
-    The TCO of owning it when a purchase price is known (default TCO inputs), else its cloud list price,
-    else ``None`` (unknown: the caller says so rather than guessing).
-    """
-    if purchase_price is not None:
-        return tco_hourly(TcoInputs(purchase_price=purchase_price, tdp_watts=Decimal(tdp_watts))).total
-    return list_hourly
+# Without a price book every catalog model is priced on this one basis (never TCO for some and list for others):
+# the AWS us-east-1 on-demand price of an instance divided by its GPUs (shared/reference/gpu-catalog.csv). It is the
+# only basis the reference data gives for all but one model; purchase prices exist for three models only and are
+# low-confidence midpoints, so TCO needs a price book with the operator's own figures.
+CATALOG_PRICE_BASIS = "catalog list price, AWS us-east-1 on-demand per GPU"
 
 
-# --- Shares of a GPU per kind of allocation, idle sharing, and price book entries (issue #7) -------------------
-
-MIG_COMPUTE_SLICES_DEFAULT = 7
-# NVIDIA MIG User Guide, "Supported GPUs": A100/H100/H200 have 7 compute slices, the A30 has 4.
-MIG_COMPUTE_SLICES_BY_MODEL = {"a30": 4}
-_MIG_PREFIX = re.compile(r"^(?:nvidia\.com/mig-)?(?P<n>[1-9]\d*)g\.", re.IGNORECASE)
+def catalog_hourly_rate(model: GpuModelSpec) -> Decimal | None:
+    """The catalog's reference GPU-hour price of a model without a price book entry: its list price, else None."""
+    return model.list_hourly_usd
 
 
-def mig_profile_slices(profile_or_resource: str) -> int:
-    """The compute slices ``n`` of a MIG profile ``<n>g.<m>gb`` (or of its resource name ``nvidia.com/mig-...``)."""
-    match = _MIG_PREFIX.match(profile_or_resource.strip())
-    if not match:
-        raise PricingError(f"'{profile_or_resource}' is not a MIG profile like '2g.10gb'.")
-    return int(match["n"])
+# --- the GPU share (DESIGN.md "GPU share"): what one allocated unit bills, as a fraction of one GPU ---------------
 
 
-def gpu_compute_slices(gpu_model: str) -> int:
-    """The compute slices of a whole GPU of this model: 4 on an A30 (any variant name), else 7."""
-    folded = gpu_model.strip().casefold()
-    for prefix, slices in MIG_COMPUTE_SLICES_BY_MODEL.items():
-        if folded == prefix or folded.startswith(prefix + "-"):
-            return slices
-    return MIG_COMPUTE_SLICES_DEFAULT
+def _profile(model: GpuModelSpec, profile: MigProfile | str) -> MigProfile:
+    if isinstance(profile, MigProfile):
+        return profile
+    name = profile.strip().removeprefix(MIG_RESOURCE_PREFIX)
+    try:
+        return model.profile(name)
+    except CatalogError as error:
+        raise PricingError(str(error)) from None
 
 
-def unit_share(
+def mig_weight(model: GpuModelSpec, profile: MigProfile | str) -> Fraction:
+    """A MIG instance's weight ``max(c/C, m/M)`` from the catalog geometry (compute and memory slices)."""
+    found = _profile(model, profile)
+    if not model.mig_compute_slices or not model.mig_memory_slices:
+        raise PricingError(f"{model.name} has no MIG geometry in the catalog.")
+    return max(
+        Fraction(found.compute_slices, model.mig_compute_slices),
+        Fraction(found.memory_slices, model.mig_memory_slices),
+    )
+
+
+def layout_weight(model: GpuModelSpec, layout: Mapping[str, int]) -> Fraction:
+    """The sum of the weights of every instance of a per-GPU MIG layout (``{"1g.20gb": 4}``)."""
+    total = Fraction(0)
+    for name, count in layout.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise PricingError(f"MIG layout of {model.name}: the count of '{name}' must be a whole number.")
+        total += mig_weight(model, name) * count
+    return total
+
+
+def gpu_share_fraction(
     strategy: Strategy | str,
     *,
-    gpu_model: str,
-    mig_profile: str | None = None,
+    model: GpuModelSpec,
+    mig_profile: MigProfile | str | None = None,
+    layout: Mapping[str, int] | None = None,
+    time_slice_replicas: int | None = None,
+) -> Fraction:
+    """The exact GPU share of one unit: 1 dedicated, 1/replicas time-sliced, ``w / max(1, layout weight)`` MIG.
+
+    ``layout`` is the per-GPU MIG layout of the pool the instance runs on; without one (imported usage) the share is
+    the weight itself. The profile must be part of the layout it is billed against.
+    """
+    strategy = Strategy(strategy)
+    if strategy is Strategy.DEDICATED:
+        return Fraction(1)
+    if strategy is Strategy.TIME_SLICING:
+        if isinstance(time_slice_replicas, bool) or not isinstance(time_slice_replicas, int) or time_slice_replicas < 2:
+            raise PricingError("A time-sliced allocation needs the pool's replicas (at least 2).")
+        return Fraction(1, time_slice_replicas)
+    if mig_profile is None or (isinstance(mig_profile, str) and not mig_profile.strip()):
+        raise PricingError("A MIG allocation needs its profile, e.g. '2g.10gb'.")
+    found = _profile(model, mig_profile)
+    weight = mig_weight(model, found)
+    if not layout:
+        return weight
+    if found.name not in layout:
+        raise PricingError(
+            f"MIG profile {found.name} is not part of the layout it is billed against ({', '.join(layout)})."
+        )
+    return weight / max(Fraction(1), layout_weight(model, layout))
+
+
+def gpu_share(
+    strategy: Strategy | str,
+    *,
+    model: GpuModelSpec,
+    mig_profile: MigProfile | str | None = None,
+    layout: Mapping[str, int] | None = None,
     time_slice_replicas: int | None = None,
 ) -> Decimal:
-    """The part of one whole GPU that one unit of the resource pays: 1, n/7 (n/4 on A30), or 1/replicas."""
-    strategy = Strategy(strategy)
-    if strategy is Strategy.MIG:
-        if not mig_profile:
-            raise PricingError("A MIG allocation needs its profile, e.g. '2g.10gb'.")
-        slices = mig_profile_slices(mig_profile)
-        return allocation_share(strategy, mig_compute_slices=slices, gpu_compute_slices=gpu_compute_slices(gpu_model))
-    return allocation_share(strategy, time_slice_replicas=time_slice_replicas)
+    """The GPU share of one unit as a ``Decimal`` (see ``gpu_share_fraction``), the number every bill uses."""
+    share = gpu_share_fraction(
+        strategy, model=model, mig_profile=mig_profile, layout=layout, time_slice_replicas=time_slice_replicas
+    )
+    return fraction_to_decimal(share)
+
+
+def fraction_to_decimal(value: Fraction) -> Decimal:
+    """An exact fraction as a Decimal (28 significant digits for sevenths; exact for halves, quarters, eighths)."""
+    return Decimal(value.numerator) / Decimal(value.denominator)
+
+
+def share_text(share: Decimal) -> str:
+    """A GPU share as the contract's decimal string: at most six decimals, no trailing zeros ("0.25", "0.142857")."""
+    return format(share.quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP).normalize(), "f")
 
 
 def gpu_hourly_rate(*, hourly: Decimal | None = None, tco: TcoInputs | None = None) -> Decimal:

@@ -33,8 +33,20 @@ class GpuModel(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0"))],
-        help_text="Cloud on-demand price per GPU-hour, used when no purchase price is known.",
+        help_text="Cloud on-demand list price per GPU-hour: the price of every model when no price book lists it.",
     )
+    price_source = models.TextField(
+        blank=True, help_text="Where the list price comes from, or why the model has none (then pools show 'no price')."
+    )
+    dense_fp16_tflops = models.DecimalField(
+        max_digits=8,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text="Dense FP16/BF16 tensor TFLOPS from NVIDIA's datasheet: the what-if's relative-throughput estimate.",
+    )
+    throughput_source = models.TextField(blank=True, help_text="The datasheet the TFLOPS figure comes from.")
     dcgm_model_names = models.JSONField(default=list, blank=True, help_text="DCGM modelName label values.")
     aliases = models.JSONField(default=list, blank=True)
     notes = models.TextField(blank=True)

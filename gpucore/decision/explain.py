@@ -23,7 +23,7 @@ from gpucore.decision.options import (
     need_text,
 )
 from gpucore.decision.rules import Intent, model_plan
-from gpucore.pricing import HOURS_PER_MONTH, to_cents
+from gpucore.pricing import HOURS_PER_MONTH, share_text, to_cents
 from gpucore.profile import WorkloadProfile
 from gpucore.vocabulary import Strategy
 
@@ -76,9 +76,14 @@ def sizing_line(ctx: DecisionContext, option: Option) -> str:
 
 def _share_words(option: Option) -> str:
     if option.strategy is Strategy.MIG and option.mig is not None:
-        return f"{option.mig.compute_slices}/{option.model.mig_compute_slices} of a GPU"
+        mig, model = option.mig, option.model
+        return (
+            f"GPU share {share_text(option.share / option.quantity)} ({mig.name} holds {mig.compute_slices}/"
+            f"{model.mig_compute_slices} of the compute and {mig.memory_slices}/{model.mig_memory_slices} of the "
+            "memory; the larger counts)"
+        )
     if option.strategy is Strategy.TIME_SLICING:
-        return f"1/{option.time_slice_replicas} of a GPU"
+        return f"GPU share 1/{option.time_slice_replicas}"
     return f"{option.quantity} GPU" + ("s" if option.quantity > 1 else "")
 
 

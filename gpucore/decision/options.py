@@ -19,7 +19,14 @@ from enum import StrEnum
 from typing import Any
 
 from gpucore.catalog import Catalog, GpuModelSpec, MigProfile
-from gpucore.pricing import allocation_hourly_rate, allocation_share, catalog_hourly_rate, monthly_cost, to_cents
+from gpucore.pricing import (
+    CATALOG_PRICE_BASIS,
+    allocation_hourly_rate,
+    catalog_hourly_rate,
+    gpu_share,
+    monthly_cost,
+    to_cents,
+)
 from gpucore.profile import WorkloadProfile
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import Strategy
@@ -244,16 +251,14 @@ def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -
     if strategy is Strategy.DEDICATED:
         if memory > model.memory_gb * n:
             return f"{need_text(profile)} does not fit on {model.name} ({model.memory_gb} GB per GPU)."
-        share = allocation_share(strategy, quantity=n)
+        share = Decimal(n)
     elif strategy is Strategy.MIG:
         if not model.mig_capable:
             return f"{model.name} is not MIG-capable ({model.family})."
         mig = next((p for p in model.recommendable_profiles() if p.memory_gb * n >= memory), None)
         if mig is None:
             return _no_mig_profile(model, profile)
-        share = allocation_share(
-            strategy, quantity=n, mig_compute_slices=mig.compute_slices, gpu_compute_slices=model.mig_compute_slices
-        )
+        share = gpu_share(strategy, model=model, mig_profile=mig) * n
     else:
         replicas, source = _time_slice_replicas(ctx, model)
         if memory * replicas > model.memory_gb * n:
@@ -263,7 +268,7 @@ def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -
                 f"replicas = {format_gb(Decimal(model.memory_gb) / replicas)} per tenant; time-slicing has no memory "
                 "isolation, so a tenant can only count on a fair share (Part 2.2)."
             )
-        share = allocation_share(strategy, quantity=n, time_slice_replicas=replicas)
+        share = gpu_share(strategy, model=model, time_slice_replicas=replicas) * n
     rate, rate_source = _gpu_rate(ctx, model)
     monthly = None
     if rate is not None:
@@ -303,12 +308,10 @@ def _gpu_rate(ctx: DecisionContext, model: GpuModelSpec) -> tuple[Decimal | None
         return rate, "price book"
     if ctx.currency != CATALOG_CURRENCY:
         return None, None  # never convert currencies by guess (DESIGN.md: money is never guessed)
-    rate = catalog_hourly_rate(
-        purchase_price=model.purchase_price_usd, tdp_watts=model.tdp_watts, list_hourly=model.list_hourly_usd
-    )
+    rate = catalog_hourly_rate(model)
     if rate is None:
         return None, None
-    return rate, "catalog TCO" if model.purchase_price_usd is not None else "catalog list price"
+    return rate, CATALOG_PRICE_BASIS
 
 
 # --- prose helpers -------------------------------------------------------------------------------------------

@@ -2,20 +2,21 @@
 
 Rule of thumb of guide 002 (§7.2 "Set Appropriate CPU and Memory"): training 8-16 CPU cores and 32-64 GB RAM per GPU,
 inference 4-8 cores and 8-16 GB per GPU. The low end of each range is the request, the high end the limit. A
-container's GPU-equivalent is what ``gpucore.pricing.allocation_share`` charges for: N dedicated GPUs, n/7 of a GPU
-for a ``<n>g`` MIG slice (n/4 on an A30), 1/replicas for a time-sliced share, so sizing and billing agree.
+container's GPU-equivalent is its GPU share as billing counts it (``gpucore.pricing.gpu_share``): N dedicated GPUs,
+1/replicas for a time-sliced share, a MIG instance's weight (scaled by its pool's layout), so sizing and billing agree.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
 from gpucore.catalog import Catalog, CatalogError
 from gpucore.manifests.contexts import AllocationSpec, ManifestError
-from gpucore.pricing import allocation_share
-from gpucore.vocabulary import Strategy
+from gpucore.pricing import PricingError
+from gpucore.pricing import gpu_share as unit_gpu_share
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,25 +97,20 @@ def _round_up(value: Decimal, step: int) -> int:
     return math.ceil(value / step) * step
 
 
-def gpu_share(allocation: AllocationSpec, catalog: Catalog) -> Decimal:
-    """Whole GPUs one replica holds, exactly as billing counts them (n/7 per MIG slice, 1/replicas time-sliced)."""
-    if allocation.strategy is not Strategy.MIG:
-        return allocation_share(
-            allocation.strategy,
-            quantity=allocation.quantity,
-            time_slice_replicas=allocation.time_slice_replicas,
-        )
+def gpu_share(allocation: AllocationSpec, catalog: Catalog, *, layout: Mapping[str, int] | None = None) -> Decimal:
+    """Whole GPUs one replica holds, exactly as billing counts them (``gpucore.pricing.gpu_share`` x quantity)."""
     try:
         model = catalog.get(allocation.gpu_model)
-        profile = model.profile(allocation.mig_profile or "")
-    except CatalogError as error:
+        share = unit_gpu_share(
+            allocation.strategy,
+            model=model,
+            mig_profile=allocation.mig_profile,
+            layout=layout,
+            time_slice_replicas=allocation.time_slice_replicas,
+        )
+    except (CatalogError, PricingError) as error:
         raise ManifestError(str(error)) from error
-    return allocation_share(
-        Strategy.MIG,
-        quantity=allocation.quantity,
-        mig_compute_slices=profile.compute_slices,
-        gpu_compute_slices=model.mig_compute_slices,
-    )
+    return share * allocation.quantity
 
 
 def size_container(workload_type: str, share: Decimal, *, guaranteed: bool = False) -> ContainerSize:

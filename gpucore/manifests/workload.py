@@ -273,7 +273,10 @@ def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_
         WORKLOAD_TYPE_LABEL: ctx.workload_type,
     }
     selector = {MANAGED_BY_LABEL: labels[MANAGED_BY_LABEL], REQUEST_LABEL: labels[REQUEST_LABEL]}
-    share = gpu_share(allocation, catalog)
+    # The pool's MIG layout scales the share as billing does; a pool edited since submission no longer holding the
+    # profile falls back to the instance's own weight rather than failing the render.
+    layout = ctx.pool.mig_devices if ctx.pool is not None else None
+    share = gpu_share(allocation, catalog, layout=layout if layout and allocation.mig_profile in layout else None)
     critical = is_critical_tier(ctx.tier)
     size = size_container(ctx.workload_type, share, guaranteed=critical or ctx.topology_aware)
     annotations = {

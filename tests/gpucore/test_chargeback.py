@@ -7,17 +7,16 @@ from decimal import Decimal as D
 
 import pytest
 
+from gpucore.catalog import BUILTIN_CATALOG
 from gpucore.chargeback import Allocation, PricePeriod, charge_allocation, compute_chargeback, price_segments
 from gpucore.pricing import (
     PricingError,
     TcoInputs,
-    gpu_compute_slices,
     gpu_hourly_rate,
-    mig_profile_slices,
+    gpu_share,
     monthly_cost,
     tco_hourly,
     to_cents,
-    unit_share,
     weighted_shares,
 )
 
@@ -106,19 +105,21 @@ def test_dedicated_pays_the_gpu_rate_per_gpu() -> None:
 @pytest.mark.parametrize(
     ("model", "resource", "rate", "hours", "expected"),
     [
-        ("A100-40GB", "nvidia.com/mig-1g.5gb", "2.10", 100, "30.00"),  # 1/7 x 2.10 x 100
-        ("A100-40GB", "nvidia.com/mig-2g.10gb", "2.10", 100, "60.00"),  # 2/7
-        ("A100-40GB", "nvidia.com/mig-3g.20gb", "2.10", 100, "90.00"),  # 3/7
-        ("A100-40GB", "nvidia.com/mig-4g.20gb", "2.10", 100, "120.00"),  # 4/7
+        # Weight max(compute slices / 7, memory slices / 8); no layout known, so the weight is the share.
+        ("A100-40GB", "nvidia.com/mig-1g.5gb", "2.10", 100, "30.00"),  # max(1/7, 1/8) = 1/7 x 2.10 x 100
+        ("A100-40GB", "nvidia.com/mig-2g.10gb", "2.10", 100, "60.00"),  # max(2/7, 2/8) = 2/7
+        ("A100-40GB", "nvidia.com/mig-3g.20gb", "2.10", 100, "105.00"),  # max(3/7, 4/8) = 1/2
+        ("A100-40GB", "nvidia.com/mig-4g.20gb", "2.10", 100, "120.00"),  # max(4/7, 4/8) = 4/7
         ("A100-40GB", "nvidia.com/mig-7g.40gb", "2.10", 100, "210.00"),  # 7/7
         ("H100-80GB", "nvidia.com/mig-1g.10gb", "3.50", 10, "5.00"),  # 1/7 x 3.50 x 10
-        ("H200", "nvidia.com/mig-3g.71gb", "7.00", 10, "30.00"),  # 3/7 x 7 x 10
-        ("A30", "nvidia.com/mig-1g.6gb", "1.00", 24, "6.00"),  # A30: n/4 -> 1/4 x 1 x 24
+        ("H100-80GB", "nvidia.com/mig-1g.20gb", "3.50", 10, "8.75"),  # max(1/7, 2/8) = 1/4
+        ("H200", "nvidia.com/mig-3g.71gb", "7.00", 10, "35.00"),  # 1/2 x 7 x 10
+        ("A30", "nvidia.com/mig-1g.6gb", "1.00", 24, "6.00"),  # A30 (4 and 4 slices): 1/4 x 1 x 24
         ("A30", "nvidia.com/mig-2g.12gb", "1.00", 24, "12.00"),  # 2/4
         ("A30", "nvidia.com/mig-4g.24gb", "1.00", 24, "24.00"),  # 4/4
     ],
 )
-def test_mig_slice_pays_n_sevenths_and_n_quarters_on_a30(
+def test_mig_slice_pays_its_weight_from_the_catalog_geometry(
     model: str, resource: str, rate: str, hours: int, expected: str
 ) -> None:
     a = alloc(gpu_model=model, strategy="mig", resource_name=resource, end=t(1 + hours // 24, hours % 24))
@@ -221,13 +222,12 @@ def test_saving_against_all_dedicated() -> None:
 
 
 def test_shares_and_slices() -> None:
-    assert mig_profile_slices("nvidia.com/mig-3g.20gb") == 3 and mig_profile_slices("2g.10gb+me") == 2
-    assert (
-        gpu_compute_slices("A30") == 4 and gpu_compute_slices("a30-24gb") == 4 and gpu_compute_slices("H100-80GB") == 7
-    )
-    assert unit_share("time-slicing", gpu_model="T4", time_slice_replicas=8) == D("0.125")
+    a100, a30, t4 = (BUILTIN_CATALOG.get(n) for n in ("A100-40GB", "A30", "T4"))
+    assert gpu_share("mig", model=a100, mig_profile="nvidia.com/mig-3g.20gb") == D("0.5")  # max(3/7, 4/8)
+    assert gpu_share("mig", model=a30, mig_profile="2g.12gb+me") == D("0.5")
+    assert gpu_share("time-slicing", model=t4, time_slice_replicas=8) == D("0.125")
     with pytest.raises(PricingError):
-        unit_share("mig", gpu_model="A100-40GB")
+        gpu_share("mig", model=a100)
     with pytest.raises(PricingError):
-        unit_share("time-slicing", gpu_model="T4", time_slice_replicas=1)
+        gpu_share("time-slicing", model=t4, time_slice_replicas=1)
     assert weighted_shares(D(10), {"a": D(0), "b": D(0)}) == {"a": D(0), "b": D(0)}

@@ -69,11 +69,11 @@ COSTS = [
         75.0,
     ),
     (
-        "A100-40GB 3g.20gb, 2 replicas",
+        "A100-40GB 3g.20gb, 2 replicas: weight max(3/7, 4/8) = 1/2",
         {"workload_type": "batch_inference", "gpu_memory_gb": 15, "gpu_model": "A100-40GB", "replicas": 2},
         {},
-        Decimal("2.7447") * 3 / 7 * 730 * 2,
-        57.1,
+        Decimal("2.7447") / 2 * 730 * 2,
+        50.0,
     ),
     (
         "A30 2g.12gb from the price book: n/4",
@@ -90,17 +90,17 @@ COSTS = [
         0.0,
     ),
     (
-        "H100 dedicated x4 GPUs at catalog TCO",
+        "H100 dedicated x4 GPUs at the catalog list price (one basis, never TCO without a price book)",
         {"workload_type": "training", "gpu_memory_gb": 200, "gpu_count": 4, "gpu_model": "H100-80GB"},
         {},
-        tco(27500, 700) * 4 * 730,
+        Decimal("6.88") * 4 * 730,
         0.0,
     ),
     (
-        "A100-80GB 1g.10gb at catalog TCO",
+        "A100-80GB 1g.10gb at the catalog list price: weight max(1/7, 1/8) = 1/7",
         {"workload_type": "realtime_inference", "gpu_memory_gb": 8, "gpu_model": "A100-80GB"},
         {},
-        tco(11500, 400) / 7 * 730,
+        Decimal("3.4309") / 7 * 730,
         85.7,
     ),
     (
@@ -236,7 +236,7 @@ def test_alternatives_rank_the_preferred_strategy_then_cost():
     priced = [c for c in ts_costs if c is not None]
     assert priced == sorted(priced)
     assert all(c >= result.estimated_monthly_cost for c in priced)
-    assert ts_costs[-1] is None  # V100-32GB has no price: last
+    assert None not in ts_costs  # one basis: every model that can time-slice 8 GB has a list price
 
 
 # --- the JSON contract --------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ Expected values come from the guide (Part 4 of shared/domain/000_*.txt), NVIDIA'
 arithmetic, not from the code under test.
 """
 
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -209,7 +210,8 @@ def test_ties_go_to_the_smaller_gpu_then_the_name():
 def test_unpriced_models_rank_after_priced_ones():
     unpriced = Catalog(tuple(m for m in BUILTIN_CATALOG if m.name in {"A30", "V100-32GB", "T4"}))
     assert rec(catalog=unpriced, workload_type="training", gpu_memory_gb=10).gpu_model == "T4"
-    only_unpriced = unpriced.restricted_to(["A30", "V100-32GB"])
+    v100 = BUILTIN_CATALOG.get("V100-32GB")
+    only_unpriced = Catalog((BUILTIN_CATALOG.get("A30"), replace(v100, list_hourly_usd=None)))
     result = rec(catalog=only_unpriced, workload_type="training", gpu_memory_gb=10)
     assert result.gpu_model == "A30"  # both unknown: the smaller GPU
     assert result.estimated_monthly_cost is None

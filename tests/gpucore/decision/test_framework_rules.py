@@ -176,7 +176,10 @@ def test_rationale_follows_the_rules_in_order():
     assert "the choice meets it" in steps[2]
     assert steps[3].startswith("GPU model A100-40GB")
     assert steps[4].startswith("MIG profile 3g.20gb on A100-40GB")
-    assert steps[5].startswith("Estimated cost: 2.7447 USD/GPU-hour (catalog list price) x 3/7 of a GPU")
+    assert steps[5].startswith(
+        "Estimated cost: 2.7447 USD/GPU-hour (catalog list price, AWS us-east-1 on-demand per GPU) x GPU share 0.5 "
+        "(3g.20gb holds 3/7 of the compute and 4/8 of the memory; the larger counts)"
+    )
     assert steps[6].startswith("Expected utilization 30% is below the 60-80% target")
     assert len(steps) == 7
 

@@ -1,5 +1,7 @@
 """recommend(offered=...): the framework chooses only among options a node pool serves, and says so."""
 
+from decimal import Decimal
+
 import pytest
 
 from gpucore.decision import BUILTIN_CATALOG, ProfileError, WorkloadProfile, recommend
@@ -18,13 +20,15 @@ def demo_offers(model: str, strategy: str, mig_profile: str | None) -> bool:
     return (model, strategy, mig_profile) in DEMO
 
 
-def rec(offered=demo_offers, **fields):
+def rec(offered=demo_offers, rates=None, **fields):
     catalog = BUILTIN_CATALOG.restricted_to(["A100-40GB", "H100-80GB", "T4"])
-    return recommend(WorkloadProfile.from_mapping(fields), catalog, offered=offered)
+    return recommend(WorkloadProfile.from_mapping(fields), catalog, offered=offered, rates=rates)
 
 
 def test_without_a_filter_the_cheapest_mig_slice_may_be_one_no_pool_has() -> None:
-    unfiltered = rec(offered=None, workload_type="realtime_inference", gpu_memory_gb=8)
+    # With H100s at 2.00/h, an H100 1g.10gb (1/7 of 2.00) undercuts an A100-40GB 2g.10gb (2/7 of 2.7447).
+    cheap_h100 = {"H100-80GB": Decimal("2.00")}
+    unfiltered = rec(offered=None, rates=cheap_h100, workload_type="realtime_inference", gpu_memory_gb=8)
     assert (unfiltered.gpu_model, unfiltered.mig_profile) == ("H100-80GB", "1g.10gb")
 
 
