@@ -19,6 +19,7 @@ COPY --chown=portal:portal . .
 # collectstatic only needs importable settings, not real secrets or a database.
 RUN SECRET_KEY=collectstatic-only-placeholder-key-0123456789-abcdefghijklmnopqrstuvwxyz \
     ALLOWED_HOSTS=localhost DATABASE_URL=postgres://build@localhost/build CACHE_URL=redis://localhost:6379/1 \
+    CELERY_BROKER_URL=redis://localhost:6379/0 \
     python manage.py collectstatic --noinput \
  && mkdir -p /app/var && chown -R portal:portal /app/var /app/staticfiles
 

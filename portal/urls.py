@@ -16,7 +16,9 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("", include("allocations.urls")),
     path("billing/", include("billing.urls")),
-    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/login/", views.PortalLoginView.as_view(redirect_authenticated_user=True), name="login"),
+    # Single sign-on: /accounts/sso/login/oidc/ starts it; /accounts/sso/complete/oidc/ is the redirect URI.
+    path("accounts/sso/", include("social_django.urls", namespace="social")),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("allocations.api.urls")),

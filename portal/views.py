@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.views import LoginView
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from allocations.selectors import home_overview
+from portal.sso.backends import password_login, sso_enabled
 
 
 @login_required
@@ -26,3 +32,36 @@ def healthz(request: HttpRequest) -> JsonResponse:
     except Exception as exc:  # any database error means not ready
         return JsonResponse({"status": "error", "database": str(exc)}, status=503)
     return JsonResponse({"status": "ok", "database": "ok"})
+
+
+class PortalAuthenticationForm(AuthenticationForm):
+    """The password form, whose refusal says who may still use a password when single sign-on is the way in."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        policy = password_login()
+        refusal = {
+            "admins": (
+                "Enter the username and password of an administrator account: password sign-in is kept for "
+                f"break-glass administrators. Everyone else signs in with {settings.OIDC_PROVIDER_NAME}."
+            ),
+            "off": f"Password sign-in is switched off: sign in with {settings.OIDC_PROVIDER_NAME}.",
+        }.get(policy)
+        if refusal:
+            # A copy: error_messages is the class's dict, shared with every other form instance.
+            self.error_messages = {**self.error_messages, "invalid_login": refusal}
+
+
+class PortalLoginView(LoginView):
+    """Sign in: the single sign-on button when it is configured, and the password form as the policy allows."""
+
+    authentication_form = PortalAuthenticationForm
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context.update(
+            sso_enabled=sso_enabled(),
+            sso_provider_name=settings.OIDC_PROVIDER_NAME,
+            password_login=password_login(),
+        )
+        return context

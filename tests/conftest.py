@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from rest_framework.test import APIClient
 
     from tests.factories import DemoOrg
+    from tests.oidc import OidcProvider
 
 
 # Django is imported inside fixtures so the pure-core tests also run without it (`pytest -p no:django`).
@@ -80,3 +82,23 @@ def demo_org(db) -> DemoOrg:
     from tests.factories import build_demo_org
 
     return build_demo_org()
+
+
+@pytest.fixture(scope="session")
+def oidc_provider() -> Iterator[OidcProvider]:
+    """A real OpenID Connect provider on loopback for the whole run (tests/oidc.py)."""
+    from tests.oidc import running_provider
+
+    with running_provider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def sso(oidc_provider: OidcProvider, settings: Any, monkeypatch: pytest.MonkeyPatch) -> OidcProvider:
+    """Single sign-on switched on against the test provider, the client secret given by reference."""
+    from tests.oidc import CLIENT_SECRET, SECRET_VARIABLE
+
+    monkeypatch.setenv(SECRET_VARIABLE, CLIENT_SECRET)
+    for name, value in oidc_provider.settings().items():
+        setattr(settings, name, value)
+    return oidc_provider

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "csp",
+    "social_django",
     "portal",
     "allocations",
     "billing",
@@ -60,6 +61,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A failed single sign-on (denied at the provider, a bad token) returns to the login page with a message.
+    "portal.sso.middleware.SsoErrorMiddleware",
     # Last, as django-axes requires: it turns a lockout raised during authentication into the locked-out page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -101,10 +104,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# django-axes first: it refuses a locked-out (username, IP) pair before any password is checked.
+# django-axes first: it refuses a locked-out (username, IP) pair before any password is checked. Then single
+# sign-on, and local passwords under the PASSWORD_LOGIN policy (portal/sso/backends.py; below).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "portal.sso.backends.PortalOpenIdConnect",
+    "portal.sso.backends.PasswordBackend",
 ]
 
 LOGIN_URL = "login"
@@ -137,6 +142,43 @@ CONTENT_SECURITY_POLICY = {
 }
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# Single sign-on with OpenID Connect (social-auth-app-django's generic OIDC backend, as NetBox uses it). On when an
+# issuer and a client id are set; the client secret is a reference (env:VARIABLE or file:/path), never the value.
+OIDC_ISSUER = (env_str("OIDC_ISSUER") or "").rstrip("/")
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID") or ""
+OIDC_CLIENT_SECRET_REF = env_str("OIDC_CLIENT_SECRET_REF") or ""
+OIDC_SCOPES = env_list("OIDC_SCOPES", ["openid", "profile", "email"])
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM") or "groups"
+OIDC_USERNAME_CLAIM = env_str("OIDC_USERNAME_CLAIM") or "preferred_username"
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME") or "single sign-on"
+if OIDC_ISSUER and not OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("OIDC_ISSUER is set but OIDC_CLIENT_ID is not: single sign-on needs both.")
+# Who may still sign in with a local password: on (anyone), admins (staff accounts only: break-glass while the
+# identity provider is down), off. Unset: admins when single sign-on is configured, on otherwise.
+PASSWORD_LOGIN = (env_str("PASSWORD_LOGIN") or "").strip().lower()
+if PASSWORD_LOGIN not in ("", "on", "admins", "off"):
+    raise ImproperlyConfigured(f"PASSWORD_LOGIN={PASSWORD_LOGIN!r}: use on, admins or off.")
+SOCIAL_AUTH_OIDC_USERNAME_KEY = OIDC_USERNAME_CLAIM
+SOCIAL_AUTH_OIDC_USE_PKCE = True
+SOCIAL_AUTH_URL_NAMESPACE = "social"
+SOCIAL_AUTH_LOGIN_REDIRECT_URL = "/"
+SOCIAL_AUTH_LOGIN_ERROR_URL = "/accounts/login/"
+SOCIAL_AUTH_RAISE_EXCEPTIONS = False
+SOCIAL_AUTH_PIPELINE = (
+    "social_core.pipeline.social_auth.social_details",
+    "social_core.pipeline.social_auth.social_names",
+    "social_core.pipeline.social_auth.social_uid",
+    "social_core.pipeline.social_auth.auth_allowed",
+    "social_core.pipeline.social_auth.social_user",
+    "social_core.pipeline.user.get_username",
+    "social_core.pipeline.user.create_user",
+    "social_core.pipeline.social_auth.associate_user",
+    "social_core.pipeline.social_auth.load_extra_data",
+    "social_core.pipeline.user.user_details",
+    # Team memberships and platform groups from the groups claim, on every login (portal/sso/).
+    "portal.sso.pipeline.apply_group_mappings",
+)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE") or "UTC"

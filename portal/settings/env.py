@@ -53,3 +53,29 @@ def env_required(name: str) -> str:
     if not value:
         raise ImproperlyConfigured(f"The environment variable {name} must be set in production.")
     return value
+
+
+def secret_from_ref(ref: str, *, what: str) -> str:
+    """The secret a reference points at: ``env:VARIABLE`` or ``file:/path`` (a mounted Kubernetes Secret).
+
+    Settings keep references, never values, so a secret can live in a Secret volume or a vault-injected variable and
+    rotate without a settings change; ``what`` names the setting in the error.
+    """
+    ref = ref.strip()
+    if ref.startswith("env:"):
+        variable = ref.removeprefix("env:")
+        value = os.environ.get(variable, "").strip()
+        if not value:
+            raise ImproperlyConfigured(f"{what} points at the environment variable {variable}, which is not set.")
+        return value
+    if ref.startswith("file:"):
+        path = ref.removeprefix("file:")
+        try:
+            with open(path, encoding="utf-8") as handle:
+                value = handle.read().strip()
+        except OSError as error:
+            raise ImproperlyConfigured(f"{what} points at {path}, which cannot be read ({error.strerror}).") from None
+        if not value:
+            raise ImproperlyConfigured(f"{what} points at {path}, which is empty.")
+        return value
+    raise ImproperlyConfigured(f"{what} must be a reference, 'env:VARIABLE' or 'file:/path', never the secret itself.")

@@ -105,3 +105,76 @@ def test_production_refuses_sqlite() -> None:
     result = _run(["manage.py", "check"], {**PRODUCTION_ENV, "DATABASE_URL": "sqlite:///tmp/x.sqlite3"})
     assert result.returncode != 0
     assert "PostgreSQL" in result.stderr
+
+
+SSO_ENV = {
+    "OIDC_ISSUER": "https://id.example.com/realms/acme",
+    "OIDC_CLIENT_ID": "gpu-portal",
+    "OIDC_CLIENT_SECRET_REF": "env:OIDC_CLIENT_SECRET",
+    "OIDC_CLIENT_SECRET": "a-client-secret-from-the-secret-store",
+}
+SSO_PROBE = (
+    "import json, django; from django.conf import settings; django.setup(); "
+    "from portal.sso.backends import password_login; "
+    "print(json.dumps({'issuer': settings.OIDC_ISSUER, 'scopes': settings.OIDC_SCOPES, "
+    "'password_login': password_login()}))"
+)
+
+
+def test_check_deploy_passes_with_single_sign_on_configured() -> None:
+    result = _run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], {**PRODUCTION_ENV, **SSO_ENV})
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_single_sign_on_settings_come_from_the_environment(tmp_path: Path) -> None:
+    secret = tmp_path / "client-secret"
+    secret.write_text("from-a-mounted-secret\n")
+    env = {**SSO_ENV, "OIDC_CLIENT_SECRET_REF": f"file:{secret}", "OIDC_SCOPES": "openid,profile,email,groups"}
+    result = _run(["-c", SSO_PROBE], env)
+    assert result.returncode == 0, result.stderr
+    probe = json.loads(result.stdout.strip().splitlines()[-1])
+    assert probe == {
+        "issuer": "https://id.example.com/realms/acme",
+        "scopes": ["openid", "profile", "email", "groups"],
+        "password_login": "admins",  # with single sign-on, passwords are for break-glass administrators by default
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"OIDC_ISSUER": "http://id.example.com"}, "OIDC_ISSUER must be an https:// URL"),
+        ({"OIDC_CLIENT_SECRET_REF": ""}, "OIDC_CLIENT_SECRET_REF must be set"),
+        ({"OIDC_CLIENT_SECRET": ""}, "environment variable OIDC_CLIENT_SECRET, which is not set"),
+        ({"PASSWORD_LOGIN": "sometimes"}, "PASSWORD_LOGIN='sometimes': use on, admins or off"),
+    ],
+)
+def test_production_refuses_an_incomplete_single_sign_on(change: dict[str, str], message: str) -> None:
+    result = _run(["manage.py", "check"], {**PRODUCTION_ENV, **SSO_ENV, **change})
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_production_requires_a_broker() -> None:
+    result = _run(["manage.py", "check"], {**PRODUCTION_ENV, "CELERY_BROKER_URL": ""})
+    assert result.returncode != 0
+    assert "CELERY_BROKER_URL" in result.stderr
+
+
+def test_secret_references_resolve_from_env_or_file_and_never_take_a_value(tmp_path: Path, monkeypatch) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from portal.settings.env import secret_from_ref
+
+    monkeypatch.setenv("SOME_SECRET", " s3cret ")
+    assert secret_from_ref("env:SOME_SECRET", what="X") == "s3cret"
+    path = tmp_path / "secret"
+    path.write_text("from-a-file\n")
+    assert secret_from_ref(f"file:{path}", what="X") == "from-a-file"
+    for ref, message in [
+        ("hunter2", "X must be a reference, 'env:VARIABLE' or 'file:/path'"),
+        ("env:NOT_SET_HERE", "X points at the environment variable NOT_SET_HERE, which is not set"),
+        ("file:/nonexistent/secret", "X points at /nonexistent/secret, which cannot be read"),
+    ]:
+        with pytest.raises(ImproperlyConfigured, match=message.replace("(", r"\(")):
+            secret_from_ref(ref, what="X")
