@@ -52,6 +52,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: probes reach a pod by IP over plain HTTP, before host validation and the HTTPS redirect.
+    "portal.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -93,6 +95,9 @@ if not DATABASE_URL:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASE_URL = f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # An unreachable database fails a request (and the readiness probe) in seconds instead of hanging a worker.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT", 5))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # SQLite cannot enforce NULLS NOT DISTINCT on Quota; model validation does, and PostgreSQL does in the database.
 SILENCED_SYSTEM_CHECKS = ["models.W047"]

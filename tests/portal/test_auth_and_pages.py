@@ -74,7 +74,7 @@ def test_no_banner_with_a_broker(client) -> None:
 def test_healthz_reports_database(client) -> None:
     response = client.get(reverse("healthz"))
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok"}
+    assert response.json() == {"status": "ok", "database": "ok", "cache": "ok"}
 
 
 def test_api_docs_load_swagger_from_our_static_files(client) -> None:

@@ -1,0 +1,62 @@
+"""Health checks for load balancers, compose and Kubernetes probes: readiness (database and cache) and liveness.
+
+They are answered by a middleware placed first, before host validation and the HTTPS redirect: the kubelet probes a
+pod by its IP over plain HTTP, which ``ALLOWED_HOSTS`` and ``SECURE_SSL_REDIRECT`` would otherwise turn into a 400 or
+a 301 (and a 301 counts as success to a probe, so it would check nothing).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+
+from django.core.cache import cache
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+READY_PATH = "/healthz"
+LIVE_PATH = "/healthz/live"
+
+
+def _database() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return "ok"
+
+
+def _cache() -> str:
+    token = secrets.token_hex(4)
+    cache.set("healthz", token, timeout=10)
+    if cache.get("healthz") != token:
+        return "error: a value written to the cache did not read back"
+    return "ok"
+
+
+def readiness() -> tuple[int, dict[str, str]]:
+    """Whether this process can serve: one ``SELECT 1`` and one cache write and read; 503 naming what failed."""
+    report = {"status": "ok"}
+    for name, check in (("database", _database), ("cache", _cache)):
+        try:
+            report[name] = check()
+        except Exception as exc:  # any error of the dependency means not ready; the probe shows which
+            report[name] = f"error: {exc}"
+    failed = any(value != "ok" for key, value in report.items() if key != "status")
+    if failed:
+        report["status"] = "error"
+    return (503 if failed else 200), report
+
+
+class HealthCheckMiddleware:
+    """Answers ``GET /healthz`` (readiness) and ``GET /healthz/live`` (the process answers; no dependency)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method in ("GET", "HEAD"):
+            if request.path == READY_PATH:
+                status, report = readiness()
+                return JsonResponse(report, status=status)
+            if request.path == LIVE_PATH:
+                return JsonResponse({"status": "ok"})
+        return self.get_response(request)
