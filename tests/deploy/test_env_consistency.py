@@ -29,6 +29,7 @@ PLACEHOLDER_SECRETS = {
     "SECRET_KEY": "placeholder-secret-key-for-the-consistency-test-0123456789-abcdefghijklmnop",
     "DATABASE_URL": "postgres://portal:placeholder@db.internal:5432/gpu_portal",
     "CELERY_BROKER_URL": "redis://redis.internal:6379/0",
+    "CACHE_URL": "redis://redis.internal:6379/1",
 }
 
 
@@ -91,7 +92,7 @@ def container_environment(objects: list[dict[str, Any]], container: dict[str, An
 
 
 def test_the_settings_module_lists_what_production_requires() -> None:
-    assert required_env() >= {"SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "CELERY_BROKER_URL"}
+    assert required_env() >= {"SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"}
     assert required_env() <= variables_read_by_settings()
 
 
@@ -128,7 +129,8 @@ def test_every_portal_container_of_the_overlay_sets_every_required_variable(over
 
 
 def _django(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not re.match(r"(DJANGO_|DATABASE_URL|CELERY_|DEBUG|OIDC_)", k)}
+    inherited = r"(DJANGO_|DATABASE_URL|CELERY_|CACHE_URL|DEBUG|OIDC_)"
+    clean = {k: v for k, v in os.environ.items() if not re.match(inherited, k)}
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,

@@ -133,13 +133,14 @@ def test_secrets_are_only_referenced_never_committed(overlay: str) -> None:
                     referenced.add(env["valueFrom"]["secretKeyRef"]["name"])
                 else:
                     # A literal value is for non-secret settings only.
-                    assert not re.search(r"SECRET|PASSWORD|TOKEN|DATABASE_URL|BROKER_URL", env["name"]), env
+                    assert not re.search(r"SECRET|PASSWORD|TOKEN|DATABASE_URL|BROKER_URL|CACHE_URL", env["name"]), env
             for source in container.get("envFrom", []):
                 assert "secretRef" not in source, "every secret variable is named (secretKeyRef), not imported whole"
     assert "gpu-portal-secrets" in referenced and referenced <= SECRET_NAMES
     for configmap in by_kind(objects, "ConfigMap"):
         for key, value in configmap.get("data", {}).items():
-            assert not re.search(r"SECRET_KEY$|_PASSWORD$|^DATABASE_URL$|^CELERY_BROKER_URL$", key), (key, value)
+            secret_like = r"SECRET_KEY$|_PASSWORD$|^DATABASE_URL$|^CELERY_BROKER_URL$|^CACHE_URL$"
+            assert not re.search(secret_like, key), (key, value)
             assert key != "OIDC_CLIENT_SECRET_REF" or value.startswith(("env:", "file:"))
 
 
