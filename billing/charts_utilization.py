@@ -1,7 +1,7 @@
 """Plotly figures of the capacity forecast: per pool, the last 7 days' daily means and the 30-day linear projection.
 
 Figures are returned as plain JSON-ready dicts for ``json_script``; the page draws them with the local plotly.js
-(``static/js/plotly.min.js``, no CDN).
+(``static/js/plotly-cartesian.min.js``, no CDN).
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def test_dashboard_and_chart_csvs(closed, client) -> None:
     assert page.status_code == 200
     panels = {p["id"]: p for p in page.context["panels"]}
     assert not panels["cost-over-time"]["empty"] and not panels["pool-heatmap"]["empty"]
-    assert b"js/plotly.min.js" in page.content and b"cdn" not in page.content.lower()
+    assert b"js/plotly-cartesian.min.js" in page.content and b"cdn" not in page.content.lower()
     over_time = client.get(reverse("billing:dashboard-csv", args=["cost-over-time"]), {"month": "2026-10"})
     rows = list(csv.DictReader(io.StringIO(over_time.content.decode())))
     assert {"month": "2026-10", "team": "vision", "cost": "40.00"} in rows

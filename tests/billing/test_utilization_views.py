@@ -70,7 +70,7 @@ def test_platform_page_shows_alerts_unallocated_use_and_forecast(client: Client,
     assert 'data-alert-kind="idle"' in html
     assert "idle (no pod)" in html  # the unallocated GPU is capacity, listed as such, not a waste alert
     assert 'id="figure-allocation-forecast"' in html
-    assert "plotly.min.js" in html
+    assert "plotly-cartesian.min.js" in html
     context = response.context
     assert context["alert_counts"] == {"temperature": 1, "memory_pressure": 1, "idle": 1}
 
