@@ -14,6 +14,23 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 _PROFILE_NAME = re.compile(r"^(?P<compute>\d+)g\.(?P<memory>\d+)gb(?P<media>\+me)?$")
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+# The device plugin's resource for a media-extension profile replaces '+' (not allowed in a resource name) by '.':
+# profile 1g.5gb+me is advertised as nvidia.com/mig-1g.5gb.me.
+_MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(?P<profile>\d+g\.\d+gb)(?P<media>\.me)?$")
+
+
+def mig_resource_name(profile: str) -> str:
+    """The extended resource the device plugin advertises for a MIG profile (mixed strategy); ``+me`` -> ``.me``."""
+    return MIG_RESOURCE_PREFIX + profile.replace("+me", ".me")
+
+
+def mig_profile_of_resource(resource_name: str) -> str | None:
+    """The MIG profile name behind a resource name (``nvidia.com/mig-1g.5gb.me`` -> ``1g.5gb+me``), else ``None``."""
+    match = _MIG_RESOURCE.match(resource_name)
+    if not match:
+        return None
+    return match["profile"] + ("+me" if match["media"] else "")
 
 
 class CatalogError(ValueError):
@@ -38,7 +55,7 @@ class MigProfile:
     @property
     def resource_name(self) -> str:
         """The extended resource the device plugin advertises for this profile (mixed strategy)."""
-        return f"nvidia.com/mig-{self.name}"
+        return mig_resource_name(self.name)
 
     @property
     def media_extensions(self) -> bool:

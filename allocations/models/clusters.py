@@ -9,6 +9,7 @@ from django.db import models
 from allocations.choices import ClusterBackend, ClusterScheduler, SharingMode
 from allocations.models.catalog import GpuModel
 from allocations.models.validators import dns_label_validator
+from gpucore.catalog import mig_resource_name
 
 
 class Cluster(models.Model):
@@ -102,7 +103,7 @@ class NodePool(models.Model):
     def capacity(self) -> dict[str, int]:
         """Schedulable units per resource name that this pool advertises, from its configuration."""
         if self.sharing_mode == SharingMode.MIG:
-            return {f"nvidia.com/mig-{name}": count * self.gpu_total for name, count in self.mig_devices.items()}
+            return {mig_resource_name(name): count * self.gpu_total for name, count in self.mig_devices.items()}
         if self.sharing_mode == SharingMode.TIME_SLICING:
             return {"nvidia.com/gpu": self.gpu_total * (self.time_slice_replicas or 0)}
         return {"nvidia.com/gpu": self.gpu_total}

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from gpucore.catalog import BUILTIN_CATALOG, Catalog
+from gpucore.manifests.cluster import ClusterContext, render_cluster_objects
 from gpucore.manifests.contexts import (
     FIELD_MANAGER,
     MANAGED_BY,
@@ -42,6 +43,19 @@ from gpucore.manifests.gpu_operator import (
     time_slicing_config,
     validate_device_plugin_config,
 )
+from gpucore.manifests.kueue import (
+    LOCAL_QUEUE_NAME,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    ClusterQueueContext,
+    FlavorQuota,
+    queue_objects_for,
+    render_cluster_queue,
+    render_kueue_objects,
+    render_local_queue,
+    render_resource_flavor,
+    render_workload_priority_class,
+)
 from gpucore.manifests.namespace import (
     render_limit_range,
     render_namespace,
@@ -57,13 +71,19 @@ from gpucore.vocabulary import SharingMode
 
 __all__ = [
     "FIELD_MANAGER",
+    "LOCAL_QUEUE_NAME",
     "MANAGED_BY",
     "MANAGED_BY_LABEL",
+    "PRIORITY_CLASS_LABEL",
+    "QUEUE_NAME_LABEL",
     "REQUEST_LABEL",
     "TEAM_LABEL",
     "WORKLOAD_TYPES",
     "AllocationSpec",
+    "ClusterContext",
+    "ClusterQueueContext",
     "ContainerSize",
+    "FlavorQuota",
     "ManifestError",
     "PoolContext",
     "SharingMode",
@@ -77,17 +97,24 @@ __all__ = [
     "mig_parted_config",
     "object_key",
     "pool_node_labels",
+    "queue_objects_for",
+    "render_cluster_objects",
+    "render_cluster_queue",
+    "render_kueue_objects",
     "render_limit_range",
+    "render_local_queue",
     "render_mig_parted_configmap",
     "render_namespace",
     "render_network_policy",
     "render_priority_class",
     "render_priority_classes",
     "render_request_objects",
+    "render_resource_flavor",
     "render_resource_quota",
     "render_team_objects",
     "render_time_slicing_configmap",
     "render_workload_objects",
+    "render_workload_priority_class",
     "request_labels",
     "size_container",
     "team_labels",
@@ -99,7 +126,8 @@ __all__ = [
 
 
 def render_request_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_CATALOG) -> list[dict[str, Any]]:
-    """Every object one request needs, in apply order: its tier's PriorityClass, the namespace objects, the workload."""
+    """Every object one request needs, in apply order: its tier's PriorityClass, the namespace objects (with the
+    LocalQueue on a Kueue cluster), the workload."""
     # The order follows Helm's install order (PriorityClass, Namespace, NetworkPolicy, ResourceQuota, LimitRange,
     # PodDisruptionBudget, Service, Deployment/Job): the namespace, its quota and its defaults exist before a pod is
     # admitted, and the PriorityClass before a pod names it.
@@ -107,6 +135,8 @@ def render_request_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_C
     if ctx.tier is not None:
         objects.append(render_priority_class(ctx.tier))
     objects.extend(render_team_objects(ctx.team))
+    if ctx.team.cluster_queue is not None:
+        objects.append(render_local_queue(ctx.team))
     objects.extend(render_workload_objects(ctx, catalog=catalog))
     keys = [object_key(obj) for obj in objects]
     if len(set(keys)) != len(keys):

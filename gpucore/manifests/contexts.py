@@ -14,7 +14,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-from gpucore.catalog import Catalog, CatalogError, GpuModelSpec
+from gpucore.catalog import Catalog, CatalogError, GpuModelSpec, mig_profile_of_resource
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import SharingMode, Strategy
 
@@ -40,7 +40,6 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-_MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(?P<profile>\d+g\.\d+gb(\+me)?)$")
 
 
 class ManifestError(ValueError):
@@ -163,6 +162,9 @@ class TeamContext:
     # All GPUs of a container sit on one node (guide 003, "Multi-GPU Workloads"); 8 is the largest GPU count per
     # node in the catalog's HGX/DGX-class servers, so a container asking for more could never be scheduled.
     max_gpus_per_container: int = 8
+    # The team's Kueue ClusterQueue when its cluster runs Kueue: the namespace gets a LocalQueue ``default`` pointing
+    # at it and every Job carries ``kueue.x-k8s.io/queue-name: default`` (DESIGN.md, "Kueue objects").
+    cluster_queue: str | None = None
 
     def __post_init__(self) -> None:
         if not is_label_value(self.slug) or not self.slug:
@@ -178,6 +180,8 @@ class TeamContext:
                 raise ManifestError(f"Quota for '{resource}' must be a whole number >= 0, not {amount!r}.")
         if not is_int(self.max_gpus_per_container) or self.max_gpus_per_container < 1:
             raise ManifestError("max_gpus_per_container must be a whole number >= 1.")
+        if self.cluster_queue is not None and not is_dns_subdomain(self.cluster_queue):
+            raise ManifestError(f"ClusterQueue name '{self.cluster_queue}' is not a DNS subdomain.")
         object.__setattr__(self, "quotas", quotas)
 
 
@@ -279,12 +283,12 @@ class AllocationSpec:
         check_labels(selector, "spec.node_selector")
         object.__setattr__(self, "node_selector", selector)
         if self.strategy is Strategy.MIG:
-            match = _MIG_RESOURCE.match(self.resource_name)
-            if not match:
+            profile = mig_profile_of_resource(self.resource_name)
+            if profile is None:
                 raise ManifestError(f"A MIG allocation needs 'nvidia.com/mig-<profile>', not '{self.resource_name}'.")
             if self.mig_profile is None:
-                object.__setattr__(self, "mig_profile", match["profile"])
-            elif match["profile"] != self.mig_profile:
+                object.__setattr__(self, "mig_profile", profile)
+            elif profile != self.mig_profile:
                 raise ManifestError(
                     f"resource_name '{self.resource_name}' disagrees with mig_profile '{self.mig_profile}'."
                 )
@@ -318,10 +322,17 @@ class WorkloadContext:
     duration_hours: float | Decimal | None = None
     tier: SlaTierSpec | None = None
     pool: PoolContext | None = None
-    # Serving port and probe paths of real-time inference (guide 003/004 use 8000, /health and /ready).
+    # Serving port and HTTP probe paths of real-time inference. The defaults are Triton's (the default inference
+    # image, nvcr.io/nvidia/tritonserver, serves HTTP on 8000 with /v2/health/live and /v2/health/ready); None
+    # probes the port over TCP instead, for an image whose health endpoints are not known.
     port: int = 8000
-    health_path: str = "/health"
-    readiness_path: str = "/ready"
+    health_path: str | None = "/v2/health/live"
+    readiness_path: str | None = "/v2/health/ready"
+    # Namespaces (by a label selector) whose pods may call a real-time inference Service: the ingress controller and
+    # callers in other namespaces. Empty: only the team's own namespace (the namespace's default policy).
+    caller_namespace_selector: Mapping[str, str] = field(default_factory=dict)
+    # torchrun's default rendezvous port (MASTER_PORT) for multi-replica training and HPC.
+    rendezvous_port: int = 29500
     allocation: AllocationSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -344,8 +355,17 @@ class WorkloadContext:
         object.__setattr__(self, "env", env)
         if self.duration_hours is not None and not Decimal(str(self.duration_hours)) > 0:
             raise ManifestError(f"duration_hours must be > 0, not {self.duration_hours!r}.")
-        if not is_int(self.port) or not 1 <= self.port <= 65535:
-            raise ManifestError(f"port must be 1-65535, not {self.port!r}.")
+        for name in ("port", "rendezvous_port"):
+            value = getattr(self, name)
+            if not is_int(value) or not 1 <= value <= 65535:
+                raise ManifestError(f"{name} must be 1-65535, not {value!r}.")
+        for name in ("health_path", "readiness_path"):
+            path = getattr(self, name)
+            if path is not None and (not isinstance(path, str) or not path.startswith("/")):
+                raise ManifestError(f"{name} must be an HTTP path starting with '/', not {path!r}.")
+        callers = _frozen_mapping(self.caller_namespace_selector, "caller_namespace_selector")
+        check_labels(callers, "caller_namespace_selector")
+        object.__setattr__(self, "caller_namespace_selector", callers)
         object.__setattr__(self, "allocation", AllocationSpec.from_mapping(self.spec))
 
     @property

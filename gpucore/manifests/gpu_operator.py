@@ -243,6 +243,13 @@ def check_mig_layout(model: GpuModelSpec, devices: Mapping[str, int]) -> dict[st
                 f"MIG layout for {model.name}: at most {profile.max_instances} x '{name}' fit on one GPU, not {count}."
             )
         profiles[name] = profile
+    media = sum(devices[n] for n, p in profiles.items() if p.media_extensions)
+    if media > 1:
+        # A media-extension instance takes the GPU's one set of media engines (NVDEC, NVJPG, NVOFA): mig-parted
+        # and NVIDIA's named configs never put more than one +me instance on a GPU (mig/README.md).
+        raise ManifestError(
+            f"MIG layout for {model.name}: at most one media-extension (+me) instance fits on one GPU, not {media}."
+        )
     memory = sum(p.memory_slices * devices[n] for n, p in profiles.items())
     if memory > model.mig_memory_slices:
         raise ManifestError(

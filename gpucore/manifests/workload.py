@@ -28,12 +28,17 @@ from gpucore.manifests.contexts import (
     request_labels,
     workload_name,
 )
+from gpucore.manifests.kueue import workload_queue_labels
 from gpucore.manifests.namespace import max_per_container
 from gpucore.manifests.sizing import ContainerSize, format_memory, gpu_share, size_container
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import IsolationFloor, Strategy
 
 JOB_WORKLOADS = ("training", "batch_inference", "hpc_simulation")
+# Several pods of these form one process group (torchrun/NCCL, MPI): rendezvous and all-or-nothing admission.
+DISTRIBUTED_WORKLOADS = ("training", "hpc_simulation")
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+SAFE_TO_EVICT_ANNOTATION = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 CONTAINER_NAME = "main"
 WORKLOAD_TYPE_LABEL = "gpu-portal/workload-type"
 REQUEST_NAME_ANNOTATION = "gpu-portal/request-name"
@@ -176,6 +181,7 @@ def _topology_affinity(request_id: int, replicas: int) -> dict[str, Any]:
 
 def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
     allocation = ctx.allocation
+    distributed = is_distributed(ctx)
     gpus = {allocation.resource_name: str(allocation.quantity)}
     # One process per GPU (or per MIG instance) is the norm; without this, OpenMP and PyTorch start a thread per
     # core of the whole node (guide 004 §6 sets OMP_NUM_THREADS to the cores per process).
@@ -187,6 +193,9 @@ def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
     if ctx.args:
         container["args"] = list(ctx.args)
     container["env"] = [{"name": name, "value": value} for name, value in env.items()]
+    if distributed:
+        taken = set(env)
+        container["env"].extend(item for item in _distributed_env(ctx) if item["name"] not in taken)
     # GPUs are not overcommittable: requests must equal limits (guide 002 §7.1).
     container["resources"] = {"requests": {**size.requests(), **gpus}, "limits": {**size.limits(), **gpus}}
     container["securityContext"] = {
@@ -198,22 +207,57 @@ def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
     if ctx.workload_type == "realtime_inference":
         container["ports"] = [{"name": "http", "containerPort": ctx.port, "protocol": "TCP"}]
         container["startupProbe"] = {
-            "httpGet": {"path": ctx.health_path, "port": "http"},
+            **_probe(ctx.health_path),
             "periodSeconds": STARTUP_PERIOD_SECONDS,
             "failureThreshold": STARTUP_FAILURE_THRESHOLD,
         }
-        container["readinessProbe"] = {
-            "httpGet": {"path": ctx.readiness_path, "port": "http"},
-            "periodSeconds": 5,
-            "failureThreshold": 3,
-        }
+        container["readinessProbe"] = {**_probe(ctx.readiness_path), "periodSeconds": 5, "failureThreshold": 3}
         container["livenessProbe"] = {
-            "httpGet": {"path": ctx.health_path, "port": "http"},
+            **_probe(ctx.health_path),
             "periodSeconds": 30,
             "timeoutSeconds": 5,
             "failureThreshold": 3,
         }
+    elif distributed:
+        container["ports"] = [{"name": "rendezvous", "containerPort": ctx.rendezvous_port, "protocol": "TCP"}]
     return container
+
+
+def _probe(path: str | None) -> dict[str, Any]:
+    # An HTTP probe where the image's health endpoint is known (Triton's /v2/health/live and /ready), else a TCP
+    # check of the serving port: a wrong HTTP path would restart a healthy server forever.
+    if path is None:
+        return {"tcpSocket": {"port": "http"}}
+    return {"httpGet": {"path": path, "port": "http"}}
+
+
+def is_distributed(ctx: WorkloadContext) -> bool:
+    """Whether a request runs one training or HPC process group over several pods (rendezvous, all-or-nothing)."""
+    return ctx.workload_type in DISTRIBUTED_WORKLOADS and ctx.allocation.replicas > 1
+
+
+def _distributed_env(ctx: WorkloadContext) -> list[dict[str, Any]]:
+    """The environment torchrun and NCCL expect, as Kubeflow's PyTorchJob sets it, from the Job's completion index."""
+    # Pod 0 of an Indexed Job is named <job>-0 and, with the Job's subdomain and the headless Service of the same
+    # name, resolves as <job>-0.<service> inside the namespace: the rendezvous master. WORLD_SIZE and RANK count pods
+    # (nodes, in torchrun's words); torchrun reads PET_NNODES/PET_NODE_RANK/PET_NPROC_PER_NODE/PET_MASTER_* as its
+    # --nnodes/--node-rank/--nproc-per-node/--master-addr/--master-port and sets the per-process RANK and WORLD_SIZE.
+    name = workload_name(ctx.request_id)
+    master = f"{name}-0.{name}"
+    index = {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"}}
+    replicas = str(ctx.allocation.replicas)
+    port = str(ctx.rendezvous_port)
+    return [
+        {"name": "MASTER_ADDR", "value": master},
+        {"name": "MASTER_PORT", "value": port},
+        {"name": "WORLD_SIZE", "value": replicas},
+        {"name": "RANK", "valueFrom": index},
+        {"name": "PET_MASTER_ADDR", "value": master},
+        {"name": "PET_MASTER_PORT", "value": port},
+        {"name": "PET_NNODES", "value": replicas},
+        {"name": "PET_NODE_RANK", "valueFrom": index},
+        {"name": "PET_NPROC_PER_NODE", "value": str(ctx.allocation.quantity)},
+    ]
 
 
 def _pod_template(
@@ -239,6 +283,13 @@ def _pod_template(
         annotations[NUMA_ANNOTATION] = "single-numa-node"
     if ctx.workload_type in JOB_WORKLOADS:
         spec["restartPolicy"] = "Never"
+        if ctx.tier is not None and not ctx.tier.preemptible:
+            # Tier 1-2 batch work is not preemptible: the cluster autoscaler must not evict it to shrink the pool
+            # (a drain by an operator is bounded by the PodDisruptionBudget instead).
+            annotations[SAFE_TO_EVICT_ANNOTATION] = "false"
+    if is_distributed(ctx):
+        # Pod <job>-<index> becomes <job>-<index>.<subdomain>: the headless Service of that name publishes it.
+        spec["subdomain"] = workload_name(ctx.request_id)
     spec["containers"] = [_container(ctx, size)]
     # The container runtime's 64 MiB /dev/shm is too small for PyTorch DataLoader workers and NCCL; a memory-backed
     # emptyDir counts against the container's memory limit, so half the memory request bounds it.
@@ -248,7 +299,7 @@ def _pod_template(
 
 
 def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_CATALOG) -> list[dict[str, Any]]:
-    """The objects that run a request, in apply order: PodDisruptionBudget, Service, then the Job or Deployment."""
+    """A request's objects in apply order: NetworkPolicy, PodDisruptionBudget, Service, then the Job or Deployment."""
     allocation = ctx.allocation
     model = catalog_model(catalog, allocation.gpu_model)
     _check_tier(ctx.tier, allocation)
@@ -290,31 +341,16 @@ def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_
     replicas = allocation.replicas
 
     if ctx.workload_type in JOB_WORKLOADS:
-        job_spec: dict[str, Any] = {
-            "backoffLimit": JOB_BACKOFF_LIMIT,
-            "completions": replicas,
-            "parallelism": replicas,
-        }
-        if replicas > 1:
-            job_spec["completionMode"] = "Indexed"  # each worker knows its rank from JOB_COMPLETION_INDEX
-        deadline = active_deadline_seconds(ctx.duration_hours)
-        if deadline is not None:
-            job_spec["activeDeadlineSeconds"] = deadline
-        # A pod evicted by preemption (tier 3) or a node drain did not fail: do not count it against backoffLimit.
-        job_spec["podFailurePolicy"] = {
-            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
-        }
-        job_spec["template"] = template
-        return [{"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": job_spec}]
+        return _job_objects(ctx, meta=meta, labels=labels, selector=selector, template=template)
 
     objects: list[dict[str, Any]] = []
-    if critical:
-        # One replica at a time may be drained; a single replica must not be (drains then wait for an operator).
-        budget: dict[str, Any] = {"maxUnavailable": 1} if replicas > 1 else {"minAvailable": 1}
-        pdb_spec = {**budget, "selector": {"matchLabels": selector}, "unhealthyPodEvictionPolicy": "AlwaysAllow"}
-        pdb_meta = {"name": name, "namespace": namespace, "labels": dict(labels)}
-        pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": pdb_meta, "spec": pdb_spec}
-        objects.append(pdb)
+    if ctx.workload_type == "realtime_inference" and ctx.caller_namespace_selector:
+        objects.append(_callers_policy(ctx, meta, labels, selector))
+    if critical and replicas > 1:
+        # One replica at a time may be drained. A single replica gets no budget: 'minAvailable: 1' (or
+        # 'maxUnavailable: 0') of one pod blocks every drain of its node until an operator deletes the budget.
+        pdb_spec = {"maxUnavailable": 1, "selector": {"matchLabels": selector}, **_PDB_UNHEALTHY}
+        objects.append(_pdb(meta, labels, pdb_spec))
     deployment_spec: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": selector}}
     if ctx.workload_type == "realtime_inference":
         service_spec = {
@@ -334,4 +370,82 @@ def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_
     deployment_spec["revisionHistoryLimit"] = 3
     deployment_spec["template"] = template
     objects.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": deployment_spec})
+    return objects
+
+
+_PDB_UNHEALTHY = {"unhealthyPodEvictionPolicy": "AlwaysAllow"}  # a crash-looping pod never blocks a drain
+
+
+def _pdb(meta: dict[str, Any], labels: dict[str, str], spec: dict[str, Any]) -> dict[str, Any]:
+    pdb_meta = {"name": meta["name"], "namespace": meta["namespace"], "labels": dict(labels)}
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": pdb_meta, "spec": spec}
+
+
+def _callers_policy(
+    ctx: WorkloadContext, meta: dict[str, Any], labels: dict[str, str], selector: dict[str, str]
+) -> dict[str, Any]:
+    """Let the namespaces the platform admin labelled (ingress controller, callers) reach the serving port."""
+    # NetworkPolicies add up: the namespace's default policy still admits its own pods; this one adds the callers,
+    # to this request's pods and port only.
+    rule = {
+        "from": [{"namespaceSelector": {"matchLabels": dict(ctx.caller_namespace_selector)}}],
+        "ports": [{"protocol": "TCP", "port": ctx.port}],
+    }
+    policy_meta = {"name": meta["name"], "namespace": meta["namespace"], "labels": dict(labels)}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": policy_meta,
+        "spec": {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Ingress"], "ingress": [rule]},
+    }
+
+
+def _job_objects(
+    ctx: WorkloadContext,
+    *,
+    meta: dict[str, Any],
+    labels: dict[str, str],
+    selector: dict[str, str],
+    template: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """A batch request: its PodDisruptionBudget and headless Service where they apply, then the Job."""
+    replicas = ctx.allocation.replicas
+    objects: list[dict[str, Any]] = []
+    if replicas > 1 and ctx.tier is not None and not ctx.tier.preemptible:
+        # Guide 002 §7.3 protects long training Jobs with a PodDisruptionBudget, but never 'minAvailable' equal to
+        # the pods (that blocks every drain). A Job has no scale subresource, so only an integer minAvailable works
+        # (not maxUnavailable): a drain may take one pod at a time; the Job recreates that index, and the
+        # podFailurePolicy below does not count the eviction as a failure.
+        pdb_spec = {"minAvailable": replicas - 1, "selector": {"matchLabels": selector}, **_PDB_UNHEALTHY}
+        objects.append(_pdb(meta, labels, pdb_spec))
+    if is_distributed(ctx):
+        # Headless: no virtual IP, one DNS record per pod (<job>-<index>.<service>) even before it is ready, so the
+        # workers find the rendezvous master while they all start.
+        service_meta = {"name": meta["name"], "namespace": meta["namespace"], "labels": dict(labels)}
+        service_spec = {
+            "clusterIP": "None",
+            "selector": dict(selector),
+            "publishNotReadyAddresses": True,
+            "ports": [
+                {"name": "rendezvous", "port": ctx.rendezvous_port, "targetPort": "rendezvous", "protocol": "TCP"}
+            ],
+        }
+        objects.append({"apiVersion": "v1", "kind": "Service", "metadata": service_meta, "spec": service_spec})
+    job_spec: dict[str, Any] = {"backoffLimit": JOB_BACKOFF_LIMIT, "completions": replicas, "parallelism": replicas}
+    if replicas > 1:
+        job_spec["completionMode"] = "Indexed"  # each worker knows its rank from its completion index
+    deadline = active_deadline_seconds(ctx.duration_hours)
+    if deadline is not None:
+        job_spec["activeDeadlineSeconds"] = deadline
+    # A pod evicted by preemption (tier 3) or a node drain did not fail: do not count it against backoffLimit.
+    job_spec["podFailurePolicy"] = {
+        "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+    }
+    # Never 'suspend': Kueue's webhook suspends a queued Job on creation and un-suspends it on admission; a rendered
+    # 'suspend: true', re-applied with force every reconcile, would stop an admitted Job again.
+    job_spec["template"] = template
+    # The queue labels go on the Job only: on the pod template they would make Kueue's pod integration queue each
+    # pod on its own, breaking all-or-nothing admission of the Job.
+    job_meta = {**meta, "labels": {**meta["labels"], **workload_queue_labels(ctx.team, ctx.tier)}}
+    objects.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": job_spec})
     return objects

@@ -13,8 +13,9 @@ import yaml
 from allocations.gateways import gateway_for
 from allocations.gateways.base import ObjectRef, PermanentGatewayError
 from allocations.gateways.gitops import GitOpsGateway, plural, relative_path
+from gpucore.catalog import BUILTIN_CATALOG
 from gpucore.manifests import is_request_owned, render_request_objects, to_yaml
-from tests.gpucore.manifests.cases import context
+from tests.gpucore.manifests.cases import context, spec_for
 
 EXPECTED_FILES = {
     "cluster/priorityclasses/gpu-portal-tier2-batch.yaml",
@@ -28,8 +29,9 @@ JOB_FILE = "namespaces/team-vision/job-gpr-42.yaml"
 
 
 def objects() -> list[dict[str, Any]]:
-    """A training request's objects: PriorityClass, the team's namespace objects, and its Job."""
-    return render_request_objects(context("A100-40GB", "dedicated", "training"))
+    """A one-pod training request's objects: PriorityClass, the team's namespace objects, and its Job."""
+    spec = spec_for(BUILTIN_CATALOG.get("A100-40GB"), "dedicated", "training", replicas=1)
+    return render_request_objects(context("A100-40GB", "dedicated", "training", spec=spec))
 
 
 def tree(directory: Path) -> dict[str, bytes]:

@@ -178,7 +178,10 @@ def test_realtime_inference_gets_probes_a_port_and_a_service() -> None:
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"]["port"] == "http"
     assert container["startupProbe"]["failureThreshold"] * container["startupProbe"]["periodSeconds"] == 600
-    assert container["readinessProbe"]["httpGet"]["path"] == "/ready"
+    # The default inference image is Triton: its liveness and readiness endpoints (guide 004 serves tritonserver).
+    assert container["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
+    assert container["startupProbe"]["httpGet"]["path"] == "/v2/health/live"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
     # Tier 1: Guaranteed QoS, 8 cores and 16 GiB for one inference GPU (guide 002 §7.2).
     assert container["resources"]["requests"] == container["resources"]["limits"]
     assert (container["resources"]["limits"]["cpu"], container["resources"]["limits"]["memory"]) == ("8", "16Gi")
@@ -203,10 +206,15 @@ def test_development_is_a_deployment_without_probes() -> None:
         ("dedicated", "realtime_inference", mc.TIER2, None),
         ("dedicated", "realtime_inference", None, None),
         ("time-slicing", "development", mc.TIER3, None),
-        ("dedicated", "training", mc.TIER1, None),  # Jobs get none: only Deployments serve a tier-1 SLA
+        # Multi-pod Jobs of tiers 1-2 (guide 002 §7.3): one pod at a time, an integer minAvailable (Jobs have no
+        # scale subresource, so maxUnavailable would not work); tier 3 is preemptible and gets none.
+        ("dedicated", "training", mc.TIER1, {"minAvailable": 1}),
+        ("dedicated", "hpc_simulation", mc.TIER2, {"minAvailable": 1}),
+        ("mig", "batch_inference", mc.TIER2, {"minAvailable": 2}),
+        ("time-slicing", "batch_inference", mc.TIER3, None),
     ],
 )
-def test_a_pod_disruption_budget_only_for_tier1_deployments(strategy, workload_type, tier, expected) -> None:
+def test_pod_disruption_budgets_for_tier1_deployments_and_tier1_2_jobs(strategy, workload_type, tier, expected) -> None:
     objects = render_request_objects(mc.context("A100-40GB", strategy, workload_type, tier=tier))
     budgets = mc.by_kind(objects, "PodDisruptionBudget")
     if expected is None:
@@ -217,12 +225,29 @@ def test_a_pod_disruption_budget_only_for_tier1_deployments(strategy, workload_t
     assert budget["spec"]["selector"]["matchLabels"]["gpu-portal/request"] == "42"
 
 
-def test_a_single_replica_tier1_deployment_cannot_be_drained() -> None:
-    spec = mc.spec_for(BUILTIN_CATALOG.get("L4"), "dedicated", "realtime_inference", replicas=1)
-    objects = render_request_objects(mc.context("L4", "dedicated", "realtime_inference", spec=spec))
-    (budget,) = mc.by_kind(objects, "PodDisruptionBudget")
-    assert budget["spec"]["minAvailable"] == 1
-    assert "maxUnavailable" not in budget["spec"]
+@pytest.mark.parametrize("workload_type", ["realtime_inference", "training", "hpc_simulation", "batch_inference"])
+@pytest.mark.parametrize("replicas", [1, 2, 3, 8])
+@pytest.mark.parametrize("tier", [mc.TIER1, mc.TIER2, mc.TIER3, None], ids=lambda t: t.slug if t else "none")
+def test_no_budget_ever_blocks_a_drain(workload_type: str, replicas: int, tier) -> None:
+    # 'minAvailable' equal to the pods (or 'maxUnavailable: 0') blocks every drain of their nodes: never rendered.
+    strategy = "time-slicing" if tier is mc.TIER3 else "dedicated"
+    spec = mc.spec_for(BUILTIN_CATALOG.get("L4"), strategy, workload_type, replicas=replicas)
+    objects = render_request_objects(mc.context("L4", strategy, workload_type, spec=spec, tier=tier))
+    for budget in mc.by_kind(objects, "PodDisruptionBudget"):
+        mc.validate(budget)
+        assert budget["spec"].get("minAvailable", 0) < replicas
+        assert budget["spec"].get("maxUnavailable", 1) >= 1
+        assert budget["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    if replicas == 1:
+        assert mc.by_kind(objects, "PodDisruptionBudget") == []
+
+
+def test_tier1_2_jobs_tell_the_autoscaler_not_to_evict_them() -> None:
+    for tier, expected in ((mc.TIER1, "false"), (mc.TIER2, "false"), (mc.TIER3, None)):
+        strategy = "time-slicing" if tier is mc.TIER3 else "dedicated"
+        job = mc.workload(render_request_objects(mc.context("L4", strategy, "training", tier=tier)))
+        annotations = job["spec"]["template"]["metadata"]["annotations"]
+        assert annotations.get("cluster-autoscaler.kubernetes.io/safe-to-evict") == expected
 
 
 def test_hpc_gets_topology_hints_and_guaranteed_qos() -> None:
@@ -369,5 +394,5 @@ def test_the_module_imports_no_framework() -> None:
 
 def test_workload_objects_alone_carry_the_request_label() -> None:
     objects = render_workload_objects(mc.context("A30", "mig", "batch_inference"))
-    assert [o["kind"] for o in objects] == ["Job"]
+    assert [o["kind"] for o in objects] == ["PodDisruptionBudget", "Job"]  # tier 2, three pods
     assert all(is_request_owned(o) for o in objects)

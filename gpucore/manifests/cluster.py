@@ -1,0 +1,73 @@
+"""A cluster's own objects, the ones no single request owns: what ``GET /api/v1/clusters/{name}/manifests/`` serves.
+
+Pure: plain dicts out, in apply order. DESIGN.md, "Clusters API": the SLA tiers' PriorityClasses, the GPU Operator's
+device plugin and mig-parted ConfigMaps, and with ``scheduler: kueue`` the Kueue objects (``kueue.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpucore.catalog import BUILTIN_CATALOG, Catalog
+from gpucore.manifests.contexts import ManifestError, PoolContext, is_dns_label, is_dns_subdomain
+from gpucore.manifests.gpu_operator import render_mig_parted_configmap, render_time_slicing_configmap
+from gpucore.manifests.kueue import ClusterQueueContext, render_kueue_objects
+from gpucore.manifests.namespace import render_priority_classes
+from gpucore.sla import SlaTierSpec
+from gpucore.vocabulary import SharingMode
+
+SCHEDULERS = ("default", "kueue")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterContext:
+    """A cluster as its own objects need it: name, scheduler, node pools, SLA tiers and the teams' queues."""
+
+    name: str
+    scheduler: str = "default"
+    pools: Sequence[PoolContext] = ()
+    tiers: Sequence[SlaTierSpec] = ()
+    queues: Sequence[ClusterQueueContext] = field(default_factory=tuple)
+    # The Kueue cohort the cluster's ClusterQueues share (DESIGN.md: "cohortName of the cluster"); None: the name.
+    cohort: str | None = None
+
+    def __post_init__(self) -> None:
+        if not is_dns_label(self.name):
+            raise ManifestError(f"Cluster name '{self.name}' is not a DNS label.")
+        if self.scheduler not in SCHEDULERS:
+            raise ManifestError(f"Unknown scheduler '{self.scheduler}': expected one of {', '.join(SCHEDULERS)}.")
+        if self.cohort is not None and not is_dns_subdomain(self.cohort):
+            raise ManifestError(f"Cohort name '{self.cohort}' is not a DNS subdomain.")
+        for name in ("pools", "tiers", "queues"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @property
+    def kueue(self) -> bool:
+        """Whether Kueue admits the cluster's Jobs."""
+        return self.scheduler == "kueue"
+
+    @property
+    def cohort_name(self) -> str:
+        """The cohort of the cluster's ClusterQueues."""
+        return self.cohort or self.name
+
+
+def render_cluster_objects(ctx: ClusterContext, *, catalog: Catalog = BUILTIN_CATALOG) -> list[dict[str, Any]]:
+    """The cluster's own objects in apply order: PriorityClasses, GPU Operator ConfigMaps, then the Kueue objects."""
+    objects = render_priority_classes(ctx.tiers)
+    sliced = [pool for pool in ctx.pools if pool.sharing_mode is SharingMode.TIME_SLICING]
+    mig = [pool for pool in ctx.pools if pool.sharing_mode is SharingMode.MIG]
+    objects.append(render_time_slicing_configmap(sliced))
+    objects.append(render_mig_parted_configmap(mig, catalog=catalog))
+    if ctx.kueue:
+        objects.extend(
+            render_kueue_objects(pools=ctx.pools, queues=ctx.queues, tiers=ctx.tiers, cohort=ctx.cohort_name)
+        )
+    keys = [(o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
+    if len(set(keys)) != len(keys):
+        raise ManifestError(f"Two cluster objects share a name: {sorted(k for k in keys if keys.count(k) > 1)}.")
+    # Renderers share small dicts (labels); hand out independent trees (they are plain JSON).
+    return json.loads(json.dumps(objects))
