@@ -28,6 +28,7 @@ from allocations.selectors import user_is_approver
 from allocations.services import (
     InvalidTransition,
     cluster_inventory_sync_queue,
+    cluster_objects_apply_queue,
     gpu_request_reapply,
     gpu_request_release,
 )
@@ -97,7 +98,7 @@ class MembershipInline(admin.TabularInline):
 class QuotaInline(admin.TabularInline):
     model = Quota
     extra = 1
-    fields = ["resource_name", "limit", "cluster", "node_pool"]
+    fields = ["resource_name", "limit", "borrowing_limit", "lending_limit", "cluster", "node_pool"]
 
 
 @admin.register(Team)
@@ -177,7 +178,7 @@ class NodePoolInline(admin.StackedInline):
     fields = [
         ("name", "gpu_model"),
         ("node_count", "gpus_per_node"),
-        ("sharing_mode", "time_slice_replicas"),
+        ("sharing_mode", "time_slice_replicas", "rename_by_default"),
         "mig_devices",
         "node_labels",
         "taints",
@@ -222,7 +223,23 @@ class ClusterAdmin(admin.ModelAdmin):
                 messages.WARNING,
             )
 
-    actions = ["sync_inventory"]
+    @admin.action(
+        description="Apply cluster objects now (priority classes, GPU Operator configs, Kueue)", permissions=["sync"]
+    )
+    def apply_cluster_objects(self, request: HttpRequest, queryset: QuerySet[Cluster]) -> None:
+        """Queue the apply of each selected cluster's own objects (the same task beat runs every five minutes)."""
+        names = []
+        for cluster in queryset.order_by("name"):
+            try:
+                cluster_objects_apply_queue(acting_user=request.user, cluster=cluster)
+            except PermissionDenied as exc:
+                self.message_user(request, _reason(exc), messages.ERROR)
+                return
+            names.append(cluster.name)
+        if names:
+            self.message_user(request, f"Cluster objects queued for {', '.join(names)}.", messages.SUCCESS)
+
+    actions = ["sync_inventory", "apply_cluster_objects"]
 
 
 @admin.register(NodePool)
@@ -235,7 +252,7 @@ class NodePoolAdmin(admin.ModelAdmin):
 
 @admin.register(Quota)
 class QuotaAdmin(admin.ModelAdmin):
-    list_display = ["team", "resource_name", "limit", "cluster", "node_pool"]
+    list_display = ["team", "resource_name", "limit", "borrowing_limit", "lending_limit", "cluster", "node_pool"]
     list_filter = ["team", "cluster", "resource_name"]
     search_fields = ["team__name", "team__slug", "resource_name"]
     list_select_related = ["team", "cluster", "node_pool__cluster"]

@@ -37,7 +37,14 @@ class GpuRequestForm(forms.Form):
         help_text="Peak GPU memory one replica needs.",
     )
     gpu_count = forms.IntegerField(label="GPUs per replica", min_value=1, initial=1)
-    replicas = forms.IntegerField(min_value=1, initial=1)
+    replicas = forms.IntegerField(
+        min_value=1,
+        initial=1,
+        help_text=(
+            "Training or HPC with more than one replica runs as one distributed job (torchrun/NCCL): its pods must "
+            "start together. On a cluster without Kueue, partial admission can deadlock GPUs."
+        ),
+    )
     latency_sensitive = forms.ChoiceField(choices=LATENCY_CHOICES, required=False, label="Latency-sensitive")
     latency_p99_ms = forms.DecimalField(label="Latency p99 (ms)", required=False, min_value=Decimal("0.01"))
     isolation_required = forms.BooleanField(

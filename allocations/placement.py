@@ -110,4 +110,9 @@ def place(profile: WorkloadProfile, *, cluster: Cluster | None = None) -> Placem
     pool = _pool_for(recommendation, pools)
     if pool is None:  # the framework only chooses offered options, so this means pools changed mid-call
         raise ProfileError({"cluster": ["The node pools changed while placing the request; please try again."]})
-    return Placement(spec=recommendation.to_dict(), node_pool=pool, recommendation=recommendation)
+    spec = recommendation.to_dict()
+    if pool.sharing_mode == SharingMode.TIME_SLICING:
+        # A pool whose device plugin renames shares (renameByDefault) advertises them as nvidia.com/gpu.shared: the
+        # request asks for, and the team's quota counts, that resource rather than whole GPUs.
+        spec["resource_name"] = pool.shared_resource_name
+    return Placement(spec=spec, node_pool=pool, recommendation=recommendation)

@@ -17,16 +17,21 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
-from allocations.gateways.base import ClusterGateway, PermanentGatewayError, WorkloadStatus
-from allocations.models import Cluster, GpuRequest, NodePool, Quota, RequestStatus, Team
+from allocations.gateways.base import ApplyResult, ClusterGateway, PermanentGatewayError, WorkloadStatus
+from allocations.models import Cluster, ClusterScheduler, GpuRequest, NodePool, Quota, RequestStatus, SlaTier, Team
 from allocations.selectors import catalog_from_db, tier_spec
 from allocations.services import InvalidTransition, gpu_request_transition
 from gpucore.manifests import (
+    ClusterContext,
+    ClusterQueueContext,
+    FlavorQuota,
     ManifestError,
     PoolContext,
     TeamContext,
     WorkloadContext,
     is_request_owned,
+    queue_objects_for,
+    render_cluster_objects,
     render_request_objects,
 )
 
@@ -54,7 +59,12 @@ def team_context(team: Team, cluster: Cluster) -> TeamContext:
     """The team's namespace and its quotas on this cluster (team-wide, cluster and pool quotas added up)."""
     scope = Q(cluster__isnull=True, node_pool__isnull=True) | Q(cluster=cluster) | Q(node_pool__cluster=cluster)
     rows = Quota.objects.filter(scope, team=team).values("resource_name").annotate(total=Sum("limit"))
-    return TeamContext(slug=team.slug, namespace=team.namespace, quotas={r["resource_name"]: r["total"] for r in rows})
+    return TeamContext(
+        slug=team.slug,
+        namespace=team.namespace,
+        quotas={r["resource_name"]: r["total"] for r in rows},
+        cluster_queue=team.slug if cluster.scheduler == ClusterScheduler.KUEUE else None,
+    )
 
 
 def pool_context(pool: NodePool) -> PoolContext:
@@ -68,11 +78,15 @@ def pool_context(pool: NodePool) -> PoolContext:
         node_labels=dict(pool.node_labels or {}),
         taints=list(pool.taints or []),
         mig_devices=dict(pool.mig_devices or {}),
+        rename_by_default=pool.rename_by_default,
     )
 
 
 def workload_context(request: GpuRequest) -> WorkloadContext:
     """Everything the renderer needs about one request, from its frozen spec and its team, tier and pool."""
+    # The default image's probe paths are configured with it (Triton's by default); an image the requester chose
+    # has unknown health endpoints, so it is probed over TCP rather than restarted forever on a wrong path.
+    default_image = not request.image
     return WorkloadContext(
         request_id=request.pk,
         name=request.name,
@@ -84,12 +98,100 @@ def workload_context(request: GpuRequest) -> WorkloadContext:
         duration_hours=request.duration_hours,
         tier=tier_spec(request.sla_tier) if request.sla_tier else None,
         pool=pool_context(request.node_pool) if request.node_pool else None,
+        health_path=(settings.PORTAL_INFERENCE_LIVENESS_PATH or None) if default_image else None,
+        readiness_path=(settings.PORTAL_INFERENCE_READINESS_PATH or None) if default_image else None,
+        caller_namespace_selector=settings.PORTAL_INFERENCE_CALLER_NAMESPACE_LABELS,
     )
 
 
+def _flavor_quotas(quotas: list[Quota], pools: list[NodePool]) -> list[FlavorQuota]:
+    """One team's quotas as Kueue flavor quotas: per pool and advertised resource, the most specific quota."""
+    # A pool quota wins over a cluster quota, which wins over a team-wide one. A cluster or team-wide quota
+    # becomes a per-flavor ceiling on every pool advertising the resource (Kueue cannot bound a sum across
+    # flavors); the portal's own check holds the total before anything reaches Kueue (README, "Kueue").
+    result = []
+    for pool in pools:
+        for resource in sorted(pool.capacity()):
+            candidates = [q for q in quotas if q.resource_name == resource]
+            chosen = next(
+                (q for q in candidates if q.node_pool_id == pool.pk),
+                next(
+                    (q for q in candidates if q.cluster_id == pool.cluster_id),
+                    next((q for q in candidates if not q.in_cohort), None),
+                ),
+            )
+            if chosen is None:
+                continue
+            result.append(
+                FlavorQuota(
+                    flavor=pool.name,
+                    resource=resource,
+                    nominal=chosen.limit,
+                    borrowing_limit=chosen.borrowing_limit if chosen.in_cohort else None,
+                    lending_limit=chosen.lending_limit if chosen.in_cohort else None,
+                )
+            )
+    return result
+
+
+def cluster_context(cluster: Cluster) -> ClusterContext:
+    """A cluster as its own objects need it: pools, SLA tiers and, on a Kueue cluster, every team's queue."""
+    pools = list(cluster.node_pools.select_related("gpu_model").order_by("name"))
+    tiers = [tier_spec(tier) for tier in SlaTier.objects.order_by("-priority_value", "slug")]
+    queues = []
+    if cluster.scheduler == ClusterScheduler.KUEUE:
+        scope = Q(cluster__isnull=True, node_pool__isnull=True) | Q(cluster=cluster) | Q(node_pool__cluster=cluster)
+        quotas = list(Quota.objects.filter(scope).select_related("team").order_by("team__slug", "pk"))
+        by_team: dict[int, list[Quota]] = {}
+        for quota in quotas:
+            by_team.setdefault(quota.team_id, []).append(quota)
+        for team_quotas in by_team.values():
+            flavor_quotas = _flavor_quotas(team_quotas, pools)
+            if flavor_quotas:
+                team = team_quotas[0].team
+                queues.append(
+                    ClusterQueueContext(
+                        team=TeamContext(slug=team.slug, namespace=team.namespace, cluster_queue=team.slug),
+                        quotas=flavor_quotas,
+                    )
+                )
+    return ClusterContext(
+        name=cluster.name,
+        scheduler=cluster.scheduler,
+        pools=[pool_context(pool) for pool in pools],
+        tiers=tiers,
+        queues=queues,
+    )
+
+
+def cluster_objects(cluster: Cluster) -> list[dict[str, Any]]:
+    """The cluster's own objects (PriorityClasses, GPU Operator ConfigMaps, Kueue objects); ManifestError if bad."""
+    return render_cluster_objects(cluster_context(cluster), catalog=catalog_from_db())
+
+
+def cluster_objects_apply(*, cluster: Cluster, gateway: ClusterGateway | None = None) -> ApplyResult:
+    """Apply a cluster's own objects through its gateway (server-side apply or the GitOps tree); idempotent.
+
+    Raises ManifestError when the cluster's pools or quotas cannot be rendered, GatewayError when the cluster
+    refuses or cannot be reached.
+    """
+    result = (gateway or cluster_gateway(cluster)).apply(cluster_objects(cluster))
+    if result.drifted:
+        logger.info("cluster %s: re-applied drifted objects %s", cluster.name, ", ".join(map(str, result.drifted)))
+    return result
+
+
 def gpu_request_render(*, request: GpuRequest) -> list[dict[str, Any]]:
-    """Render the request's objects and keep them on the request (the detail page and the API show them)."""
-    objects = render_request_objects(workload_context(request), catalog=catalog_from_db())
+    """Render the request's objects and keep them on the request (the detail page and the API show them).
+
+    On a Kueue cluster the team's ClusterQueue, the flavors and the priority classes come first, so the Job's
+    queue exists (and has the current quotas) whenever the Job is applied.
+    """
+    catalog = catalog_from_db()
+    objects = render_request_objects(workload_context(request), catalog=catalog)
+    if request.cluster.scheduler == ClusterScheduler.KUEUE:
+        shared = render_cluster_objects(cluster_context(request.cluster), catalog=catalog)
+        objects = [*queue_objects_for(shared, team_slug=request.team.slug), *objects]
     GpuRequest.objects.filter(pk=request.pk).update(manifests=objects, manifests_rendered_at=timezone.now())
     request.manifests = objects
     return objects

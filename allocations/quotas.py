@@ -1,7 +1,9 @@
 """Quota enforcement: which quotas apply to an allocation, and the check that holds under concurrency.
 
 Callers lock the team's row (``Team.objects.select_for_update()``) before checking and writing, so concurrent
-submissions and approvals of one team are serialized by PostgreSQL instead of racing a read-then-write.
+submissions and approvals of one team are serialized by PostgreSQL instead of racing a read-then-write. A request that
+borrows from the cohort also locks its cluster's row, so two teams never borrow the same lent unit at once (a team
+using its own nominal quota needs no such lock: a borrowed unit is reclaimable by design).
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ from django.db.models import Q
 
 from allocations.models import GpuRequest, NodePool, Quota, Team
 from allocations.selectors import quota_usage, quota_usage_by_quota
+from gpucore.quota import CohortMember, admit
 
 
 @dataclass(frozen=True)
 class QuotaHeadroom:
-    """One quota that applies to an allocation: its limit, what is held now, and what is left."""
+    """One quota that applies to an allocation: its limit, what is held now, what is left, and what the ask borrows."""
 
     quota: Quota
     in_use: int
+    # Units of the checked ask beyond the nominal quota, lent by the cohort (only preemptible tiers borrow).
+    borrowed: int = 0
 
     @property
     def available(self) -> int:
@@ -81,9 +86,32 @@ def quota_headroom_by_request(*, requests: list[GpuRequest]) -> dict[int, list[Q
     }
 
 
-def quota_check(*, team: Team, resource_name: str, units: int, node_pool: NodePool | None) -> list[QuotaHeadroom]:
+def cohort_members(*, quota: Quota) -> list[CohortMember]:
+    """The other teams' quotas of the same resource and scope on the cluster (Kueue's cohort), with their use."""
+    others = list(
+        Quota.objects.filter(
+            cluster_id=quota.cluster_id, node_pool_id=quota.node_pool_id, resource_name=quota.resource_name
+        ).exclude(team_id=quota.team_id)
+    )
+    usage = quota_usage_by_quota(quotas=others)
+    return [_member(other, usage[other.pk]) for other in others]
+
+
+def _member(quota: Quota, in_use: int) -> CohortMember:
+    # A blank borrowing limit means no borrowing in the portal (never Kueue's unlimited): 0.
+    return CohortMember(
+        nominal=quota.limit, used=in_use, borrowing_limit=quota.borrowing_limit or 0, lending_limit=quota.lending_limit
+    )
+
+
+def quota_check(
+    *, team: Team, resource_name: str, units: int, node_pool: NodePool | None, may_borrow: bool = False
+) -> list[QuotaHeadroom]:
     """Raise QuotaExceeded unless ``units`` more of the resource fit every applicable quota of the team.
 
+    Within the nominal quota always fits. Beyond it, only when ``may_borrow`` (a preemptible tier) and the quota has
+    a borrowing limit: then the other teams' unused quota of the same scope lends the rest, as Kueue's cohort would
+    (``gpucore.quota``), and each headroom says how many units were borrowed.
     A resource with no quota at all is refused: quotas are allowances, and an admin grants them.
     Call it with the team row locked, in the same transaction as the write it guards.
     """
@@ -94,11 +122,30 @@ def quota_check(*, team: Team, resource_name: str, units: int, node_pool: NodePo
             f"Team {team.slug} has no quota for {resource_name}{where}. Ask a platform admin for one.",
             code="no_quota",
         )
+    checked = []
     for item in headroom:
-        if item.in_use + units > item.quota.limit:
+        quota = item.quota
+        if item.in_use + units <= quota.limit:
+            checked.append(item)
+            continue
+        intro = (
+            f"Quota exceeded: team {team.slug} may hold {quota.limit} {resource_name} ({quota.scope_label}); "
+            f"{item.in_use} in use, {units} asked, {item.available} available"
+        )
+        if not (quota.in_cohort and quota.borrowing_limit):
+            raise QuotaExceeded(f"{intro}.", code="quota_exceeded")
+        if not may_borrow:
             raise QuotaExceeded(
-                f"Quota exceeded: team {team.slug} may hold {item.quota.limit} {resource_name} "
-                f"({item.quota.scope_label}); {item.in_use} in use, {units} asked, {item.available} available.",
+                f"{intro}. Only preemptible (tier 3) requests may borrow beyond the nominal quota "
+                f"(up to {quota.borrowing_limit} more, from other teams' unused quota).",
                 code="quota_exceeded",
             )
-    return headroom
+        admission = admit(_member(quota, item.in_use), cohort_members(quota=quota), units, may_borrow=True)
+        if not admission.fits:
+            raise QuotaExceeded(
+                f"{intro}; borrowing up to {quota.borrowing_limit} more, {admission.available} can be admitted "
+                f"now with what other teams lend.",
+                code="quota_exceeded",
+            )
+        checked.append(QuotaHeadroom(quota=quota, in_use=item.in_use, borrowed=admission.borrowed))
+    return checked

@@ -251,7 +251,14 @@ def team_overview(*, user: User, slug: str) -> dict[str, object]:
     usage = quota_usage_by_quota(quotas=quota_rows)
     running = quota_usage_by_quota(quotas=quota_rows, statuses=[RequestStatus.ACTIVE])
     quotas = [
-        {"quota": quota, "used": usage.get(quota.pk, 0), "running": running.get(quota.pk, 0)} for quota in quota_rows
+        {
+            "quota": quota,
+            "used": usage.get(quota.pk, 0),
+            "running": running.get(quota.pk, 0),
+            # Units held beyond the nominal quota: lent by the cohort to preemptible (tier 3) requests.
+            "borrowed": max(usage.get(quota.pk, 0) - quota.limit, 0),
+        }
+        for quota in quota_rows
     ]
     allocations = (
         gpu_requests_visible_to(user=user)

@@ -199,27 +199,41 @@ def gpu_request_submit(
     return request
 
 
-def _require_quota_fits(request: GpuRequest, *, team: Team) -> None:
-    """Raise a ValidationError on ``quota`` unless the request's units fit the team's quotas now (team lock held)."""
+def _require_quota_fits(request: GpuRequest, *, team: Team) -> bool:
+    """Raise a ValidationError on ``quota`` unless the request's units fit the team's quotas now (team lock held).
+
+    A preemptible tier may borrow beyond the nominal quota; sets and returns ``request.borrowed``.
+    """
+    may_borrow = bool(request.sla_tier and request.sla_tier.preemptible)
+    if may_borrow and request.cluster_id:
+        # Borrowing reads other teams' use: serialize borrowers of one cluster so two never take the same lent unit.
+        Cluster.objects.select_for_update().filter(pk=request.cluster_id).exists()
     try:
-        quota_check(
-            team=team, resource_name=request.resource_name, units=request.resource_units, node_pool=request.node_pool
+        headroom = quota_check(
+            team=team,
+            resource_name=request.resource_name,
+            units=request.resource_units,
+            node_pool=request.node_pool,
+            may_borrow=may_borrow,
         )
     except QuotaExceeded as exc:
         raise ValidationError({"quota": exc.messages}) from exc
+    request.borrowed = any(item.borrowed for item in headroom)
+    return request.borrowed
 
 
 def _approve_locked(
     *, request: GpuRequest, acting_user: AbstractBaseUser | None, actor_label: str | None, comment: str
 ) -> GpuRequest:
     # The caller holds the team lock: re-check the quota against what is held now, then approve.
-    _require_quota_fits(request, team=request.team)
+    borrowed = _require_quota_fits(request, team=request.team)
     gpu_request_transition(
         request=request,
         to_status=RequestStatus.APPROVED,
         acting_user=acting_user,
         actor_label=actor_label,
         comment=comment,
+        updates={"borrowed": borrowed},
     )
     from allocations.tasks import provision_request
 
@@ -338,7 +352,7 @@ def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, c
             to_status=RequestStatus.PROVISIONING,
             acting_user=acting_user,
             comment=comment or "Re-applied to the cluster",
-            updates={"status_detail": "Re-applying the objects to the cluster."},
+            updates={"status_detail": "Re-applying the objects to the cluster.", "borrowed": request.borrowed},
         )
         transaction.on_commit(lambda: provision_request.delay(request.pk), robust=True)
     return request
@@ -352,3 +366,13 @@ def cluster_inventory_sync_queue(*, acting_user: AbstractBaseUser, cluster: Clus
 
     cluster_id = cluster.pk if cluster is not None else None
     transaction.on_commit(lambda: sync_inventory.delay(cluster_id), robust=True)
+
+
+def cluster_objects_apply_queue(*, acting_user: AbstractBaseUser, cluster: Cluster) -> None:
+    """Queue the apply of a cluster's own objects (PriorityClasses, GPU Operator ConfigMaps, Kueue) (approvers)."""
+    if not user_is_approver(acting_user):
+        raise PermissionDenied("Only platform approvers can apply a cluster's objects.")
+    from allocations.tasks import apply_cluster_objects
+
+    cluster_id = cluster.pk
+    transaction.on_commit(lambda: apply_cluster_objects.delay(cluster_id), robust=True)

@@ -101,3 +101,24 @@ def sync_inventory(cluster_id: int | None = None) -> dict[str, str]:
             logger.warning("inventory sync of %s failed: %s", cluster.name, exc)
             results[cluster.name] = f"error: {exc}"
     return results
+
+
+@shared_task(name="allocations.apply_cluster_objects", acks_late=True)
+def apply_cluster_objects(cluster_id: int | None = None) -> dict[str, str]:
+    """Beat (and on demand): apply each (or one) cluster's own objects; a failure skips only that cluster."""
+    from allocations.provisioning import cluster_objects_apply
+    from gpucore.manifests import ManifestError
+
+    results = {}
+    clusters = Cluster.objects.filter(is_active=True)
+    if cluster_id is not None:
+        clusters = clusters.filter(pk=cluster_id)
+    for cluster in clusters:
+        try:
+            result = cluster_objects_apply(cluster=cluster)
+            results[cluster.name] = f"{len(result.applied)} objects applied, {len(result.drifted)} drifted"
+        except (GatewayError, ManifestError) as exc:
+            # The next run (or an admin's "apply cluster objects") tries again; the error is in the log and result.
+            logger.warning("applying the cluster objects of %s failed: %s", cluster.name, exc)
+            results[cluster.name] = f"error: {exc}"
+    return results

@@ -16,6 +16,8 @@ app.conf.beat_schedule = {
     "reconcile-requests": {"task": "allocations.reconcile_requests", "schedule": 60.0},
     "expire-requests": {"task": "allocations.expire_requests", "schedule": 300.0},
     "sync-inventory": {"task": "allocations.sync_inventory", "schedule": 600.0},
+    # PriorityClasses, GPU Operator ConfigMaps and Kueue queues follow pool and quota edits within five minutes.
+    "apply-cluster-objects": {"task": "allocations.apply_cluster_objects", "schedule": 300.0},
     "pull-utilization": {"task": "billing.pull_utilization_all", "schedule": 300.0},
     "close-monthly-reports": {
         "task": "billing.close_previous_month",

@@ -235,6 +235,7 @@ class GpuRequestSerializer(serializers.ModelSerializer):
             "node_pool",
             "resource_name",
             "resource_units",
+            "borrowed",
             "spec",
             "created_at",
             "updated_at",
@@ -303,11 +304,28 @@ class QuotaSerializer(serializers.ModelSerializer):
     node_pool = serializers.StringRelatedField(read_only=True, allow_null=True, help_text="cluster/pool")
     scope = serializers.CharField(source="scope_label", read_only=True)
     used = serializers.SerializerMethodField()
+    nominal = serializers.IntegerField(read_only=True, help_text="Kueue's nominalQuota: held without borrowing.")
 
     class Meta:
         model = Quota
-        fields = ["id", "resource_name", "cluster", "node_pool", "scope", "limit", "used"]
+        fields = [
+            "id",
+            "resource_name",
+            "cluster",
+            "node_pool",
+            "scope",
+            "limit",
+            "nominal",
+            "borrowing_limit",
+            "lending_limit",
+            "used",
+        ]
         read_only_fields = fields
+        extra_kwargs = {
+            "limit": {"help_text": "The nominal quota (same as nominal)."},
+            "borrowing_limit": {"help_text": "Units preemptible (tier 3) requests may borrow beyond it; null: none."},
+            "lending_limit": {"help_text": "The most of the unused quota other teams may borrow; null: all."},
+        }
 
     def get_used(self, obj: Quota) -> int:
         return int(self.context.get("quota_usage", {}).get(obj.pk, 0))

@@ -1,8 +1,9 @@
 """REST API routes under /api/v1/: kebab-case plural resources, lifecycle writes as actions."""
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from allocations.api import extensions, views
+from allocations.api import cluster_manifests, extensions, views
 
 router = DefaultRouter()
 router.include_root_view = False
@@ -11,4 +12,12 @@ router.register("requests", views.GpuRequestViewSet, basename="gpu-request")
 router.register("teams", views.TeamViewSet, basename="team")
 router.register("extensions", extensions.AllocationExtensionViewSet, basename="allocation-extension")
 
-urlpatterns = router.urls
+urlpatterns = [
+    # Before any router include, so the clusters' own routes never shadow it.
+    path(
+        "clusters/<str:name>/manifests/",
+        cluster_manifests.ClusterManifestsView.as_view(),
+        name="cluster-manifests",
+    ),
+    *router.urls,
+]

@@ -76,6 +76,13 @@ class NodePool(models.Model):
     time_slice_replicas = models.PositiveSmallIntegerField(
         null=True, blank=True, validators=[MinValueValidator(2)], help_text="Replicas per GPU (time-slicing)."
     )
+    rename_by_default = models.BooleanField(
+        default=False,
+        help_text=(
+            "Time-slicing: advertise shares as nvidia.com/gpu.shared (the device plugin's renameByDefault), so "
+            "quotas count shares apart from whole GPUs."
+        ),
+    )
     mig_devices = models.JSONField(
         default=dict, blank=True, help_text='MIG layout per GPU (MIG pools), e.g. {"1g.5gb": 2, "2g.10gb": 1}.'
     )
@@ -105,11 +112,18 @@ class NodePool(models.Model):
         if self.sharing_mode == SharingMode.MIG:
             return {mig_resource_name(name): count * self.gpu_total for name, count in self.mig_devices.items()}
         if self.sharing_mode == SharingMode.TIME_SLICING:
-            return {"nvidia.com/gpu": self.gpu_total * (self.time_slice_replicas or 0)}
+            return {self.shared_resource_name: self.gpu_total * (self.time_slice_replicas or 0)}
         return {"nvidia.com/gpu": self.gpu_total}
+
+    @property
+    def shared_resource_name(self) -> str:
+        """The resource a time-sliced share is requested as: ``nvidia.com/gpu.shared`` when renamed."""
+        return "nvidia.com/gpu.shared" if self.rename_by_default else "nvidia.com/gpu"
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
+        if self.rename_by_default and self.sharing_mode != SharingMode.TIME_SLICING:
+            errors["rename_by_default"] = "Only time-slicing pools rename their shares."
         if self.sharing_mode == SharingMode.TIME_SLICING and not self.time_slice_replicas:
             errors["time_slice_replicas"] = "A time-slicing pool needs at least 2 replicas per GPU."
         if self.sharing_mode != SharingMode.TIME_SLICING and self.time_slice_replicas:

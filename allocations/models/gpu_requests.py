@@ -68,6 +68,10 @@ class GpuRequest(models.Model):
     resource_units = models.PositiveIntegerField(
         default=0, help_text="Units of resource_name the request holds: quantity per replica x replicas."
     )
+    borrowed = models.BooleanField(
+        default=False,
+        help_text="Admitted beyond the team's nominal quota by borrowing from the cohort (preemptible tiers only).",
+    )
 
     status = models.CharField(max_length=20, choices=RequestStatus.choices, default=RequestStatus.DRAFT, db_index=True)
     status_detail = models.TextField(blank=True, help_text="Pending reason or the last error, for the user.")
@@ -102,6 +106,11 @@ class GpuRequest(models.Model):
     def workload_object_name(self) -> str:
         """The name of the request's Kubernetes objects (DESIGN.md)."""
         return f"gpr-{self.pk}"
+
+    @property
+    def is_distributed(self) -> bool:
+        """Whether several pods form one training or HPC process group (gpucore.manifests: rendezvous, gang)."""
+        return self.workload_type in (WorkloadType.TRAINING, WorkloadType.HPC_SIMULATION) and self.replicas > 1
 
     @property
     def strategy(self) -> str:

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from allocations.choices import IsolationFloor, Role
 from allocations.models.clusters import Cluster, NodePool
@@ -108,7 +108,24 @@ class Quota(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, null=True, blank=True, related_name="quotas")
     node_pool = models.ForeignKey(NodePool, on_delete=models.CASCADE, null=True, blank=True, related_name="quotas")
     resource_name = models.CharField(max_length=63, validators=[resource_name_validator])
-    limit = models.PositiveIntegerField(help_text="Units of the resource: GPUs, MIG slices or time-sliced shares.")
+    limit = models.PositiveIntegerField(
+        help_text="The nominal quota: units of the resource (GPUs, MIG slices or time-sliced shares) the team holds."
+    )
+    # Kueue's quota vocabulary (shared/reference/kueue-quota.md); the cohort is every team's quota of the same
+    # resource and scope on the cluster. Team-wide quotas belong to no cluster, hence no cohort and no limits.
+    borrowing_limit = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=(
+            "Units a preemptible (tier 3) request may borrow beyond the nominal quota from other teams' unused "
+            "quota on the cluster. Blank: no borrowing."
+        ),
+    )
+    lending_limit = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The most of the unused nominal quota other teams may borrow. Blank: all of it.",
+    )
 
     class Meta:
         constraints = [
@@ -119,6 +136,17 @@ class Quota(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(cluster__isnull=True) | Q(node_pool__isnull=True), name="quota_cluster_or_pool"
+            ),
+            # Kueue's rules: a lending limit never exceeds the nominal quota; limits need a cohort (a cluster).
+            models.CheckConstraint(
+                condition=Q(lending_limit__isnull=True) | Q(lending_limit__lte=F("limit")),
+                name="quota_lending_within_nominal",
+            ),
+            models.CheckConstraint(
+                condition=Q(borrowing_limit__isnull=True, lending_limit__isnull=True)
+                | Q(cluster__isnull=False)
+                | Q(node_pool__isnull=False),
+                name="quota_limits_need_a_cohort",
             ),
         ]
         ordering = ["team__name", "resource_name"]
@@ -134,6 +162,27 @@ class Quota(models.Model):
             return f"cluster {self.cluster}"
         return "all clusters"
 
+    @property
+    def nominal(self) -> int:
+        """The nominal quota (Kueue's ``nominalQuota``): what the team holds without borrowing."""
+        return self.limit
+
+    @property
+    def in_cohort(self) -> bool:
+        """Whether the quota belongs to a cluster's cohort (a cluster or pool quota), so it may borrow and lend."""
+        return bool(self.cluster_id or self.node_pool_id)
+
     def clean(self) -> None:
         if self.cluster_id and self.node_pool_id:
             raise ValidationError({"node_pool": "A quota applies to a cluster or to a node pool, not both."})
+        errors: dict[str, str] = {}
+        if not self.in_cohort:
+            for name in ("borrowing_limit", "lending_limit"):
+                if getattr(self, name) is not None:
+                    errors[name] = (
+                        "Only a cluster or node pool quota can borrow or lend: a team-wide quota has no cohort."
+                    )
+        if self.lending_limit is not None and self.limit is not None and self.lending_limit > self.limit:
+            errors["lending_limit"] = "The lending limit must be less than or equal to the nominal quota."
+        if errors:
+            raise ValidationError(errors)

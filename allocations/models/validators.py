@@ -10,6 +10,6 @@ dns_label_validator = RegexValidator(
     "(a Kubernetes DNS label).",
 )
 resource_name_validator = RegexValidator(
-    r"^nvidia\.com/(gpu|gpu\.shared|mig-\d+g\.\d+gb(\+me)?)$",
+    r"^nvidia\.com/(gpu|gpu\.shared|mig-\d+g\.\d+gb(\.me)?)$",
     "Use a Kubernetes GPU resource name such as 'nvidia.com/gpu' or 'nvidia.com/mig-2g.10gb'.",
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_int, env_list, env_str
+from .env import env_bool, env_int, env_labels, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR") or BASE_DIR / "var")
@@ -328,6 +328,13 @@ PORTAL_DEFAULT_IMAGES = {
     "development": env_str("PORTAL_IMAGE_DEVELOPMENT") or "nvcr.io/nvidia/pytorch:24.05-py3",
     "hpc_simulation": env_str("PORTAL_IMAGE_HPC_SIMULATION") or "nvcr.io/nvidia/hpc-benchmarks:24.03",
 }
+# Real-time inference: HTTP probe paths of the default image (Triton's; empty: probe the port over TCP), and the
+# label of namespaces whose pods may call inference Services (the ingress controller, callers), "key=value".
+PORTAL_INFERENCE_LIVENESS_PATH = env_str("PORTAL_INFERENCE_LIVENESS_PATH", "/v2/health/live")
+PORTAL_INFERENCE_READINESS_PATH = env_str("PORTAL_INFERENCE_READINESS_PATH", "/v2/health/ready")
+PORTAL_INFERENCE_CALLER_NAMESPACE_LABELS = env_labels(
+    "PORTAL_INFERENCE_CALLER_NAMESPACE_LABEL", "gpu-portal/inference-caller=true"
+)
 # Utilization pulls from Prometheus (DCGM exporter series).
 BILLING_PROMETHEUS_TIMEOUT_SECONDS = env_int("BILLING_PROMETHEUS_TIMEOUT_SECONDS", 60)
 BILLING_PROMETHEUS_RETRIES = env_int("BILLING_PROMETHEUS_RETRIES", 3)

@@ -79,3 +79,17 @@ def secret_from_ref(ref: str, *, what: str) -> str:
             raise ImproperlyConfigured(f"{what} points at {path}, which is empty.")
         return value
     raise ImproperlyConfigured(f"{what} must be a reference, 'env:VARIABLE' or 'file:/path', never the secret itself.")
+
+
+def env_labels(name: str, default: str) -> dict[str, str]:
+    """Kubernetes labels as ``key=value[,key=value]``; empty means none. A pair without '=' is a configuration error."""
+    raw = os.environ.get(name, default)
+    labels = {}
+    for pair in (item.strip() for item in raw.split(",") if item.strip()):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ImproperlyConfigured(
+                f"{name}={raw!r}: write labels as key=value, e.g. gpu-portal/inference-caller=true."
+            )
+        labels[key.strip()] = value.strip()
+    return labels

@@ -23,6 +23,6 @@ def test_quota_row_shows_running_approved_and_limit(client, demo_org) -> None:
 
     html = client.get(reverse("allocations:team-detail", args=[demo_org.team.slug])).content.decode()
 
-    assert "Running / approved / limit" in html
+    assert "Running / approved / nominal" in html  # the nominal quota (Kueue's word); borrowing is shown below it
     assert "1 / 3 / 8" in html
     assert 'aria-label="1 running, 3 approved of 8"' in html

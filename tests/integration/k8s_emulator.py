@@ -7,6 +7,8 @@
   requires ``fieldManager``, checks the body's name against the URL, creates a missing object (201) and otherwise
   merges the body in (200); a no-op apply leaves the object and its ``resourceVersion`` untouched;
 - **Namespace URLs** (``/api/v1/namespaces/<name>``) are read as the Namespace object, not as a namespace prefix;
+- **Kueue's CRDs** (``kueue.x-k8s.io/v1beta2``: ResourceFlavor, ClusterQueue, LocalQueue, WorkloadPriorityClass) in
+  API discovery, or not (``serve_kueue=False``: a cluster without Kueue installed);
 - **label and field selectors** on lists: equality (``k=v``, ``k==v``, ``k!=v``) and existence (``k``, ``!k``);
   set-based selectors (``in``, ``notin``) answer 400 rather than a wrong list;
 - **lists** carry ``kind`` (``PodList``) and ``apiVersion``; objects get ``uid``, ``creationTimestamp`` and a
@@ -70,6 +72,13 @@ KINDS: dict[str, tuple[str, str, str, bool]] = {
     "NetworkPolicy": ("networking.k8s.io", "v1", "networkpolicies", True),
     "PriorityClass": ("scheduling.k8s.io", "v1", "priorityclasses", False),
 }
+# Kueue's CRDs (v1beta2), served unless the emulated cluster is told it has no Kueue installed.
+KUEUE_KINDS: dict[str, tuple[str, str, str, bool]] = {
+    "ResourceFlavor": ("kueue.x-k8s.io", "v1beta2", "resourceflavors", False),
+    "ClusterQueue": ("kueue.x-k8s.io", "v1beta2", "clusterqueues", False),
+    "LocalQueue": ("kueue.x-k8s.io", "v1beta2", "localqueues", True),
+    "WorkloadPriorityClass": ("kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", False),
+}
 VERBS = {"get", "list", "watch", "create", "patch", "delete"}
 _NAMESPACE_URL = re.compile(r"^/api/v1/namespaces/([^/]+)$")
 _NAMESPACE_ACTIONS = {method.GET: action.FETCH, method.PATCH: action.UPDATE, method.DELETE: action.DELETE}
@@ -77,7 +86,7 @@ _NAMESPACE_ACTIONS = {method.GET: action.FETCH, method.PATCH: action.UPDATE, met
 
 def resource_of(kind: str) -> kmock.resource:
     """The emulator's resource for a kind."""
-    group, version, plural, _ = KINDS[kind]
+    group, version, plural, _ = {**KINDS, **KUEUE_KINDS}[kind]
     return kmock.resource(group, version, plural)
 
 
@@ -134,10 +143,13 @@ class PortalKubernetesEmulator(kmock.KubernetesEmulator):
     _delays: list[Delay] = attrs.field(factory=list, init=False)
     _outliving: set[asyncio.Task[aiohttp.web.StreamResponse]] = attrs.field(factory=set, init=False)
     _versions: Iterator[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+    # Whether Kueue's CRDs are installed: API discovery lists them and their URLs serve.
+    serve_kueue: bool = True
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
-        for kind, (group, version, plural, namespaced) in KINDS.items():
+        kinds = {**KINDS, **KUEUE_KINDS} if self.serve_kueue else KINDS
+        for kind, (group, version, plural, namespaced) in kinds.items():
             info = kmock.ResourceInfo(kind=kind, namespaced=namespaced, verbs=VERBS)
             self.resources[kmock.resource(group, version, plural)] = info
 
@@ -307,7 +319,8 @@ def _selects(selector: str, item: Mapping[str, Any], lookup: Any) -> bool:
 class EmulatedCluster:
     """The emulator on a loopback port, served from a background thread with its own event loop, for sync tests."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, serve_kueue: bool = True) -> None:
+        self._serve_kueue = serve_kueue
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="k8s-emulator", daemon=True)
         self.emulator: PortalKubernetesEmulator
@@ -315,9 +328,9 @@ class EmulatedCluster:
 
     @classmethod
     @contextlib.contextmanager
-    def running(cls) -> Iterator[EmulatedCluster]:
-        """Start the emulator, hand it over, and stop it however the test ends."""
-        cluster = cls()
+    def running(cls, *, serve_kueue: bool = True) -> Iterator[EmulatedCluster]:
+        """Start the emulator (with Kueue's CRDs unless told otherwise), hand it over, and stop it however it ends."""
+        cluster = cls(serve_kueue=serve_kueue)
         cluster._thread.start()
         try:
             cluster._run(cluster._enter())
@@ -388,7 +401,7 @@ class EmulatedCluster:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=30)  # type: ignore[arg-type]
 
     async def _enter(self) -> None:
-        self.emulator = PortalKubernetesEmulator()
+        self.emulator = PortalKubernetesEmulator(serve_kueue=self._serve_kueue)
         await self.emulator.__aenter__()
         self._server = kmock.Server(self.emulator)
         await self._server.__aenter__()
