@@ -341,9 +341,10 @@ def _fb_ratio(offset: str = "") -> str:
 
 HEALTH_QUERIES: dict[str, str] = {
     "temp_max": f"max by ({_BY}) (max_over_time(({TEMP_EXPR})[1h:1m]))",
-    # Minutes at which the ratio was above 0.85 there and one minute before: two consecutive points.
+    # Minutes at which the ratio had been above 0.85 for 2 minutes (gpucore.alerts): there, 1 and 2 minutes before.
     "pressure_minutes": (
-        f"max by ({_BY}) (count_over_time(({_fb_ratio()} > 0.85 and {_fb_ratio(' offset 1m')} > 0.85)[1h:1m]))"
+        f"max by ({_BY}) (count_over_time(({_fb_ratio()} > 0.85 and {_fb_ratio(' offset 1m')} > 0.85"
+        f" and {_fb_ratio(' offset 2m')} > 0.85)[1h:1m]))"
     ),
 }
 

@@ -3,14 +3,14 @@
 Thresholds are the guide's (shared/domain Part 3.1 "Critical Metrics to Monitor" and 3.3 "Alert Strategy"):
 ``DCGM_FI_DEV_GPU_TEMP > 83`` alerts immediately; ``DCGM_FI_DEV_FB_USED / total > 0.85`` alerts once it has held
 for 2 minutes; and (issue #6) a held GPU under 10 % utilization for an hour is waste. Hours are read at one-minute
-points (billing.services), so "for 2 minutes" is two consecutive one-minute points above 85 %, and "for an hour"
+points (billing.services), so "for 2 minutes" is, as Prometheus evaluates ``for: 2m`` every minute, three consecutive
+one-minute points above 85 % (the condition true at t-2m, t-1m and t: two minutes long), and "for an hour"
 is all 60 minutes of a complete hour. An hour that is incomplete or has missing minutes is never read as zero
 use: it cannot raise a waste alert (missing data is not idleness).
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -119,23 +119,25 @@ def is_overheated(max_temperature_c: float | None) -> bool:
 
 
 def memory_pressure_minutes(used_ratios: Sequence[float | None]) -> int:
-    """Minutes, of one-minute points, at which memory use was above 85 % there and at the minute before.
+    """Minutes, of one-minute points, at which memory use had been above 85 % for the 2 minutes before.
 
-    It is what the rollup's ``memory_pressure_minutes`` stores: one or more means the 2-minute rule fired.
-    A missing point (None) breaks a run.
+    That is a point above 85 % whose two predecessors were too (a run of 3 points spans 2 minutes); it is what the
+    rollup's ``memory_pressure_minutes`` stores, and one or more means the 2-minute rule fired. A missing point
+    (None) breaks a run.
     """
+    window = MEMORY_PRESSURE_FOR_MINUTES + 1
     count = 0
-    for previous, current in itertools.pairwise(used_ratios):
-        if previous is None or current is None:
-            continue
-        if previous > MEMORY_PRESSURE_RATIO and current > MEMORY_PRESSURE_RATIO:
+    run = 0
+    for ratio in used_ratios:
+        run = run + 1 if ratio is not None and ratio > MEMORY_PRESSURE_RATIO else 0
+        if run >= window:
             count += 1
     return count
 
 
 def has_memory_pressure(pressure_minutes: int | None) -> bool:
-    """True when memory stayed above 85 % for 2 consecutive minutes at least once in the hour."""
-    return bool(pressure_minutes) and pressure_minutes >= MEMORY_PRESSURE_FOR_MINUTES - 1
+    """True when memory stayed above 85 % for 2 minutes at least once in the hour."""
+    return bool(pressure_minutes)
 
 
 def is_idle(hour: DeviceHour) -> bool:

@@ -2,7 +2,8 @@
 
 Pure: strings in, frozen dataclasses out; nothing here imports Django. The reasons and fixes follow the GPU
 scheduling guide, section 8.1 "Pod Stuck in Pending State" (Insufficient nvidia.com/gpu, no nodes with the label,
-an untolerated taint), plus the image and ResourceQuota refusals a request's pods meet in practice.
+an untolerated taint, cordoned nodes), 8.2 "GPU Not Detected in Container" and 8.3 "GPU Memory Errors", topology
+spread constraints, plus the image and ResourceQuota refusals a request's pods meet in practice.
 """
 
 from __future__ import annotations
@@ -17,13 +18,27 @@ _INSUFFICIENT = re.compile(r"Insufficient (nvidia\.com/(?:gpu(?:\.shared)?|mig-[
 _INSUFFICIENT_OTHER = re.compile(r"Insufficient (cpu|memory|ephemeral-storage)")
 _TAINT = re.compile(r"untolerated taint|didn't tolerate|had taint", re.IGNORECASE)
 _SELECTOR = re.compile(
-    r"didn't match (?:Pod's )?node (?:affinity|selector)|node\(s\) didn't match|no nodes available with label",
+    r"didn't match (?:Pod's )?node (?:affinity|selector)|node\(s\) didn't match(?! pod topology)|"
+    r"no nodes available with label",
     re.IGNORECASE,
 )
 _IMAGE = re.compile(r"ImagePullBackOff|ErrImagePull|InvalidImageName|pull access denied|manifest unknown")
 _QUOTA = re.compile(r"exceeded quota", re.IGNORECASE)
 _PRIORITY = re.compile(r"no PriorityClass with name", re.IGNORECASE)
 _CRASH = re.compile(r"CrashLoopBackOff")
+# Guide 8.1 solution 3: cordoned nodes. Older schedulers say "node(s) were unschedulable"; newer ones report the
+# cordon as the taint node.kubernetes.io/unschedulable, which is not a GPU taint to tolerate.
+_CORDON_TAINT = re.compile(r"(?:\d+ )?node\(s\) had (?:untolerated )?taint \{node\.kubernetes\.io/unschedulable: ?\}")
+_CORDONED = re.compile(r"were unschedulable|node\.kubernetes\.io/unschedulable", re.IGNORECASE)
+_SPREAD = re.compile(r"didn't match pod topology spread constraints", re.IGNORECASE)
+# Guide 8.2 "GPU Not Detected in Container": CUDA, PyTorch, NVML and the NVIDIA container runtime's words.
+_NO_GPU = re.compile(
+    r"no CUDA-capable device is detected|Found no NVIDIA driver|Failed to initialize NVML|"
+    r"could not select device driver|nvidia-container-cli|CUDA driver version is insufficient",
+    re.IGNORECASE,
+)
+# Guide 8.3 "GPU Memory Errors (OOM)" (the container's last log lines reach the message on failure).
+_CUDA_OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation")
 
 
 @dataclass(frozen=True)
@@ -125,6 +140,61 @@ _CRASH_HINT = Hint(
 )
 
 
+_CORDONED_HINT = Hint(
+    code="cordoned",
+    title="The GPU nodes are cordoned",
+    explanation=(
+        "The nodes that could run the pod are marked unschedulable (SchedulingDisabled), usually for maintenance or "
+        "a drain; the scheduler places nothing new on them (guide 8.1, solution 3)."
+    ),
+    fixes=(
+        "Check: kubectl get nodes | grep SchedulingDisabled.",
+        "Wait for the maintenance to end; platform admins uncordon the nodes with kubectl uncordon <node>.",
+    ),
+)
+_SPREAD_HINT = Hint(
+    code="topology-spread",
+    title="A topology spread constraint keeps the pod off the free nodes",
+    explanation=(
+        "The free GPUs sit on nodes (or zones) that already hold their share of the pods under a topology spread "
+        "constraint with whenUnsatisfiable: DoNotSchedule, so placing the pod there would skew the spread."
+    ),
+    fixes=(
+        "Compare the constraints (kubectl get pod <pod> -o yaml | grep -A8 topologySpreadConstraints) with where "
+        "the pods run; a cluster-wide default constraint may apply even if the pod names none.",
+        "Platform admins: relax maxSkew or use whenUnsatisfiable: ScheduleAnyway for GPU pools, or add capacity "
+        "in the under-filled zone.",
+    ),
+)
+_NO_GPU_HINT = Hint(
+    code="gpu-not-detected",
+    title="The container does not see its GPU",
+    explanation=(
+        "The pod was given a GPU but CUDA finds no device or driver: the NVIDIA container toolkit or runtime on "
+        "the node, or the device plugin, is not set up (guide 8.2)."
+    ),
+    fixes=(
+        "Run nvidia-smi in the pod (kubectl exec <pod> -- nvidia-smi) and list /dev/nvidia*.",
+        "Platform admins: check the node's containerd config for the nvidia runtime and restart the device plugin "
+        "(kubectl rollout restart daemonset nvidia-device-plugin-daemonset -n gpu-operator).",
+        "Check that the image's CUDA version suits the node's driver.",
+    ),
+)
+_CUDA_OOM_HINT = Hint(
+    code="cuda-oom",
+    title="The workload ran out of GPU memory",
+    explanation=(
+        "CUDA could not allocate GPU memory: the model, batch or activations need more than the GPU (or MIG "
+        "slice) holds (guide 8.3)."
+    ),
+    fixes=(
+        "Reduce the batch size, or use gradient accumulation to keep the effective batch.",
+        "Submit the request again with a higher GPU memory per replica: the portal then picks a larger MIG "
+        "profile or GPU model.",
+    ),
+)
+
+
 def _node_resources_hint(resource: str) -> Hint:
     return Hint(
         code="node-resources",
@@ -144,14 +214,20 @@ def troubleshoot(message: str, *, phase: str = "") -> tuple[Hint, ...]:
     hints: list[Hint] = []
     resources = list(dict.fromkeys(_INSUFFICIENT.findall(message)))
     hints.extend(_pool_full(resource) for resource in resources)
+    # A cordon reported as a taint is not a taint the pod should tolerate: judge the other taints without it.
+    without_cordon = _CORDON_TAINT.sub("", message)
     checks = (
-        (_QUOTA, _QUOTA_HINT),
-        (_TAINT, _TAINT_HINT),
-        (_SELECTOR, _SELECTOR_HINT),
-        (_IMAGE, _IMAGE_HINT),
-        (_PRIORITY, _PRIORITY_HINT),
-        (_CRASH, _CRASH_HINT),
+        (_QUOTA, _QUOTA_HINT, message),
+        (_CORDONED, _CORDONED_HINT, message),
+        (_TAINT, _TAINT_HINT, without_cordon),
+        (_SELECTOR, _SELECTOR_HINT, message),
+        (_SPREAD, _SPREAD_HINT, message),
+        (_IMAGE, _IMAGE_HINT, message),
+        (_PRIORITY, _PRIORITY_HINT, message),
+        (_NO_GPU, _NO_GPU_HINT, message),
+        (_CUDA_OOM, _CUDA_OOM_HINT, message),
+        (_CRASH, _CRASH_HINT, message),
     )
-    hints.extend(hint for pattern, hint in checks if pattern.search(message))
+    hints.extend(hint for pattern, hint, text in checks if pattern.search(text))
     hints.extend(_node_resources_hint(other) for other in dict.fromkeys(_INSUFFICIENT_OTHER.findall(message)))
     return tuple(hints)

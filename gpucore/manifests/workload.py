@@ -204,6 +204,9 @@ def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
         "runAsNonRoot": True,
     }
     container["volumeMounts"] = [{"name": "dshm", "mountPath": SHM_PATH}]
+    # A failed container's last log lines become its termination message, so the request page can name the cause
+    # ("CUDA out of memory", "no CUDA-capable device", gpucore.troubleshooting) without anyone reading logs.
+    container["terminationMessagePolicy"] = "FallbackToLogsOnError"
     if ctx.workload_type == "realtime_inference":
         container["ports"] = [{"name": "http", "containerPort": ctx.port, "protocol": "TCP"}]
         container["startupProbe"] = {

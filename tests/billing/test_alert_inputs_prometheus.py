@@ -45,8 +45,8 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prome
             values["DCGM_FI_DEV_GPU_TEMP"] = 85.0
         if device is HOT and minute == 150:  # hour 2: 83 °C is not above 83
             values["DCGM_FI_DEV_GPU_TEMP"] = 83.0
-        # Memory above 85 %: hour 0 one lone minute (no alert); hour 2 three minutes in a row (two pressed).
-        if device is FULL and minute in (10, 130, 131, 132):
+        # Memory above 85 %: hour 0 two points, one minute long (no alert); hour 2 three points, two minutes (alert).
+        if device is FULL and minute in (10, 11, 130, 131, 132):
             values["DCGM_FI_DEV_FB_USED"] = PRESSED
             values["DCGM_FI_DEV_FB_FREE"] = 81559.0 - PRESSED
         return values
@@ -82,7 +82,7 @@ def test_temperature_and_memory_pressure_land_on_the_rollups(prometheus) -> None
         return UtilizationRollup.objects.get(cluster=cluster, gpu_uuid=device.uuid, hour=first + timedelta(hours=hour))
 
     assert [row(HOT, h).max_temperature_c for h in range(3)] == [70.0, 85.0, 83.0]
-    assert [row(FULL, h).memory_pressure_minutes for h in range(3)] == [0, 0, 2]
+    assert [row(FULL, h).memory_pressure_minutes for h in range(3)] == [0, 0, 1]
     alerts = alerts_for(UtilizationRollup.objects.filter(cluster=cluster))
     assert {(a.kind, a.device, a.first_hour) for a in alerts} == {
         (AlertKind.TEMPERATURE, HOT.uuid, first + timedelta(hours=1)),

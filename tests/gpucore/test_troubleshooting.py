@@ -49,8 +49,41 @@ CASES = [
     ),
     # The request failed before anything was observed: the message alone is diagnosed.
     ("The cluster refused the objects: exceeded quota: gpu-quota", "", ["resource-quota"]),
+    # Issue 11: the guide's cordoned nodes, topology spread, GPU not detected and CUDA out of memory.
+    ("0/4 nodes are available: 4 node(s) were unschedulable.", "Pending", ["cordoned"]),
+    (
+        "0/3 nodes are available: 3 node(s) had untolerated taint {node.kubernetes.io/unschedulable: }.",
+        "Pending",
+        ["cordoned"],  # a cordon, not a GPU taint to tolerate
+    ),
+    (
+        "0/4 nodes are available: 2 node(s) had untolerated taint {node.kubernetes.io/unschedulable: }, 2 node(s) "
+        "had untolerated taint {nvidia.com/gpu: present}.",
+        "Pending",
+        ["cordoned", "untolerated-taint"],
+    ),
+    (
+        "0/6 nodes are available: 2 Insufficient nvidia.com/gpu, 4 node(s) didn't match pod topology spread "
+        "constraints.",
+        "Pending",
+        ["pool-full", "topology-spread"],
+    ),
+    (
+        "gpr-7-abc: Error: RuntimeError: No CUDA GPUs are available; no CUDA-capable device is detected",
+        "Failed",
+        ["gpu-not-detected"],
+    ),
+    (
+        "gpr-7-abc: StartError: nvidia-container-cli: initialization error: nvml error: driver not loaded",
+        "Failed",
+        ["gpu-not-detected"],
+    ),
+    (
+        "gpr-7-abc: Error: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        "Failed",
+        ["cuda-oom"],
+    ),
     # Nothing known, nothing to say, or nothing wrong.
-    ("0/4 nodes are available: 4 node(s) were unschedulable.", "Pending", []),
     ("", "Pending", []),
     ("Running.", "Running", []),
     ("Written to the GitOps tree; Argo CD or Flux applies it.", "Unobservable", []),
