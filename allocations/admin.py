@@ -62,6 +62,7 @@ class ClusterAdminForm(forms.ModelForm):
             "prometheus_url",
             "prometheus_auth_secret_ref",
             "scheduler",
+            "monitoring_namespace",
             "is_active",
         ]
         widgets = {

@@ -161,6 +161,7 @@ def cluster_context(cluster: Cluster) -> ClusterContext:
         pools=[pool_context(pool) for pool in pools],
         tiers=tiers,
         queues=queues,
+        monitoring_namespace=cluster.monitoring_namespace or None,
     )
 
 

@@ -43,6 +43,15 @@ class Cluster(models.Model):
         default=ClusterScheduler.DEFAULT,
         help_text="Who admits GPU workloads: the default scheduler, or Kueue with the portal's queues and quotas.",
     )
+    monitoring_namespace = models.CharField(
+        max_length=63,
+        blank=True,
+        validators=[dns_label_validator],
+        help_text=(
+            "Namespace of the GPU alert PrometheusRule and the dcgm-exporter ServiceMonitor among the cluster's "
+            "objects (needs the Prometheus Operator), e.g. gpu-operator. Blank: not rendered."
+        ),
+    )
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -1,7 +1,8 @@
 """A cluster's own objects, the ones no single request owns: what ``GET /api/v1/clusters/{name}/manifests/`` serves.
 
 Pure: plain dicts out, in apply order. DESIGN.md, "Clusters API": the SLA tiers' PriorityClasses, the GPU Operator's
-device plugin and mig-parted ConfigMaps, and with ``scheduler: kueue`` the Kueue objects (``kueue.py``).
+device plugin and mig-parted ConfigMaps, with ``scheduler: kueue`` the Kueue objects (``kueue.py``), and where the
+Prometheus Operator runs, the guides' GPU alerts and the dcgm-exporter scrape (``monitoring.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from gpucore.catalog import BUILTIN_CATALOG, Catalog
 from gpucore.manifests.contexts import ManifestError, PoolContext, is_dns_label, is_dns_subdomain
 from gpucore.manifests.gpu_operator import render_mig_parted_configmap, render_time_slicing_configmap
 from gpucore.manifests.kueue import ClusterQueueContext, render_kueue_objects
+from gpucore.manifests.monitoring import render_dcgm_service_monitor, render_gpu_alert_rule
 from gpucore.manifests.namespace import render_priority_classes
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import SharingMode
@@ -33,6 +35,9 @@ class ClusterContext:
     queues: Sequence[ClusterQueueContext] = field(default_factory=tuple)
     # The Kueue cohort the cluster's ClusterQueues share (DESIGN.md: "cohortName of the cluster"); None: the name.
     cohort: str | None = None
+    # Where the Prometheus Operator's PrometheusRule and the dcgm-exporter ServiceMonitor go; None: not rendered
+    # (a cluster without the Prometheus Operator's CRDs would refuse them).
+    monitoring_namespace: str | None = None
 
     def __post_init__(self) -> None:
         if not is_dns_label(self.name):
@@ -66,6 +71,9 @@ def render_cluster_objects(ctx: ClusterContext, *, catalog: Catalog = BUILTIN_CA
         objects.extend(
             render_kueue_objects(pools=ctx.pools, queues=ctx.queues, tiers=ctx.tiers, cohort=ctx.cohort_name)
         )
+    if ctx.monitoring_namespace is not None:
+        objects.append(render_gpu_alert_rule(namespace=ctx.monitoring_namespace, cluster=ctx.name))
+        objects.append(render_dcgm_service_monitor(namespace=ctx.monitoring_namespace))
     keys = [(o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
     if len(set(keys)) != len(keys):
         raise ManifestError(f"Two cluster objects share a name: {sorted(k for k in keys if keys.count(k) > 1)}.")

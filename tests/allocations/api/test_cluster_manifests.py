@@ -96,3 +96,16 @@ def test_unknown_cluster_is_404_and_an_unrenderable_one_409(client_as, demo_org)
     response = client_as("approver").get(URL)
     assert response.status_code == 409
     assert "Cluster demo cannot be rendered" in response.json()["detail"]
+
+
+def test_a_cluster_with_a_monitoring_namespace_serves_the_gpu_alerts_and_the_scrape(client_as, demo_org) -> None:
+    demo_org.cluster.monitoring_namespace = "gpu-operator"
+    demo_org.cluster.full_clean()
+    demo_org.cluster.save()
+    objects = client_as("approver").get(URL).json()
+    assert [(o["kind"], o["metadata"]["namespace"]) for o in objects[-2:]] == [
+        ("PrometheusRule", "gpu-operator"),
+        ("ServiceMonitor", "gpu-operator"),
+    ]
+    for obj in objects[-2:]:
+        validate_kueue(obj)

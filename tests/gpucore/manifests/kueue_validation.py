@@ -1,4 +1,5 @@
-"""Validate Kueue objects against the CRDs' own schemas, as the API server would (kueue_schemas/README.md).
+"""Validate Kueue (and Prometheus Operator) objects against the CRDs' own schemas, as the API server would
+(kueue_schemas/README.md, monitoring_schemas/README.md).
 
 1. schema defaults are applied (the API server defaults before it validates, and CEL rules read defaulted fields);
 2. the JSON Schema (``jsonschema``, Draft 7 keywords the CRD uses), with unknown fields refused wherever the schema
@@ -19,14 +20,21 @@ from typing import Any
 import cel
 import jsonschema
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "kueue_schemas"
+HERE = Path(__file__).resolve().parent
+SCHEMA_DIR = HERE / "kueue_schemas"
 API_VERSION = "kueue.x-k8s.io/v1beta2"
+# apiVersion -> (folder, file suffix) of the extracted CRD schemas: Kueue's, and the Prometheus Operator's.
+SCHEMA_DIRS = {
+    API_VERSION: (SCHEMA_DIR, "v1beta2"),
+    "monitoring.coreos.com/v1": (HERE / "monitoring_schemas", "v1"),
+}
 
 
 @cache
-def schema_for(kind: str) -> dict[str, Any]:
-    """The extracted v1beta2 ``openAPIV3Schema`` of a Kueue kind."""
-    return json.loads((SCHEMA_DIR / f"{kind.lower()}.v1beta2.json").read_text(encoding="utf-8"))
+def schema_for(kind: str, api_version: str = API_VERSION) -> dict[str, Any]:
+    """The extracted ``openAPIV3Schema`` of a CRD kind (Kueue v1beta2 unless told another apiVersion)."""
+    folder, suffix = SCHEMA_DIRS[api_version]
+    return json.loads((folder / f"{kind.lower()}.{suffix}.json").read_text(encoding="utf-8"))
 
 
 def _strict(schema: Any) -> Any:
@@ -84,10 +92,11 @@ def _rules(schema: Mapping[str, Any], value: Any, path: str) -> Iterator[tuple[s
 
 
 def kueue_errors(obj: Mapping[str, Any]) -> list[str]:
-    """What the API server would refuse in a Kueue object: schema errors and failed CEL rules (empty: accepted)."""
-    if obj.get("apiVersion") != API_VERSION:
-        return [f"apiVersion is {obj.get('apiVersion')!r}, not {API_VERSION}"]
-    schema = schema_for(obj["kind"])
+    """What the API server would refuse in a CRD object (Kueue, Prometheus Operator): schema errors and failed CEL
+    rules (empty: accepted)."""
+    if obj.get("apiVersion") not in SCHEMA_DIRS:
+        return [f"apiVersion is {obj.get('apiVersion')!r}, not one of {', '.join(SCHEMA_DIRS)}"]
+    schema = schema_for(obj["kind"], obj["apiVersion"])
     value = with_defaults(schema, obj)
     validator = jsonschema.Draft7Validator(_strict(schema))
     errors = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in validator.iter_errors(value)]
