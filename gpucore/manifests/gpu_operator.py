@@ -268,6 +268,17 @@ def check_mig_layout(model: GpuModelSpec, devices: Mapping[str, int]) -> dict[st
     return {p.name: devices[p.name] for p in model.mig_profiles if p.name in devices}
 
 
+def mig_placement(model: GpuModelSpec, devices: Mapping[str, int]) -> list[tuple[str, int]]:
+    """A valid placement ``[(profile, start memory slice), ...]`` of a layout, by start slice (checked first)."""
+    layout = check_mig_layout(model, devices)
+    instances = sorted(
+        (model.profile(name) for name, count in layout.items() for _ in range(count)), key=lambda p: -p.memory_slices
+    )
+    placed = _place(model, instances)
+    assert placed is not None  # check_mig_layout found the same placement
+    return sorted(placed, key=lambda item: item[1])
+
+
 def mig_config_name(pool: PoolContext) -> str:
     """The mig-parted config name of a pool, the value of its nodes' ``nvidia.com/mig.config`` label."""
     name = MIG_CONFIG_PREFIX + pool.name
