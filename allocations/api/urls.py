@@ -3,7 +3,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from allocations.api import cluster_manifests, extensions, views
+from allocations.api import cluster_manifests, extensions, mig_plans, views
 
 router = DefaultRouter()
 router.include_root_view = False
@@ -19,5 +19,6 @@ urlpatterns = [
         cluster_manifests.ClusterManifestsView.as_view(),
         name="cluster-manifests",
     ),
+    path("mig-plans/preview/", mig_plans.MigPlanPreviewView.as_view(), name="mig-plan-preview"),
     *router.urls,
 ]

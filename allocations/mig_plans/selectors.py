@@ -1,0 +1,38 @@
+"""Reads for MIG plans: the stateless preview of ``POST /api/v1/mig-plans/preview/``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django.core.exceptions import ValidationError
+
+from allocations.selectors import catalog_from_db
+from gpucore.catalog import CatalogError
+from gpucore.mig_planner import MigPlanError, plan, plan_summary_gpus
+
+# A preview is computed in the request: beyond this many instances of one profile it is a typo, not a pool.
+MAX_PREVIEW_INSTANCES = 100_000
+
+
+def mig_plan_preview(*, gpu_model: str, demand: Mapping[str, int]) -> dict[str, object]:
+    """The fewest GPUs (exact) whose valid layouts host ``demand``; ``ValidationError`` naming the field otherwise."""
+    try:
+        model = catalog_from_db().get(gpu_model)
+    except CatalogError as error:
+        raise ValidationError({"gpu_model": str(error)}) from error
+    if not model.mig_capable:
+        raise ValidationError({"gpu_model": f"{model.name} is not MIG-capable."})
+    too_many = [name for name, count in demand.items() if isinstance(count, int) and count > MAX_PREVIEW_INSTANCES]
+    if too_many:
+        raise ValidationError({"demand": f"At most {MAX_PREVIEW_INSTANCES} instances of '{too_many[0]}' per preview."})
+    if not any(demand.values()):
+        raise ValidationError({"demand": "Ask for at least one MIG instance."})
+    try:
+        result = plan(model, demand)
+    except MigPlanError as error:
+        raise ValidationError({error.field: str(error)}) from error
+    return {
+        "gpu_model": model.name,
+        "gpu_count": result.gpu_count,
+        "gpus": plan_summary_gpus(model, result),
+    }
