@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
+from allocations.lifecycle import InvalidTransition
 from allocations.models import (
     AllocationExtension,
     Cluster,
@@ -26,7 +27,6 @@ from allocations.models import (
 )
 from allocations.selectors import user_is_approver
 from allocations.services import (
-    InvalidTransition,
     cluster_inventory_sync_queue,
     cluster_objects_apply_queue,
     gpu_request_reapply,

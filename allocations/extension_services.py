@@ -16,20 +16,18 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from allocations.lifecycle import InvalidTransition
 from allocations.models import (
+    EXTENDABLE_STATUSES,
     MAX_EXTENSION_HOURS,
     AllocationExtension,
     ExtensionStatus,
     GpuRequest,
     RequestEvent,
-    RequestStatus,
 )
-from allocations.notifications import _send, approver_emails
+from allocations.notifications import approver_emails, send_email
 from allocations.selectors import user_is_approver
-from allocations.services import InvalidTransition, _require_owner_or_lead
-
-# Allocations that still run or are about to: an ended one is not extended, it is requested again.
-EXTENDABLE_STATUSES = frozenset({RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE})
+from allocations.services import require_owner_or_lead
 
 
 def hours_text(hours: Decimal) -> str:
@@ -78,7 +76,7 @@ def allocation_extension_request(
     Raises PermissionDenied, InvalidTransition (the request's status or an open-ended request) or ValidationError
     naming ``hours``, ``reason`` or ``request`` (one is already pending); nothing is written then.
     """
-    _require_owner_or_lead(acting_user, request)
+    require_owner_or_lead(acting_user, request)
     value, hour_errors = _parse_hours(hours)
     errors: dict[str, list[str]] = {"hours": hour_errors} if hour_errors else {}
     reason = (reason or "").strip()
@@ -209,7 +207,7 @@ def _notify_requested_on_commit(extension: AllocationExtension) -> None:
         fresh = _load_for_email(extension_id)
         request = fresh.request
         recipients = [e for e in approver_emails() if e not in (fresh.requested_by.email, request.requester.email)]
-        _send(
+        send_email(
             f"[GPU Portal] Extension of {hours_text(fresh.hours)} h asked for request #{request.pk} {request.name}",
             "allocations/email/extension_requested.txt",
             request,
@@ -228,7 +226,7 @@ def _notify_decided_on_commit(extension: AllocationExtension, verdict: str) -> N
         fresh = _load_for_email(extension_id)
         request = fresh.request
         recipients = sorted({e for e in (request.requester.email, fresh.requested_by.email) if e})
-        _send(
+        send_email(
             f"[GPU Portal] Extension of request #{request.pk} {request.name} was {verdict}",
             "allocations/email/extension_decided.txt",
             request,

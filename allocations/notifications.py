@@ -26,7 +26,8 @@ def approver_emails() -> list[str]:
     return sorted(set(users.values_list("email", flat=True)))
 
 
-def _send(subject: str, template: str, request: GpuRequest, recipients: list[str], **extra: object) -> None:
+def send_email(subject: str, template: str, request: GpuRequest, recipients: list[str], **extra: object) -> None:
+    """Send the rendered template to the recipients; a mail outage is logged, never raised (the change stands)."""
     if not recipients:
         return
     body = render_to_string(template, {"request": request, **extra})
@@ -45,14 +46,14 @@ def notify_on_commit(kind: str, request: GpuRequest, comment: str = "") -> None:
         fresh = GpuRequest.objects.select_related("team", "requester").get(pk=request_id)
         if kind == "submitted":
             recipients = [e for e in approver_emails() if e != fresh.requester.email]
-            _send(
+            send_email(
                 f"[GPU Portal] New request #{fresh.pk} from {fresh.team.name}: {fresh.name}",
                 "allocations/email/submitted.txt",
                 fresh,
                 recipients,
             )
         elif fresh.requester.email:
-            _send(
+            send_email(
                 f"[GPU Portal] Request #{fresh.pk} {fresh.name} was {kind}",
                 "allocations/email/decided.txt",
                 fresh,
@@ -71,7 +72,7 @@ def notify_expiry_soon_on_commit(request: GpuRequest) -> None:
     def deliver() -> None:
         fresh = GpuRequest.objects.select_related("team", "requester").get(pk=request_id)
         if fresh.requester.email:
-            _send(
+            send_email(
                 f"[GPU Portal] Request #{fresh.pk} {fresh.name} expires {fresh.expires_at:%Y-%m-%d %H:%M} UTC",
                 "allocations/email/expiring.txt",
                 fresh,

@@ -17,10 +17,12 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from allocations.gateways import gateway_for
 from allocations.gateways.base import ApplyResult, ClusterGateway, PermanentGatewayError, WorkloadStatus
+from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import Cluster, ClusterScheduler, GpuRequest, NodePool, Quota, RequestStatus, SlaTier, Team
+from allocations.notifications import notify_expiry_soon_on_commit
 from allocations.selectors import catalog_from_db, tier_spec
-from allocations.services import InvalidTransition, gpu_request_transition
 from gpucore.manifests import (
     ClusterContext,
     ClusterQueueContext,
@@ -43,8 +45,6 @@ RUNNING_PHASES = frozenset({"Running", "Succeeded", "Unobservable"})
 
 def cluster_gateway(cluster: Cluster) -> ClusterGateway:
     """The gateway for a cluster's backend, configured from its secret references (never from stored secrets)."""
-    from allocations.gateways import gateway_for
-
     return gateway_for(
         backend=cluster.backend,
         api_endpoint=cluster.api_endpoint,
@@ -347,8 +347,6 @@ def active_request_ids() -> list[int]:
 
 def gpu_requests_expire(*, now: Any = None) -> tuple[list[int], list[int]]:
     """Expire requests past their expiry and return (expired ids, ids whose owner is told it expires in a day)."""
-    from allocations.notifications import notify_expiry_soon_on_commit
-
     now = now or timezone.now()
     running = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE)
     expired = []

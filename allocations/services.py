@@ -11,12 +11,13 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import (
-    ALLOWED_TRANSITIONS,
-    TERMINAL_STATUSES,
+    CANCELLABLE_STATUSES,
+    REAPPLICABLE_STATUSES,
+    RELEASABLE_STATUSES,
     Cluster,
     GpuRequest,
-    RequestEvent,
     RequestStatus,
     Role,
     SlaTier,
@@ -26,85 +27,13 @@ from allocations.notifications import notify_on_commit
 from allocations.placement import place
 from allocations.quotas import QuotaExceeded, quota_check
 from allocations.selectors import membership_role, user_is_approver
+
+# Services queue tasks; tasks import services only inside their bodies (HackSoft's Django styleguide, "Celery").
+from allocations.tasks import apply_cluster_objects as apply_cluster_objects_task
+from allocations.tasks import provision_request as provision_request_task
+from allocations.tasks import release_request as release_request_task
+from allocations.tasks import sync_inventory as sync_inventory_task
 from gpucore.decision import ProfileError, WorkloadProfile
-
-
-class InvalidTransition(Exception):
-    """A status change the request lifecycle (or the action asked for) does not allow; nothing was changed."""
-
-    def __init__(self, request: GpuRequest, to_status: str, message: str | None = None) -> None:
-        allowed = sorted(ALLOWED_TRANSITIONS.get(request.status, frozenset()))
-        allowed_text = ", ".join(allowed) if allowed else "none (it is final)"
-        super().__init__(
-            message
-            or f"Request #{request.pk} is {request.status}; it cannot move to {to_status}. "
-            f"From {request.status} it may move to: {allowed_text}."
-        )
-        self.from_status = request.status
-        self.to_status = to_status
-
-
-_TIMESTAMP_FOR_STATUS = {
-    RequestStatus.PENDING_APPROVAL: "submitted_at",
-    RequestStatus.APPROVED: "approved_at",
-    RequestStatus.ACTIVE: "activated_at",
-}
-
-
-def _actor_label(user: AbstractBaseUser | None, fallback: str) -> str:
-    if user is None:
-        return fallback
-    return user.get_username()
-
-
-def gpu_request_transition(
-    *,
-    request: GpuRequest,
-    to_status: str,
-    acting_user: AbstractBaseUser | None,
-    comment: str = "",
-    actor_label: str | None = None,
-    updates: dict[str, Any] | None = None,
-) -> GpuRequest:
-    """Move a request to a new status under a row lock and write its event, or raise InvalidTransition.
-
-    ``acting_user`` is None for the system (a task or a policy); ``actor_label`` then says which. ``updates`` are
-    extra fields saved in the same transaction (e.g. ``status_detail``).
-    """
-    if to_status not in RequestStatus.values:
-        raise InvalidTransition(request, to_status)
-    with transaction.atomic():
-        locked = GpuRequest.objects.select_for_update().get(pk=request.pk)
-        if not locked.can_transition_to(to_status):
-            raise InvalidTransition(locked, to_status)
-        from_status = locked.status
-        now = timezone.now()
-        locked.status = to_status
-        changed = {"status", "updated_at"}
-        if field := _TIMESTAMP_FOR_STATUS.get(to_status):
-            setattr(locked, field, now)
-            changed.add(field)
-        if to_status in TERMINAL_STATUSES:
-            locked.ended_at = now
-            changed.add("ended_at")
-        for name, value in (updates or {}).items():
-            setattr(locked, name, value)
-            changed.add(name)
-        locked.full_clean(exclude=["team", "requester", "sla_tier", "cluster", "node_pool"])
-        locked.save(update_fields=sorted(changed))
-        RequestEvent.objects.create(
-            request=locked,
-            actor=acting_user,
-            actor_label=actor_label or _actor_label(acting_user, "system"),
-            from_status=from_status,
-            to_status=to_status,
-            comment=comment,
-        )
-    # Keep the caller's instance in step with the database.
-    for name in changed:
-        setattr(request, name, getattr(locked, name))
-    return request
-
 
 # --- Submission, approval and the user's own actions -------------------------------------------------------------
 
@@ -235,10 +164,8 @@ def _approve_locked(
         comment=comment,
         updates={"borrowed": borrowed},
     )
-    from allocations.tasks import provision_request
-
     notify_on_commit("approved", request, comment)
-    transaction.on_commit(lambda: provision_request.delay(request.pk), robust=True)
+    transaction.on_commit(lambda: provision_request_task.delay(request.pk), robust=True)
     return request
 
 
@@ -273,7 +200,7 @@ def gpu_request_reject(*, request: GpuRequest, acting_user: AbstractBaseUser, co
     return request
 
 
-def _require_owner_or_lead(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
+def require_owner_or_lead(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
     role = membership_role(user=acting_user, team=request.team)
     if request.requester_id == acting_user.pk and role is not None:
         return
@@ -284,8 +211,8 @@ def _require_owner_or_lead(acting_user: AbstractBaseUser, request: GpuRequest) -
 
 def gpu_request_cancel(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
     """Withdraw a request that is not yet approved (it ends as released)."""
-    _require_owner_or_lead(acting_user, request)
-    if request.status not in (RequestStatus.DRAFT, RequestStatus.PENDING_APPROVAL):
+    require_owner_or_lead(acting_user, request)
+    if request.status not in CANCELLABLE_STATUSES:
         raise InvalidTransition(
             request,
             RequestStatus.RELEASED,
@@ -299,14 +226,9 @@ def gpu_request_cancel(*, request: GpuRequest, acting_user: AbstractBaseUser, co
     )
 
 
-RELEASABLE_STATUSES = frozenset(
-    {RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE, RequestStatus.FAILED}
-)
-
-
 def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
     """Give an approved or running allocation back: it stops counting against the quota at once."""
-    _require_owner_or_lead(acting_user, request)
+    require_owner_or_lead(acting_user, request)
     if request.status not in RELEASABLE_STATUSES:
         raise InvalidTransition(
             request,
@@ -314,19 +236,15 @@ def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, c
             f"Only an approved, provisioning, active or failed request can be released; #{request.pk} is "
             f"{request.status}.",
         )
-    from allocations.tasks import release_request
-
     with transaction.atomic():
         gpu_request_transition(
             request=request, to_status=RequestStatus.RELEASED, acting_user=acting_user, comment=comment or "Released"
         )
-        transaction.on_commit(lambda: release_request.delay(request.pk), robust=True)
+        transaction.on_commit(lambda: release_request_task.delay(request.pk), robust=True)
     return request
 
 
 # --- Platform admin operations: re-apply a request, queue an inventory sync ---------------------------------------
-
-REAPPLICABLE_STATUSES = frozenset({RequestStatus.FAILED, RequestStatus.ACTIVE})
 
 
 def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
@@ -339,8 +257,6 @@ def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, c
             RequestStatus.PROVISIONING,
             f"Only a failed or active request can be re-applied; #{request.pk} is {request.status}.",
         )
-    from allocations.tasks import provision_request
-
     with transaction.atomic():
         team = _lock_team(request.team)
         request.refresh_from_db()
@@ -354,7 +270,7 @@ def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, c
             comment=comment or "Re-applied to the cluster",
             updates={"status_detail": "Re-applying the objects to the cluster.", "borrowed": request.borrowed},
         )
-        transaction.on_commit(lambda: provision_request.delay(request.pk), robust=True)
+        transaction.on_commit(lambda: provision_request_task.delay(request.pk), robust=True)
     return request
 
 
@@ -362,17 +278,13 @@ def cluster_inventory_sync_queue(*, acting_user: AbstractBaseUser, cluster: Clus
     """Queue a read of one (or every) Kubernetes cluster's GPU nodes into its node pools (platform approvers)."""
     if not user_is_approver(acting_user):
         raise PermissionDenied("Only platform approvers can sync the cluster inventory.")
-    from allocations.tasks import sync_inventory
-
     cluster_id = cluster.pk if cluster is not None else None
-    transaction.on_commit(lambda: sync_inventory.delay(cluster_id), robust=True)
+    transaction.on_commit(lambda: sync_inventory_task.delay(cluster_id), robust=True)
 
 
 def cluster_objects_apply_queue(*, acting_user: AbstractBaseUser, cluster: Cluster) -> None:
     """Queue the apply of a cluster's own objects (PriorityClasses, GPU Operator ConfigMaps, Kueue) (approvers)."""
     if not user_is_approver(acting_user):
         raise PermissionDenied("Only platform approvers can apply a cluster's objects.")
-    from allocations.tasks import apply_cluster_objects
-
     cluster_id = cluster.pk
-    transaction.on_commit(lambda: apply_cluster_objects.delay(cluster_id), robust=True)
+    transaction.on_commit(lambda: apply_cluster_objects_task.delay(cluster_id), robust=True)

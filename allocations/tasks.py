@@ -3,6 +3,9 @@
 Every task takes ids and re-reads state. ``acks_late`` with ``reject_on_worker_lost`` means a worker killed mid-task
 leaves the message to be delivered again, and the provisioning services are safe to run twice. Only transient
 cluster errors are retried (exponential backoff with jitter); the failure hook keeps the readable error on the row.
+
+Services queue these tasks and import them at module level; a task imports the services it runs inside its body
+(HackSoft's Django styleguide, "Celery"), so loading the task module never loads the services.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from celery import Task, shared_task
 
 from allocations.gateways.base import GatewayError, TransientGatewayError
 from allocations.models import Cluster, ClusterBackend
+from gpucore.manifests import ManifestError
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +111,6 @@ def sync_inventory(cluster_id: int | None = None) -> dict[str, str]:
 def apply_cluster_objects(cluster_id: int | None = None) -> dict[str, str]:
     """Beat (and on demand): apply each (or one) cluster's own objects; a failure skips only that cluster."""
     from allocations.provisioning import cluster_objects_apply
-    from gpucore.manifests import ManifestError
 
     results = {}
     clusters = Cluster.objects.filter(is_active=True)

@@ -20,27 +20,36 @@ from rest_framework.authtoken.models import Token
 from allocations.extension_services import allocation_extension_decide, allocation_extension_request, hours_text
 from allocations.filtersets import GpuRequestFilterSet
 from allocations.forms import BulkReviewForm, CommentForm, ExtensionRequestForm, GpuRequestForm, ReviewForm, TokenForm
-from allocations.models import AllocationExtension, Cluster, ClusterBackend, GpuRequest, RequestStatus, Team
-from allocations.selectors import (
-    allocation_extensions_visible_to,
+from allocations.lifecycle import InvalidTransition
+from allocations.models import (
+    REAPPLICABLE_STATUSES,
+    AllocationExtension,
+    Cluster,
+    ClusterBackend,
+    GpuRequest,
+    RequestStatus,
+    Team,
+)
+from allocations.pages import (
     approval_queue,
     cluster_detail_overview,
     cluster_overview_rows,
-    clusters_visible_to,
     gpu_request_actions,
-    gpu_request_detail,
     gpu_request_live_status,
     gpu_request_manifests_yaml,
+    team_overview,
+)
+from allocations.selectors import (
+    allocation_extensions_visible_to,
+    clusters_visible_to,
+    gpu_request_detail,
     gpu_requests_visible_to,
     pending_extensions_queue,
-    team_overview,
     teams_of,
     teams_visible_to,
     user_is_approver,
 )
 from allocations.services import (
-    REAPPLICABLE_STATUSES,
-    InvalidTransition,
     cluster_inventory_sync_queue,
     gpu_request_approve,
     gpu_request_cancel,

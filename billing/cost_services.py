@@ -19,7 +19,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from allocations.models import GpuModel, Membership, Role, SlaTier, Team
-from allocations.selectors import User, gpu_model_spec
+from allocations.selectors import User
 from billing.models import (
     GpuPrice,
     ImportedUsage,
@@ -178,7 +178,7 @@ def _usage_row(row: dict[str, str], teams: dict[str, Team], catalog: dict[str, G
         elif model is not None:
             # The catalog's profiles, never the digits of the name: 3g.99gb has 3 compute slices but no H100 has it.
             try:
-                gpu_model_spec(model).profile(resource.removeprefix("nvidia.com/mig-"))
+                model.to_spec().profile(resource.removeprefix("nvidia.com/mig-"))
             except CatalogError as exc:
                 problems.append(f"resource_name: {exc}")
     quantity = None

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from allocations.selectors import home_overview
+from allocations.pages import home_overview
 from portal.health import readiness
 from portal.sso.backends import password_login, sso_enabled
 

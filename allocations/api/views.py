@@ -41,6 +41,7 @@ from allocations.api.filters import NUL_MESSAGE, RejectNulCharacters
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.renderers import KubernetesYamlRenderer
 from allocations.filtersets import GpuRequestFilterSet
+from allocations.lifecycle import InvalidTransition
 from allocations.models import GpuRequest, Team
 from allocations.placement import place
 from allocations.selectors import (
@@ -62,7 +63,7 @@ class Conflict(exceptions.APIException):
 
 def service_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler, after translating the services' Django exceptions into API errors with their messages."""
-    if isinstance(exc, services.InvalidTransition):
+    if isinstance(exc, InvalidTransition):
         exc = Conflict(str(exc))
     elif isinstance(exc, ProfileError):
         exc = exceptions.ValidationError(exc.errors)

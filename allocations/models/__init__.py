@@ -16,8 +16,13 @@ from allocations.models.catalog import GpuModel, MigProfileDefinition
 from allocations.models.clusters import Cluster, NodePool
 from allocations.models.gpu_requests import (
     ALLOWED_TRANSITIONS,
+    CANCELLABLE_STATUSES,
+    EXTENDABLE_STATUSES,
     MAX_EXTENSION_HOURS,
+    POLLING_STATUSES,
     QUOTA_HOLDING_STATUSES,
+    REAPPLICABLE_STATUSES,
+    RELEASABLE_STATUSES,
     TERMINAL_STATUSES,
     AllocationExtension,
     ExtensionStatus,
@@ -29,8 +34,13 @@ from allocations.models.validators import dns_label_validator, resource_name_val
 
 __all__ = [
     "ALLOWED_TRANSITIONS",
+    "CANCELLABLE_STATUSES",
+    "EXTENDABLE_STATUSES",
     "MAX_EXTENSION_HOURS",
+    "POLLING_STATUSES",
     "QUOTA_HOLDING_STATUSES",
+    "REAPPLICABLE_STATUSES",
+    "RELEASABLE_STATUSES",
     "TERMINAL_STATUSES",
     "AllocationExtension",
     "Cluster",

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from gpucore.catalog import CatalogError, MigProfile
+from gpucore.catalog import CatalogError, GpuModelSpec, MigProfile
 
 
 class GpuModel(models.Model):
@@ -57,6 +57,39 @@ class GpuModel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def to_spec(self) -> GpuModelSpec:
+        """This row (with its MIG profiles) as the pure GpuModelSpec the framework and manifests take."""
+        profiles = tuple(
+            MigProfile(
+                name=p.name,
+                memory_gb=p.memory_gb,
+                compute_slices=p.compute_slices,
+                memory_slices=p.memory_slices,
+                max_instances=p.max_instances,
+                placement_starts=tuple(p.placement_starts or ()),
+                recommendable=p.recommendable,
+            )
+            for p in self.mig_profiles.all()
+        )
+        return GpuModelSpec(
+            name=self.name,
+            memory_gb=self.memory_gb,
+            product_label=self.product_label,
+            tdp_watts=self.tdp_watts,
+            family=self.family,
+            purchase_price_usd=self.purchase_price,
+            list_hourly_usd=self.list_hourly_price,
+            mig_compute_slices=self.mig_compute_slices,
+            mig_memory_slices=self.mig_memory_slices,
+            mig_profiles=profiles if self.mig_capable else (),
+            dcgm_model_names=tuple(self.dcgm_model_names or ()),
+            aliases=tuple(self.aliases or ()),
+            notes=self.notes,
+            price_source=self.price_source,
+            dense_fp16_tflops=self.dense_fp16_tflops,
+            throughput_source=self.throughput_source,
+        )
 
 
 class MigProfileDefinition(models.Model):

@@ -10,6 +10,7 @@ from allocations.choices import ClusterBackend, ClusterScheduler, SharingMode
 from allocations.models.catalog import GpuModel
 from allocations.models.validators import dns_label_validator
 from gpucore.catalog import mig_resource_name
+from gpucore.manifests import ManifestError, check_mig_layout
 
 
 class Cluster(models.Model):
@@ -150,9 +151,6 @@ class NodePool(models.Model):
 
     def _mig_errors(self) -> dict[str, str]:
         # The same geometry check the renderer applies (names, counts, memory and compute slices, placements).
-        from allocations.selectors import gpu_model_spec
-        from gpucore.manifests import ManifestError, check_mig_layout
-
         model = getattr(self, "gpu_model", None)
         if model is None:
             return {}
@@ -161,7 +159,7 @@ class NodePool(models.Model):
         if not isinstance(self.mig_devices, dict) or not self.mig_devices:
             return {"mig_devices": 'A MIG pool needs its layout per GPU, e.g. {"3g.20gb": 2}.'}
         try:
-            check_mig_layout(gpu_model_spec(model), self.mig_devices)
+            check_mig_layout(model.to_spec(), self.mig_devices)
         except ManifestError as exc:
             return {"mig_devices": str(exc)}
         return {}

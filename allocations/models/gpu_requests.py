@@ -32,6 +32,18 @@ ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
 # Statuses whose allocation counts against the team's quota.
 QUOTA_HOLDING_STATUSES = frozenset({RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE})
 TERMINAL_STATUSES = frozenset(s for s, targets in ALLOWED_TRANSITIONS.items() if not targets)
+# Statuses a request may be withdrawn from before approval (it ends as released).
+CANCELLABLE_STATUSES = frozenset({RequestStatus.DRAFT, RequestStatus.PENDING_APPROVAL})
+# Statuses an approved or running allocation may be given back from.
+RELEASABLE_STATUSES = frozenset(
+    {RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE, RequestStatus.FAILED}
+)
+# Statuses a platform approver may hand back to provisioning (its objects applied again).
+REAPPLICABLE_STATUSES = frozenset({RequestStatus.FAILED, RequestStatus.ACTIVE})
+# Allocations that still run or are about to: an ended one is not extended, it is requested again.
+EXTENDABLE_STATUSES = frozenset({RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE})
+# While a request is on its way to the cluster its status changes without anyone acting: pages poll.
+POLLING_STATUSES = frozenset({RequestStatus.APPROVED, RequestStatus.PROVISIONING})
 
 
 class GpuRequest(models.Model):

@@ -9,14 +9,13 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 from django.urls import reverse
 
+from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import ClusterBackend, GpuRequest, Quota, RequestEvent, RequestStatus
 from allocations.services import (
-    InvalidTransition,
     cluster_inventory_sync_queue,
     gpu_request_approve,
     gpu_request_reapply,
     gpu_request_submit,
-    gpu_request_transition,
 )
 from tests.factories import ClusterFactory, DemoOrg
 

@@ -17,10 +17,11 @@ from allocations.extension_services import (
     allocation_extension_request,
     hours_text,
 )
+from allocations.lifecycle import InvalidTransition
 from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus
+from allocations.pages import gpu_request_actions
 from allocations.provisioning import gpu_requests_expire
-from allocations.selectors import gpu_request_actions
-from allocations.services import InvalidTransition, gpu_request_release
+from allocations.services import gpu_request_release
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

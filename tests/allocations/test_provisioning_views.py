@@ -10,8 +10,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from allocations.lifecycle import gpu_request_transition
 from allocations.models import ClusterBackend, GpuRequest, RequestEvent, RequestStatus, SharingMode
-from allocations.services import gpu_request_approve, gpu_request_submit, gpu_request_transition
+from allocations.services import gpu_request_approve, gpu_request_submit
 from tests.factories import ROLES, ClusterFactory, DemoOrg, GpuModel, NodePoolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

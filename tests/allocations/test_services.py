@@ -6,9 +6,9 @@ import pytest
 from django.core import mail
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from allocations.lifecycle import InvalidTransition
 from allocations.models import GpuRequest, RequestEvent, RequestStatus, SlaTier
 from allocations.services import (
-    InvalidTransition,
     gpu_request_approve,
     gpu_request_cancel,
     gpu_request_reject,

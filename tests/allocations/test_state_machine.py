@@ -4,8 +4,8 @@ from itertools import product
 
 import pytest
 
+from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import ALLOWED_TRANSITIONS, RequestEvent, RequestStatus
-from allocations.services import InvalidTransition, gpu_request_transition
 from tests.factories import GpuRequestFactory, UserFactory
 
 ALL_STATUSES = list(RequestStatus.values)

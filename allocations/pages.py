@@ -1,0 +1,264 @@
+"""What each browser page shows: view-models built from selectors (reads) and the services' own rules.
+
+Above the services and below the views: only views (``allocations.views``, ``portal.views``) import this module.
+Selectors stay plain reads scoped to the user; the shape of a page (rows, buttons, YAML to show) is built here.
+"""
+
+from __future__ import annotations
+
+from allocations.extension_services import extension_refusal
+from allocations.models import (
+    CANCELLABLE_STATUSES,
+    POLLING_STATUSES,
+    QUOTA_HOLDING_STATUSES,
+    RELEASABLE_STATUSES,
+    ExtensionStatus,
+    GpuRequest,
+    NodePool,
+    RequestStatus,
+    Role,
+)
+from allocations.provisioning import pool_context
+from allocations.quotas import quota_headroom_by_request
+from allocations.selectors import (
+    User,
+    catalog_from_db,
+    clusters_visible_to,
+    gpu_requests_visible_to,
+    membership_role,
+    quota_usage_by_quota,
+    teams_of,
+    teams_visible_to,
+    units_allocated_by_pool,
+    user_is_approver,
+)
+from gpucore.manifests import ManifestError, render_mig_parted_configmap, render_time_slicing_configmap, to_yaml
+from gpucore.troubleshooting import troubleshoot
+from gpucore.vocabulary import SharingMode
+
+# Observed phases of an active request that mean its workload is not running as wanted (the cluster page lists them).
+DRIFT_PHASES = ("NotFound", "Pending")
+
+
+# --- Home and team pages -----------------------------------------------------------------------------------------
+
+
+def home_overview(*, user: User) -> dict[str, object]:
+    """What the home page shows: the user's teams with quota use, and their latest requests."""
+    teams = list(teams_of(user).prefetch_related("quotas__cluster", "quotas__node_pool__cluster"))
+    usage = quota_usage_by_quota(quotas=[quota for team in teams for quota in team.quotas.all()])
+    team_rows = [
+        {"team": team, "quotas": [{"quota": quota, "used": usage[quota.pk]} for quota in team.quotas.all()]}
+        for team in teams
+    ]
+    recent = gpu_requests_visible_to(user=user).filter(team__in=teams)[:10] if teams else []
+    return {"team_rows": team_rows, "recent_requests": recent}
+
+
+def team_overview(*, user: User, slug: str) -> dict[str, object]:
+    """A team page: members and roles, quota use per resource, active allocations; Team.DoesNotExist if not visible."""
+    team = teams_visible_to(user).get(slug=slug)
+    memberships = team.memberships.select_related("user").order_by("role", "user__username")
+    quota_rows = list(team.quotas.select_related("cluster", "node_pool__cluster"))
+    usage = quota_usage_by_quota(quotas=quota_rows)
+    running = quota_usage_by_quota(quotas=quota_rows, statuses=[RequestStatus.ACTIVE])
+    quotas = [
+        {
+            "quota": quota,
+            "used": usage.get(quota.pk, 0),
+            "running": running.get(quota.pk, 0),
+            # Units held beyond the nominal quota: lent by the cohort to preemptible (tier 3) requests.
+            "borrowed": max(usage.get(quota.pk, 0) - quota.limit, 0),
+        }
+        for quota in quota_rows
+    ]
+    allocations = (
+        gpu_requests_visible_to(user=user)
+        .filter(team=team, status__in=QUOTA_HOLDING_STATUSES)
+        .order_by("-approved_at", "-id")
+    )
+    return {
+        "team": team,
+        "memberships": memberships,
+        "quotas": quotas,
+        "allocations": allocations,
+        "role": membership_role(user=user, team=team),
+    }
+
+
+# --- A request's detail page and the approval queue --------------------------------------------------------------
+
+
+def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
+    """Which buttons the detail page shows this user; the services enforce the same rules on submit."""
+    role = membership_role(user=user, team=request.team)
+    approver = user_is_approver(user)
+    owner_or_lead = (request.requester_id == user.pk and role is not None) or role == Role.LEAD or approver
+    pending = request.status in CANCELLABLE_STATUSES
+    releasable = request.status in RELEASABLE_STATUSES
+    review = approver and request.status == RequestStatus.PENDING_APPROVAL
+    return {
+        "cancel": owner_or_lead and pending,
+        "release": owner_or_lead and releasable,
+        "review": review and request.requester_id != user.pk,
+        "own_request_pending_review": review and request.requester_id == user.pk,
+        "extend": owner_or_lead and _extendable_now(request),
+    }
+
+
+def approval_queue(*, user: User) -> list[dict[str, object]]:
+    """Pending requests, oldest first, each with the quota headroom it would draw on (approvers only)."""
+    if not user_is_approver(user):
+        return []
+    pending = list(
+        gpu_requests_visible_to(user=user)
+        .filter(status=RequestStatus.PENDING_APPROVAL)
+        .order_by("submitted_at", "created_at", "id")
+    )
+    headroom_by_request = quota_headroom_by_request(requests=pending)
+    rows = []
+    for request in pending:
+        headroom = headroom_by_request[request.pk]
+        fits = bool(headroom) and all(item.available >= request.resource_units for item in headroom)
+        rows.append({"request": request, "headroom": headroom, "fits": fits})
+    return rows
+
+
+def _extendable_now(request: GpuRequest) -> bool:
+    # The service's own rule (status, an end to extend), plus "no extension pending" (one at a time).
+    if extension_refusal(request) is not None:
+        return False
+    return not request.extensions.filter(status=ExtensionStatus.PENDING).exists()
+
+
+def gpu_request_manifests_yaml(*, request: GpuRequest) -> str:
+    """The request's last rendered Kubernetes objects as one multi-document YAML ('' before the first render)."""
+    return to_yaml(request.manifests) if request.manifests else ""
+
+
+def gpu_request_live_status(*, request: GpuRequest) -> dict[str, object]:
+    """What the cluster last said about a request, the causes and fixes of a stuck workload, and whether to poll."""
+    phase = request.observed_phase
+    hints = troubleshoot(request.status_detail, phase=phase)
+    waiting = phase == "Pending" and request.status == "active"
+    return {
+        "status": request.status,
+        "status_display": request.get_status_display(),
+        "observed_phase": phase,
+        "observed_at": request.observed_at,
+        "status_detail": request.status_detail,
+        "hints": hints,
+        "manifests_rendered_at": request.manifests_rendered_at,
+        "manifest_count": len(request.manifests or []),
+        "polling": request.status in POLLING_STATUSES or waiting,
+    }
+
+
+# --- Clusters (platform admins) ----------------------------------------------------------------------------------
+
+
+def node_pool_capacity_rows(*, pool: NodePool, allocated: dict[str, int]) -> dict[str, object]:
+    """One pool's capacity per resource: configured, observed by inventory sync, allocated, free, and any drift."""
+    observed = dict(pool.observed_allocatable or {})
+    observed_nodes = observed.pop("nodes", None)
+    synced = pool.observed_at is not None
+    configured = pool.capacity()
+    resources = list(dict.fromkeys([*configured, *allocated, *(observed if synced else {})]))
+    rows = []
+    for resource in resources:
+        want = configured.get(resource, 0)
+        seen = observed.get(resource, 0) if synced else None
+        held = allocated.get(resource, 0)
+        rows.append(
+            {
+                "resource": resource,
+                "configured": want,
+                "observed": seen,
+                "allocated": held,
+                "free": want - held,
+                "over": held > want,
+                "drift": synced and seen != want,
+            }
+        )
+    node_drift = synced and observed_nodes is not None and observed_nodes != pool.node_count
+    return {
+        "pool": pool,
+        "rows": rows,
+        "synced": synced,
+        "observed_nodes": observed_nodes,
+        "node_drift": node_drift,
+        "drift": node_drift or any(row["drift"] for row in rows),
+    }
+
+
+def cluster_overview_rows(*, user: User) -> list[dict[str, object]]:
+    """Every cluster with its pools' GPUs, units allocated, last inventory sync and drift (platform approvers only)."""
+    clusters = list(clusters_visible_to(user=user).prefetch_related("node_pools__gpu_model").order_by("name"))
+    held = units_allocated_by_pool(cluster_ids=[cluster.pk for cluster in clusters])
+    rows = []
+    for cluster in clusters:
+        pools = [
+            node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {})) for pool in cluster.node_pools.all()
+        ]
+        synced_at = [item["pool"].observed_at for item in pools if item["synced"]]
+        rows.append(
+            {
+                "cluster": cluster,
+                "pool_count": len(pools),
+                "gpu_total": sum(item["pool"].gpu_total for item in pools),
+                "allocated": sum(row["allocated"] for item in pools for row in item["rows"]),
+                "last_synced": max(synced_at) if synced_at else None,
+                "never_synced": sum(1 for item in pools if not item["synced"]),
+                "drifted_pools": sum(1 for item in pools if item["drift"]),
+            }
+        )
+    return rows
+
+
+def cluster_gpu_operator_configs(*, pools: list[NodePool]) -> list[dict[str, object]]:
+    """The GPU Operator ConfigMaps of a cluster's pools (time-slicing, mig-parted) as YAML, or why one cannot render."""
+    configs = []
+    renderers = (
+        (
+            "Device plugin (time-slicing)",
+            "ClusterPolicy devicePlugin.config.name; nodes of a time-slicing pool carry "
+            "nvidia.com/device-plugin.config=<pool name>.",
+            SharingMode.TIME_SLICING,
+            lambda contexts: render_time_slicing_configmap(contexts),
+        ),
+        (
+            "MIG manager (mig-parted)",
+            "ClusterPolicy migManager.config.name; nodes of a MIG pool carry nvidia.com/mig.config=<config name>.",
+            SharingMode.MIG,
+            lambda contexts: render_mig_parted_configmap(contexts, catalog=catalog_from_db()),
+        ),
+    )
+    for title, usage, mode, render in renderers:
+        chosen = [pool for pool in pools if pool.sharing_mode == mode.value]
+        entry = {"title": title, "usage": usage, "pool_count": len(chosen), "yaml": "", "error": ""}
+        try:
+            entry["yaml"] = to_yaml([render([pool_context(pool) for pool in chosen])])
+        except ManifestError as exc:
+            entry["error"] = str(exc)
+        configs.append(entry)
+    return configs
+
+
+def cluster_detail_overview(*, user: User, name: str) -> dict[str, object]:
+    """A cluster page: pool capacity and drift, drifted requests, GPU Operator configs; Cluster.DoesNotExist if not."""
+    cluster = clusters_visible_to(user=user).get(name=name)
+    pools = list(cluster.node_pools.select_related("gpu_model").order_by("name"))
+    held = units_allocated_by_pool(cluster_ids=[cluster.pk])
+    pool_rows = [node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {})) for pool in pools]
+    drifted_requests = (
+        gpu_requests_visible_to(user=user)
+        .filter(cluster=cluster, status=RequestStatus.ACTIVE, observed_phase__in=DRIFT_PHASES)
+        .order_by("observed_at", "id")
+    )
+    return {
+        "cluster": cluster,
+        "pool_rows": pool_rows,
+        "drifted_requests": list(drifted_requests),
+        "configs": cluster_gpu_operator_configs(pools=pools) if pools else [],
+        "observable": cluster.backend == "kubernetes",
+    }
