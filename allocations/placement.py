@@ -73,11 +73,16 @@ def recommend_for_pools(profile: WorkloadProfile, pools: list[NodePool]) -> Reco
             )
     if profile.gpu_model is None:
         catalog = catalog.restricted_to(offered_models)
-    replicas = {
-        pool.gpu_model.name: pool.time_slice_replicas
-        for pool in pools
-        if pool.sharing_mode == SharingMode.TIME_SLICING and pool.time_slice_replicas
-    }
+    # Every time-sliced pool counts: two T4 pools of 4 and 2 tenants give the framework both shares to choose from.
+    replicas: dict[str, set[int]] = {}
+    # The largest node of each model's dedicated pools: a replica's GPUs must share one node.
+    node_sizes: dict[str, int] = {}
+    for pool in pools:
+        model = pool.gpu_model.name
+        if pool.sharing_mode == SharingMode.TIME_SLICING and pool.time_slice_replicas:
+            replicas.setdefault(model, set()).add(pool.time_slice_replicas)
+        elif pool.sharing_mode == SharingMode.NONE and pool.gpus_per_node:
+            node_sizes[model] = max(node_sizes.get(model, 0), pool.gpus_per_node)
     offers = _offerings(pools)
     return recommend(
         profile,
@@ -87,6 +92,7 @@ def recommend_for_pools(profile: WorkloadProfile, pools: list[NodePool]) -> Reco
         time_slice_replicas=replicas,
         currency=settings.PORTAL_CURRENCY,
         offered=lambda model, strategy, mig_profile: (model, strategy, mig_profile) in offers,
+        gpus_per_node=node_sizes,
     )
 
 

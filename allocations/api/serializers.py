@@ -159,6 +159,12 @@ class MoneySerializer(serializers.Serializer):
     currency = serializers.CharField()
 
 
+class DurationCostSerializer(MoneySerializer):
+    """The cost of an allocation for the hours asked for (``duration_hours``, or until the request expires)."""
+
+    hours = serializers.FloatField()
+
+
 class _AllocationCoreSerializer(serializers.Serializer):
     """The fields a recommendation and its alternatives share (DESIGN.md "Recommendation")."""
 
@@ -175,6 +181,15 @@ class _AllocationCoreSerializer(serializers.Serializer):
     isolation = serializers.ChoiceField(choices=["full", "hardware", "none"])
     estimated_monthly_cost = MoneySerializer()
     saving_vs_dedicated_pct = serializers.FloatField()
+    gpu_share = serializers.CharField(
+        help_text="What one allocated unit bills, as a fraction of one GPU (decimal string): 1 dedicated, "
+        "1/replicas time-sliced, max(compute, memory) slices of the GPU for MIG."
+    )
+    estimated_cost = DurationCostSerializer(
+        allow_null=True,
+        required=False,
+        help_text="The cost for duration_hours (null without a duration); amount null when no price is known.",
+    )
 
 
 class AlternativeSerializer(_AllocationCoreSerializer):

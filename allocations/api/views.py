@@ -99,6 +99,7 @@ _PROFILE_EXAMPLE = {
     "latency_sensitive": True,
     "latency_p99_ms": 50,
     "expected_utilization_pct": 40,
+    "duration_hours": 24,
 }
 _RECOMMENDATION_EXAMPLE = {
     "strategy": "mig",
@@ -112,12 +113,15 @@ _RECOMMENDATION_EXAMPLE = {
     "expected_overhead_pct": [0, 5],
     "utilization_target_pct": [60, 80],
     "isolation": "hardware",
-    "estimated_monthly_cost": {"amount": "201.19", "currency": "USD"},
+    "estimated_monthly_cost": {"amount": "717.49", "currency": "USD"},
     "saving_vs_dedicated_pct": 85.7,
+    "gpu_share": "0.142857",
+    "estimated_cost": {"amount": "23.59", "currency": "USD", "hours": 24},
     "rationale": [
-        "Latency-sensitive with 8 GB <= 10 GB: a MIG instance, whose hardware isolation prevents jitter "
-        "(decision tree, Part 4.6).",
-        "MIG: the smallest H100-80GB profile that holds 8 GB is 1g.10gb.",
+        "Latency-sensitive and 8 GB, at most 10 GB: a MIG slice, whose hardware isolation keeps neighbours from "
+        "adding jitter; a dedicated GPU where no slice fits.",
+        "MIG profile 1g.10gb on H100-80GB: the smallest recommendable profile with at least 8 GB (10 GB, 1/7 of the "
+        "compute).",
     ],
     "alternatives": [
         {
@@ -132,10 +136,12 @@ _RECOMMENDATION_EXAMPLE = {
             "expected_overhead_pct": [0, 0],
             "utilization_target_pct": [80, 95],
             "isolation": "full",
-            "estimated_monthly_cost": {"amount": "1408.35", "currency": "USD"},
+            "estimated_monthly_cost": {"amount": "5022.40", "currency": "USD"},
             "saving_vs_dedicated_pct": 0.0,
+            "gpu_share": "1",
+            "estimated_cost": {"amount": "165.12", "currency": "USD", "hours": 24},
             "tradeoffs": [
-                "Performance: the whole GPU with no sharing overhead and under 10% memory fragmentation (Part 1.4).",
+                "Performance: the whole GPU with no sharing overhead and under 10% memory fragmentation.",
                 "Isolation: full; nothing else runs on the GPU.",
             ],
             "permitted": True,

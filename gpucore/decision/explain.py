@@ -1,7 +1,7 @@
 """The prose of a recommendation: rationale lines, alternatives' tradeoffs and refusals. Pure: no Django.
 
-Every sentence cites the part of the allocation guide (``shared/domain/000_*.txt``) it rests on, so a reviewer can
-follow the decision.
+Sentences speak to the person asking, in plain words: figures and reasons, never references to internal guides
+(the comments here say which part of ``shared/domain/000_*.txt`` each figure comes from).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from gpucore.decision.options import (
     DecisionContext,
     Option,
     _pct,
-    _time_slice_replicas,
+    fewest_time_slice_replicas,
     format_gb,
     format_money,
     need_text,
@@ -27,21 +27,17 @@ from gpucore.pricing import HOURS_PER_MONTH, share_text, to_cents
 from gpucore.profile import WorkloadProfile
 from gpucore.vocabulary import Strategy
 
+# Figures from the guide: Parts 1.3 and 1.4 (fragmentation, context switches), 2 (overheads), 2.2 (isolation).
 PERFORMANCE_TRADEOFF = {
-    Strategy.DEDICATED: (
-        "Performance: the whole GPU with no sharing overhead and under 10% memory fragmentation (Part 1.4)."
-    ),
-    Strategy.MIG: "Performance: under 5% overhead; the slice's memory and compute are guaranteed (Part 2.1).",
+    Strategy.DEDICATED: "Performance: the whole GPU with no sharing overhead and under 10% memory fragmentation.",
+    Strategy.MIG: "Performance: under 5% overhead; the slice's memory and compute are guaranteed.",
     Strategy.TIME_SLICING: "Performance: 15-30% overhead from context switches, 15-25% memory fragmentation "
-    "and noisy neighbours "
-    "(Parts 1.3, 1.4 and 2).",
+    "and noisy neighbours.",
 }
 ISOLATION_TRADEOFF = {
     Strategy.DEDICATED: "Isolation: full; nothing else runs on the GPU.",
     Strategy.MIG: "Isolation: hardware; memory and faults stay inside the slice.",
-    Strategy.TIME_SLICING: (
-        "Isolation: none; a neighbour can exhaust memory or crash the GPU for every tenant (Part 2.2)."
-    ),
+    Strategy.TIME_SLICING: "Isolation: none; a neighbour can exhaust memory or crash the GPU for every tenant.",
 }
 
 
@@ -59,8 +55,8 @@ def sizing_line(ctx: DecisionContext, option: Option) -> str:
     if option.strategy is Strategy.TIME_SLICING:
         per_tenant = Decimal(model.memory_gb) / Decimal(option.time_slice_replicas or 1)
         return (
-            f"Time-slicing on {model.name} with {option.time_slice_replicas} replicas per GPU "
-            f"({option.time_slice_source}): each tenant can count on {format_gb(per_tenant)} >= "
+            f"Time-slicing on {model.name} with {option.time_slice_replicas} tenants per GPU "
+            f"({option.time_slice_source}): each can count on {format_gb(per_tenant)}, enough for "
             f"{format_gb(profile.gpu_memory_gb)}."
         )
     if profile.gpu_count == 1:
@@ -103,8 +99,17 @@ def cost_line(ctx: DecisionContext, option: Option) -> str:
         f"Estimated cost: {option.gpu_rate.quantize(Decimal('0.0001'), ROUND_HALF_UP)} {ctx.currency}/GPU-hour "
         f"({option.rate_source}) x {_share_words(option)} x SLA multiplier {ctx.multiplier} x {HOURS_PER_MONTH} h "
         f"x {replicas} replica{'s' if replicas > 1 else ''} = {format_money(option.monthly, ctx.currency)}/month"
-        f"{saving_words}."
+        f"{saving_words}." + duration_words(ctx, option)
     )
+
+
+def duration_words(ctx: DecisionContext, option: Option) -> str:
+    """The cost for the profile's duration (" For the 48 hours asked for: 330.24 USD."), or nothing."""
+    hours = ctx.profile.duration_hours
+    if hours is None or option.duration_cost is None:
+        return ""
+    amount = format_money(option.duration_cost, ctx.currency)
+    return f" For the {format_gb(hours).removesuffix(' GB')} hours asked for: {amount}."
 
 
 def utilization_line(profile: WorkloadProfile, strategy: Strategy) -> str | None:
@@ -119,21 +124,21 @@ def utilization_line(profile: WorkloadProfile, strategy: Strategy) -> str | None
             if strategy is Strategy.DEDICATED
             else "the share may sit idle."
         )
-        return (
-            f"Expected utilization {expected}% is below the {low}-{high}% target for {kind} GPUs (Part 3.1): {advice}"
-        )
+        return f"Expected utilization {expected}% is below the {low}-{high}% target for {kind} GPUs: {advice}"
     if expected > high and strategy is not Strategy.DEDICATED:
         return (
-            f"Expected utilization {expected}% is above the {low}-{high}% target for shared GPUs (Part 3.1): expect "
+            f"Expected utilization {expected}% is above the {low}-{high}% target for shared GPUs: expect "
             "contention; a dedicated GPU may serve it better."
         )
-    return f"Expected utilization {expected}% fits the {low}-{high}% target for {kind} GPUs (Part 3.1)."
+    return f"Expected utilization {expected}% fits the {low}-{high}% target for {kind} GPUs."
 
 
 def cost_tradeoff(ctx: DecisionContext, option: Option, chosen: Option) -> str:
     if option.monthly is None:
         return f"Cost: unknown, no price for {option.model.name}."
     text = f"Cost: {format_money(option.monthly, ctx.currency)}/month"
+    if option.duration_cost is not None and ctx.profile.duration_hours is not None:
+        text += f" ({format_money(option.duration_cost, ctx.currency)} for the duration asked for)"
     if chosen.monthly is None:
         return text + " (the recommendation's cost is unknown)."
     difference = to_cents(option.monthly) - to_cents(chosen.monthly)
@@ -163,24 +168,27 @@ def why_not(
 # --- fallbacks and refusals -----------------------------------------------------------------------------------
 
 
-def not_mig_capable_line(ctx: DecisionContext, model: GpuModelSpec, plan: list[Strategy]) -> str:
-    head = f"{model.name} is not MIG-capable ({model.family}): "
-    if plan and plan[0] is Strategy.TIME_SLICING:
-        return head + "time-slicing instead, since the work is neither latency-sensitive nor isolation-bound."
+def not_mig_capable_line(ctx: DecisionContext, model: GpuModelSpec, *, tried_time_slicing: bool) -> str:
+    """Why a model without MIG goes to a dedicated GPU: the one next step, said once."""
+    head = f"{model.name} has no MIG ({model.family}), so a dedicated GPU"
+    if tried_time_slicing:
+        return head + ", since no time-sliced share of it serves the replica."
     if ctx.profile.latency_sensitive:
         why = "the work is latency-sensitive"
     elif ctx.profile.isolation_required:
         why = "isolation is required"
+    elif Strategy.TIME_SLICING in ctx.forbidden:
+        why = "time-slicing is ruled out above"
     else:
-        why = "policy rules out time-slicing"
-    return head + f"a dedicated GPU instead, since {why}."
+        why = "real-time inference needs isolation from neighbours"
+    return head + f", since {why}."
 
 
 def nobody_serves_line(ctx: DecisionContext, intent: Intent, strategy: Strategy) -> str:
     profile = ctx.profile
     if strategy is Strategy.TIME_SLICING:
         shares = [
-            (Decimal(m.memory_gb) / _time_slice_replicas(ctx, m)[0], m.name)
+            (Decimal(m.memory_gb) / fewest_time_slice_replicas(ctx, m), m.name)
             for m in ctx.catalog
             if Strategy.TIME_SLICING in model_plan(intent, m)
         ]
@@ -189,7 +197,7 @@ def nobody_serves_line(ctx: DecisionContext, intent: Intent, strategy: Strategy)
             return (
                 f"No catalog model can time-slice {format_gb(profile.gpu_memory_gb)}: "
                 "a tenant can only count on the GPU's "
-                f"memory / replicas (Part 2.2), at most {format_gb(most)} here ({name})."
+                f"memory divided by its tenants, at most {format_gb(most)} here ({name})."
             )
         return "No catalog model can serve time-slicing for this profile."
     partial = [

@@ -1,9 +1,9 @@
 """The decision framework: a workload profile in, a GPU allocation recommendation out. Pure: no Django.
 
 It follows Part 4 of the allocation guide (``shared/domain/000_*.txt``): the decision tree (4.6) and the workload
-characterization matrix (4.1) give the preferred strategy; the SLA tier (4.3), ``isolation_required`` and
-``gpu_count`` are floors that rule strategies out; the catalog's MIG geometry and memory decide what fits; the
-price book (or the catalog's reference price) and ``gpucore.pricing`` put a monthly cost on it. Every rule that
+characterization matrix (4.1) give the preferred strategy; the SLA tier (4.3), ``isolation_required``,
+``latency_p99_ms`` and ``gpu_count`` are floors that rule strategies out; the catalog's MIG geometry and memory
+decide what fits; the price book (or the catalog's list price) and ``gpucore.pricing`` put a cost on it. Every rule that
 fires adds a sentence to ``rationale`` so a reviewer can follow the decision.
 
 This module holds ``recommend`` and the flow of rules; ``rules`` has the tree and the floors, ``options``
@@ -44,6 +44,7 @@ from gpucore.decision.options import (
     core_fields,
     format_money,
     need_text,
+    normalize_node_sizes,
     normalize_pools,
     normalize_rates,
     size_option,
@@ -53,8 +54,10 @@ from gpucore.decision.rules import (
     STRATEGY_ORDER,
     Intent,
     apply_floors,
+    check_replicas,
     classify_intent,
     model_plan,
+    tier1_latency_ms,
 )
 from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
@@ -83,20 +86,26 @@ def recommend(
     default_time_slice_replicas: int = 4,
     currency: str = "USD",
     offered: Callable[[str, str, str | None], bool] | None = None,
+    gpus_per_node: Mapping[str, int] | None = None,
 ) -> Recommendation:
     """Recommend a GPU allocation for ``profile`` from ``catalog``; raises ``ProfileError`` for what cannot be served.
 
     ``rates`` maps model names to the hourly price of one whole GPU (the price book); a model without one falls back
     to the catalog's reference price (USD only), else its cost is unknown and it ranks after priced models.
-    ``time_slice_replicas`` maps model names to their pool's time-slicing replicas; otherwise the SLA tier's default
-    applies, else ``default_time_slice_replicas``.
+    ``time_slice_replicas`` maps model names to their time-sliced pools' replicas (one number, or one per pool);
+    otherwise the SLA tier's default applies, else ``default_time_slice_replicas``, lowered until a share holds the
+    replica. ``gpus_per_node`` maps model names to the most GPUs one node of a dedicated pool has: a replica needing
+    more is refused on ``gpu_count`` (its GPUs must share a node). The cost is monthly, and for ``duration_hours``.
     """
     model, tier = _resolve(profile, catalog, tiers)
     if default_time_slice_replicas < 2:
         raise ValueError("default_time_slice_replicas must be at least 2 (the device plugin's minimum).")
+    check_replicas(profile, tier)
+    node_sizes = normalize_node_sizes(gpus_per_node or {})
+    _check_node_size(profile, model, node_sizes)
     rationale: list[str] = []
     intent, intent_reason = classify_intent(profile, rationale)
-    forbidden, order = apply_floors(profile, tier, intent, rationale)
+    forbidden, order = apply_floors(profile, tier, intent, rationale, tier1_p99_ms=tier1_latency_ms(tiers.values()))
     ctx = DecisionContext(
         profile=profile,
         catalog=catalog,
@@ -108,6 +117,7 @@ def recommend(
         default_time_slice_replicas=default_time_slice_replicas,
         forbidden=forbidden,
         offered=offered,
+        gpus_per_node=node_sizes,
     )
 
     if model is not None:
@@ -161,6 +171,32 @@ def _resolve(
     return model, tier
 
 
+def _check_node_size(profile: WorkloadProfile, model: GpuModelSpec | None, node_sizes: Mapping[str, int]) -> None:
+    """A replica's GPUs share a node: more GPUs than the largest node that could serve it is a ``gpu_count`` error."""
+    if profile.gpu_count == 1 or not node_sizes:
+        return
+    if model is not None:
+        keys = [k.casefold() for k in (model.name, *model.aliases) if k.casefold() in node_sizes]
+        sizes = [node_sizes[k] for k in keys]
+        where = f"a {model.name} node here"
+    else:
+        sizes = list(node_sizes.values())
+        where = "any node here that serves dedicated GPUs"
+    if not sizes:
+        return  # no dedicated pool of that model: the "no node pool offers" refusal says it better
+    largest = max(sizes)
+    if profile.gpu_count > largest:
+        raise ProfileError(
+            {
+                "gpu_count": [
+                    f"{profile.gpu_count} GPUs per replica, but {where} has at most {largest} GPUs, and a replica's "
+                    f"GPUs must share a node. Ask for at most {largest} GPUs per replica, and run multi-node work as "
+                    f"several replicas (for example {-(-profile.gpu_count // largest)} replicas of {largest} GPUs)."
+                ]
+            }
+        )
+
+
 # --- choosing --------------------------------------------------------------------------------------------------
 
 
@@ -169,11 +205,14 @@ def _walk(
 ) -> Option | None:
     """The first strategy of the model's plan that policy allows and that fits, noting each fallback."""
     plan = [s for s in model_plan(intent, model) if s in order]
+    tried: list[Strategy] = []
     for strategy in order:
         if strategy not in plan:
-            if strategy is Strategy.MIG and not model.mig_capable and rationale is not None:
-                rationale.append(not_mig_capable_line(ctx, model, plan))
+            says_next = Strategy.DEDICATED in plan and rationale is not None
+            if strategy is Strategy.MIG and not model.mig_capable and says_next:
+                rationale.append(not_mig_capable_line(ctx, model, tried_time_slicing=Strategy.TIME_SLICING in tried))
             continue
+        tried.append(strategy)
         option = size_option(ctx, model, strategy)
         if isinstance(option, Option):
             if ctx.is_offered(option):

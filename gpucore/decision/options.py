@@ -3,7 +3,7 @@
 Memory: ``gpu_memory_gb`` is the peak GPU memory one replica needs, spread evenly over its ``gpu_count`` GPUs. A
 dedicated allocation fits when ``gpu_memory_gb / gpu_count <= memory of one GPU``; a MIG slice when its profile has at
 least ``gpu_memory_gb``; a time-sliced share when ``gpu_memory_gb <= memory / time-slice replicas``, because
-time-slicing has no memory isolation and a tenant can only count on a fair share (Part 2.2). Comparisons multiply
+time-slicing has no memory isolation and a tenant can only count on a fair share (guide Part 2.2). Comparisons multiply
 instead of dividing so boundaries such as exactly 10 GB are exact.
 
 Also here: the ``Recommendation`` and ``Alternative`` results, the per-strategy reference figures of the guide, and
@@ -12,7 +12,7 @@ the small prose helpers (GB, percentages, money) every explanation shares.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
@@ -25,6 +25,7 @@ from gpucore.pricing import (
     catalog_hourly_rate,
     gpu_share,
     monthly_cost,
+    share_text,
     to_cents,
 )
 from gpucore.profile import WorkloadProfile
@@ -77,11 +78,18 @@ class Option:
     share: Decimal  # GPUs paid for per replica
     gpu_rate: Decimal | None  # hourly price of one whole GPU
     rate_source: str | None
+    hourly: Decimal | None  # every replica together, SLA multiplier included; None when no price is known
     monthly: Decimal | None  # unrounded; None when no price is known
+    duration_cost: Decimal | None = None  # for the profile's duration_hours; None without a duration or a price
 
     @property
     def resource_name(self) -> str:
         return self.mig.resource_name if self.mig else "nvidia.com/gpu"
+
+    @property
+    def unit_share(self) -> Decimal:
+        """The GPU share of one allocated unit (one GPU, one MIG instance, one time-sliced share)."""
+        return self.share / Decimal(self.quantity)
 
     @property
     def saving_pct(self) -> Decimal:
@@ -100,11 +108,13 @@ class DecisionContext:
     multiplier: Decimal
     currency: str
     rates: Mapping[str, Decimal]  # casefolded model name -> hourly rate
-    pools: Mapping[str, int]  # casefolded model name -> time-slice replicas
+    pools: Mapping[str, tuple[int, ...]]  # casefolded model name -> its time-sliced pools' replicas, most first
     default_time_slice_replicas: int
     forbidden: Mapping[Strategy, str]  # strategy -> why policy rules it out
     # (model name, strategy, MIG profile name) -> whether a node pool serves it; None = every option exists.
     offered: Callable[[str, str, str | None], bool] | None = None
+    # casefolded model name -> the most GPUs one node of a dedicated pool has; empty = node size unknown
+    gpus_per_node: Mapping[str, int] = field(default_factory=dict)
 
     def is_offered(self, option: Option) -> bool:
         if self.offered is None:
@@ -136,6 +146,9 @@ class AllocationOption:
     estimated_monthly_cost: Decimal | None
     currency: str
     saving_vs_dedicated_pct: Decimal
+    gpu_share: Decimal  # per allocated unit (DESIGN.md "GPU share")
+    estimated_cost: Decimal | None  # for duration_hours; None without a duration or a price
+    duration_hours: Decimal | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +206,21 @@ def _core_dict(item: AllocationOption) -> dict[str, Any]:
             "currency": item.currency,
         },
         "saving_vs_dedicated_pct": float(item.saving_vs_dedicated_pct.quantize(Decimal("0.1"), ROUND_HALF_UP)),
+        "gpu_share": share_text(item.gpu_share),
+        "estimated_cost": (
+            None
+            if item.duration_hours is None
+            else {
+                "amount": None if item.estimated_cost is None else str(to_cents(item.estimated_cost)),
+                "currency": item.currency,
+                "hours": _json_hours(item.duration_hours),
+            }
+        ),
     }
+
+
+def _json_hours(hours: Decimal) -> int | float:
+    return int(hours) if hours == hours.to_integral_value() else float(hours)
 
 
 def core_fields(ctx: DecisionContext, option: Option) -> dict[str, Any]:
@@ -212,6 +239,9 @@ def core_fields(ctx: DecisionContext, option: Option) -> dict[str, Any]:
         "estimated_monthly_cost": option.monthly,
         "currency": ctx.currency,
         "saving_vs_dedicated_pct": option.saving_pct,
+        "gpu_share": option.unit_share,
+        "estimated_cost": option.duration_cost,
+        "duration_hours": ctx.profile.duration_hours,
     }
 
 
@@ -228,13 +258,26 @@ def normalize_rates(rates: Mapping[str, Decimal]) -> dict[str, Decimal]:
     return result
 
 
-def normalize_pools(pools: Mapping[str, int]) -> dict[str, int]:
+def normalize_pools(pools: Mapping[str, int | Iterable[int]]) -> dict[str, tuple[int, ...]]:
+    """Each model's time-sliced pools' replicas (one number, or one per pool), distinct and most tenants first."""
     result = {}
-    for name, replicas in pools.items():
-        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 2:
-            # The device plugin rejects a time-slicing config with replicas < 2 ("number of replicas must be >= 2").
-            raise ValueError(f"The time-slicing replicas of {name} must be an integer >= 2, not {replicas!r}.")
-        result[name.casefold()] = replicas
+    for name, value in pools.items():
+        values = [value] if isinstance(value, int) else list(value)
+        for replicas in values:
+            if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 2:
+                # The device plugin rejects a time-slicing config with replicas < 2 ("number of replicas must be >= 2").
+                raise ValueError(f"The time-slicing replicas of {name} must be an integer >= 2, not {replicas!r}.")
+        if values:
+            result[name.casefold()] = tuple(sorted(set(values), reverse=True))
+    return result
+
+
+def normalize_node_sizes(sizes: Mapping[str, int]) -> dict[str, int]:
+    result = {}
+    for name, gpus in sizes.items():
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+            raise ValueError(f"The GPUs per node of {name} must be a positive integer, not {gpus!r}.")
+        result[name.casefold()] = gpus
     return result
 
 
@@ -251,6 +294,12 @@ def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -
     if strategy is Strategy.DEDICATED:
         if memory > model.memory_gb * n:
             return f"{need_text(profile)} does not fit on {model.name} ({model.memory_gb} GB per GPU)."
+        node_gpus = ctx.lookup(ctx.gpus_per_node, model)
+        if node_gpus is not None and n > node_gpus:
+            return (
+                f"{n} GPUs per replica do not fit on one {model.name} node here (at most {node_gpus} GPUs per node), "
+                "and a replica's GPUs must share a node."
+            )
         share = Decimal(n)
     elif strategy is Strategy.MIG:
         if not model.mig_capable:
@@ -260,20 +309,55 @@ def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -
             return _no_mig_profile(model, profile)
         share = gpu_share(strategy, model=model, mig_profile=mig) * n
     else:
-        replicas, source = _time_slice_replicas(ctx, model)
-        if memory * replicas > model.memory_gb * n:
-            return (
-                f"Time-slicing does not fit on {model.name}: "
-                f"{format_gb(memory / n)} > {model.memory_gb} GB / {replicas} "
-                f"replicas = {format_gb(Decimal(model.memory_gb) / replicas)} per tenant; time-slicing has no memory "
-                "isolation, so a tenant can only count on a fair share (Part 2.2)."
-            )
+        fitted = _time_slice_fit(ctx, model)
+        if isinstance(fitted, str):
+            return fitted
+        replicas, source = fitted
         share = gpu_share(strategy, model=model, time_slice_replicas=replicas) * n
     rate, rate_source = _gpu_rate(ctx, model)
-    monthly = None
+    hourly = monthly = duration_cost = None
     if rate is not None:
-        monthly = monthly_cost(allocation_hourly_rate(rate, share, ctx.multiplier), ctx.profile.replicas)
-    return Option(model, strategy, n, mig, replicas, source, share, rate, rate_source, monthly)
+        hourly = allocation_hourly_rate(rate, share, ctx.multiplier) * Decimal(profile.replicas)
+        monthly = monthly_cost(allocation_hourly_rate(rate, share, ctx.multiplier), profile.replicas)
+        if profile.duration_hours is not None:
+            duration_cost = hourly * profile.duration_hours
+    return Option(model, strategy, n, mig, replicas, source, share, rate, rate_source, hourly, monthly, duration_cost)
+
+
+def _time_slice_fit(ctx: DecisionContext, model: GpuModelSpec) -> tuple[int, str] | str:
+    """The most tenants per GPU whose fair share holds the replica, and where that number comes from; else why not.
+
+    With time-sliced pools of the model, only their replicas count (most tenants first: the cheapest share that
+    fits). Without one, the tier's or the portal's default, lowered to as few as 2 tenants when a share of the default
+    size is too small: development and batch work stay time-sliced as long as some share fits.
+    """
+    memory, n = ctx.profile.gpu_memory_gb, ctx.profile.gpu_count
+    pools = ctx.lookup(ctx.pools, model)
+    if pools:
+        candidates = list(pools)
+        default, default_source = None, "the pool's setting"
+    else:
+        default, default_source = _default_time_slice_replicas(ctx)
+        candidates = list(range(default, 1, -1))
+    for replicas in candidates:
+        if memory * replicas <= model.memory_gb * n:
+            if default is None or replicas == default:
+                return replicas, default_source
+            return replicas, f"{default_source} of {default} lowered so that a share holds the replica"
+    fewest = candidates[-1]
+    where = "its pools here have" if pools else "even"
+    return (
+        f"Time-slicing does not fit on {model.name}: {format_gb(memory / n)} is more than a fair share with "
+        f"{where} {fewest} tenants per GPU ({model.memory_gb} GB / {fewest} = "
+        f"{format_gb(Decimal(model.memory_gb) / fewest)}); time-slicing has no memory isolation, so a tenant can only "
+        "count on its share."
+    )
+
+
+def fewest_time_slice_replicas(ctx: DecisionContext, model: GpuModelSpec) -> int:
+    """The fewest tenants per GPU the model can be time-sliced with here: its pools' smallest, else 2."""
+    pools = ctx.lookup(ctx.pools, model)
+    return pools[-1] if pools else 2
 
 
 def _no_mig_profile(model: GpuModelSpec, profile: WorkloadProfile) -> str:
@@ -289,15 +373,12 @@ def _no_mig_profile(model: GpuModelSpec, profile: WorkloadProfile) -> str:
     return f"No MIG profile of {model.name} holds {need}{largest}."
 
 
-def _time_slice_replicas(ctx: DecisionContext, model: GpuModelSpec) -> tuple[int, str]:
-    pool = ctx.lookup(ctx.pools, model)
-    if pool is not None:
-        return pool, "the pool's setting"
+def _default_time_slice_replicas(ctx: DecisionContext) -> tuple[int, str]:
     if ctx.tier is not None and ctx.tier.default_time_slice_replicas is not None:
         if ctx.tier.default_time_slice_replicas < 2:
             raise ValueError(f"SLA tier {ctx.tier.slug} has default_time_slice_replicas < 2.")
         # Part 4.3: tier3_development -> time_slicing_4x.
-        return ctx.tier.default_time_slice_replicas, f"the {ctx.tier.slug} default"
+        return ctx.tier.default_time_slice_replicas, f"the {ctx.tier.name} default"
     return ctx.default_time_slice_replicas, "the portal default"
 
 

@@ -1,22 +1,36 @@
-"""The decision tree (Part 4.6), the characterization matrix (Part 4.1) and the policy floors. Pure: no Django.
+"""The decision tree, the characterization matrix and the policy floors. Pure: no Django.
 
-``classify_intent`` turns a profile into what the guide prefers; ``apply_floors`` removes what GPUs per replica,
-``isolation_required`` and the SLA tier (Part 4.3) rule out. Each rule that fires adds a sentence to the rationale.
+``classify_intent`` turns a profile into what the allocation guide prefers (its decision tree and workload matrix,
+``shared/domain/000_*.txt`` Part 4); ``apply_floors`` removes what GPUs per replica, ``isolation_required``, the
+latency target and the SLA tier rule out. Each rule that fires adds a plain sentence to the rationale: the guide's
+part numbers stay in these comments, never in what a user reads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from enum import Enum
 
 from gpucore.catalog import GpuModelSpec
 from gpucore.decision.options import STRATEGY_WORDS, format_gb
-from gpucore.profile import WorkloadProfile
+from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import IsolationFloor, Strategy, WorkloadType
 
 # Decision tree, Part 4.6: "Latency Sensitive? -> Memory > 10GB? -> yes: Dedicated GPU, no: MIG Instance".
 LATENCY_MEMORY_THRESHOLD_GB = Decimal(10)
+# The tier-1 latency target when no tier with a dedicated floor states one (Part 4.3: tier1_realtime, p99 10 ms).
+TIER1_LATENCY_P99_MS = Decimal(10)
+# A policy figure, not a measurement: a time-sliced tenant waits while its neighbours run their time slices and
+# pays a context switch each time (guide Part 1.3: 25-50 us per switch, 1-5 ms per CUDA context; Part 4.4: 10-30 %
+# performance variance from noisy neighbours). With the usual 4 tenants that adds tens of milliseconds to a p99, so
+# a p99 target below 50 ms is never time-sliced.
+TIME_SLICING_JITTER_MS = Decimal(50)
+# Availability at or above this needs at least two replicas: 99.99 % allows 52 minutes of downtime a year, less than
+# one node's driver update or reboot, so a single replica cannot keep the promise (Part 4.3: tier1_realtime).
+HIGH_AVAILABILITY_PCT = Decimal("99.99")
+HIGH_AVAILABILITY_MIN_REPLICAS = 2
 
 
 class Intent(Enum):
@@ -32,7 +46,7 @@ class Intent(Enum):
 STRATEGY_ORDER: dict[Intent, tuple[Strategy, ...]] = {
     Intent.DEDICATED: (Strategy.DEDICATED,),
     Intent.MIG: (Strategy.MIG, Strategy.DEDICATED),
-    Intent.MIG_OR_DEDICATED: (Strategy.MIG, Strategy.TIME_SLICING, Strategy.DEDICATED),
+    Intent.MIG_OR_DEDICATED: (Strategy.MIG, Strategy.DEDICATED),
     Intent.TIME_SLICING: (Strategy.TIME_SLICING, Strategy.MIG, Strategy.DEDICATED),
 }
 
@@ -41,13 +55,10 @@ def model_plan(intent: Intent, model: GpuModelSpec) -> tuple[Strategy, ...]:
     """The strategies one model is tried with, in order (a subsequence of ``STRATEGY_ORDER[intent]``)."""
     if intent is Intent.DEDICATED:
         return (Strategy.DEDICATED,)
-    if intent is Intent.MIG:
-        # A model without MIG: latency-sensitive work goes to a dedicated GPU, never to a time-sliced one.
+    if intent in (Intent.MIG, Intent.MIG_OR_DEDICATED):
+        # Real-time inference (latency-sensitive or not: the matrix says isolation prevents jitter) gets MIG or a
+        # dedicated GPU; on a model without MIG that means a dedicated GPU, never a time-sliced one.
         return (Strategy.MIG, Strategy.DEDICATED) if model.mig_capable else (Strategy.DEDICATED,)
-    if intent is Intent.MIG_OR_DEDICATED:
-        # "MIG where memory fits a profile, else dedicated"; a model without MIG time-slices work that is neither
-        # latency-sensitive nor isolation-bound (the policy filter removes time-slicing otherwise).
-        return (Strategy.MIG, Strategy.DEDICATED) if model.mig_capable else (Strategy.TIME_SLICING, Strategy.DEDICATED)
     return (
         (Strategy.TIME_SLICING, Strategy.MIG, Strategy.DEDICATED)
         if model.mig_capable
@@ -55,65 +66,89 @@ def model_plan(intent: Intent, model: GpuModelSpec) -> tuple[Strategy, ...]:
     )
 
 
+def tier1_latency_ms(tiers: Iterable[SlaTierSpec]) -> Decimal:
+    """The tightest p99 target of a tier that accepts dedicated GPUs only (tier 1), else the guide's 10 ms."""
+    targets = [
+        t.latency_p99_ms
+        for t in tiers
+        if t.isolation_floor is IsolationFloor.DEDICATED and t.latency_p99_ms is not None
+    ]
+    return min(targets) if targets else TIER1_LATENCY_P99_MS
+
+
+def check_replicas(profile: WorkloadProfile, tier: SlaTierSpec | None) -> None:
+    """Refuse a tier whose availability one replica cannot give (99.99 % needs two); ``ProfileError`` on replicas."""
+    if tier is None or tier.availability_pct is None or tier.availability_pct < HIGH_AVAILABILITY_PCT:
+        return
+    if profile.replicas < HIGH_AVAILABILITY_MIN_REPLICAS:
+        raise ProfileError(
+            {
+                "replicas": [
+                    f"{tier.name} promises {_plain(tier.availability_pct)} % availability, which one replica cannot "
+                    "give: a node's driver update, reboot or failure takes the service down for longer than that "
+                    f"allows (about 52 minutes a year). Ask for at least {HIGH_AVAILABILITY_MIN_REPLICAS} replicas."
+                ]
+            }
+        )
+
+
 # --- the tree and the floors -----------------------------------------------------------------------------------
 
 
 def classify_intent(profile: WorkloadProfile, rationale: list[str]) -> tuple[Intent, str]:
-    """The matrix (4.1) and decision tree (4.6) preference, and a short reason for it."""
+    """The matrix (Part 4.1) and decision tree (Part 4.6) preference, and a short reason for it."""
     kind = profile.workload_type
     memory = profile.gpu_memory_gb
     if kind is WorkloadType.TRAINING:
-        rationale.append(
-            "Training: dedicated GPUs, because long, memory-heavy runs need predictable performance (matrix, Part 4.1)."
-        )
-        return Intent.DEDICATED, "the guide gives training dedicated GPUs for predictable performance (Part 4.1)"
+        rationale.append("Training: dedicated GPUs, because long, memory-heavy runs need predictable performance.")
+        return Intent.DEDICATED, "training gets dedicated GPUs for predictable performance"
     if kind is WorkloadType.HPC_SIMULATION:
         rationale.append(
-            "HPC simulation: dedicated GPUs plus affinity, because it is compute-heavy and NUMA-sensitive "
-            "(matrix, Part 4.1)."
+            "HPC simulation: dedicated GPUs with topology-aware placement, because it is compute-heavy and "
+            "sensitive to memory locality: each replica's GPUs and CPUs stay in the same NUMA zone."
         )
-        rationale.append(
-            "Topology-aware placement: keep each replica's GPUs and CPUs in the same NUMA zone "
-            "(NUMA-aware scheduling, Part 2.4)."
-        )
-        return Intent.DEDICATED, "the guide gives HPC simulation dedicated GPUs with NUMA affinity (Part 4.1)"
+        return Intent.DEDICATED, "HPC simulation gets dedicated GPUs with NUMA affinity"
     if profile.latency_sensitive:
         if memory > LATENCY_MEMORY_THRESHOLD_GB:
             rationale.append(
-                f"Latency-sensitive with {format_gb(memory)} > {format_gb(LATENCY_MEMORY_THRESHOLD_GB)}: "
-                "a dedicated GPU "
-                "(decision tree, Part 4.6)."
+                f"Latency-sensitive and {format_gb(memory)}, more than {format_gb(LATENCY_MEMORY_THRESHOLD_GB)}: "
+                "a dedicated GPU."
             )
-            return Intent.DEDICATED, "the decision tree gives latency-sensitive work over 10 GB a dedicated GPU"
+            return Intent.DEDICATED, "latency-sensitive work over 10 GB gets a dedicated GPU"
         rationale.append(
-            f"Latency-sensitive with {format_gb(memory)} <= {format_gb(LATENCY_MEMORY_THRESHOLD_GB)}: "
-            "a MIG instance, whose "
-            "hardware isolation prevents jitter (decision tree, Part 4.6)."
+            f"Latency-sensitive and {format_gb(memory)}, at most {format_gb(LATENCY_MEMORY_THRESHOLD_GB)}: "
+            "a MIG slice, whose hardware isolation keeps neighbours from adding jitter; a dedicated GPU where no "
+            "slice fits."
         )
-        return Intent.MIG, "the decision tree gives latency-sensitive work up to 10 GB a MIG instance"
+        return Intent.MIG, "latency-sensitive work up to 10 GB gets a MIG slice"
     if kind is WorkloadType.BATCH_INFERENCE:
         rationale.append(
-            "Batch inference, not latency-sensitive: time-slicing, the cost-optimization opportunity "
-            "(decision tree and matrix, Parts 4.6 and 4.1)."
+            "Batch inference, not latency-sensitive: a time-sliced share of a GPU, the cheapest way to run it; "
+            "fewer tenants per GPU where a share of the usual size is too small, then MIG, then a dedicated GPU."
         )
-        return Intent.TIME_SLICING, "the guide time-slices batch inference that is not latency-sensitive"
+        return Intent.TIME_SLICING, "batch inference that is not latency-sensitive is time-sliced to save cost"
     if kind is WorkloadType.DEVELOPMENT:
         rationale.append(
-            "Development, not latency-sensitive: time-slicing for maximum flexibility "
-            "(decision tree and matrix, Parts 4.6 and 4.1)."
+            "Development: a time-sliced share of a GPU, the most flexible and cheapest way to work; fewer tenants "
+            "per GPU where a share of the usual size is too small, then MIG, then a dedicated GPU."
         )
-        return Intent.TIME_SLICING, "the guide time-slices development work for flexibility"
+        return Intent.TIME_SLICING, "development work is time-sliced for flexibility"
     rationale.append(
-        "Real-time inference marked not latency-sensitive: MIG or dedicated, because isolation prevents jitter "
-        "(matrix, Part 4.1); MIG where the memory fits a profile."
+        "Real-time inference, even when not marked latency-sensitive: MIG or a dedicated GPU, because their "
+        "isolation keeps neighbours from adding jitter; MIG where the memory fits a slice, else a dedicated GPU."
     )
-    return Intent.MIG_OR_DEDICATED, "the matrix gives real-time inference MIG or dedicated GPUs (Part 4.1)"
+    return Intent.MIG_OR_DEDICATED, "real-time inference gets MIG or a dedicated GPU for isolation"
 
 
 def apply_floors(
-    profile: WorkloadProfile, tier: SlaTierSpec | None, intent: Intent, rationale: list[str]
+    profile: WorkloadProfile,
+    tier: SlaTierSpec | None,
+    intent: Intent,
+    rationale: list[str],
+    *,
+    tier1_p99_ms: Decimal = TIER1_LATENCY_P99_MS,
 ) -> tuple[dict[Strategy, str], tuple[Strategy, ...]]:
-    """Policy floors (GPUs per replica, isolation, SLA tier): what they forbid and why, and the order that remains."""
+    """Policy floors (GPUs per replica, isolation, latency, SLA tier): what they forbid and why, and what remains."""
     forbidden: dict[Strategy, list[str]] = {}
     order = list(STRATEGY_ORDER[intent])
 
@@ -131,7 +166,7 @@ def apply_floors(
             rule_out(
                 Strategy.TIME_SLICING,
                 f"{n} GPUs per replica: the device plugin refuses a time-sliced request of more than one, and "
-                "several shares of a GPU add no compute (Part 2.2).",
+                "several shares of a GPU add no compute.",
             ),
         ]
         rationale.append(
@@ -140,36 +175,68 @@ def apply_floors(
             + ("." if any(removed) else "; the choice is already dedicated.")
         )
     if profile.isolation_required:
-        if rule_out(
-            Strategy.TIME_SLICING, "Isolation required: time-slicing has no memory or fault isolation (Part 2.2)."
-        ):
+        if rule_out(Strategy.TIME_SLICING, "Isolation required: time-slicing has no memory or fault isolation."):
             rationale.append(
-                "Isolation required: time-slicing is ruled out because it has no memory or fault isolation "
-                "(Part 2.2); MIG where the memory fits a profile, else dedicated (Part 4.3: isolation -> MIG vs "
-                "time-slicing)."
+                "Isolation required: time-slicing is ruled out because it has no memory or fault isolation; MIG "
+                "where the memory fits a slice, else a dedicated GPU."
             )
         else:
             rationale.append("Isolation required: met, since MIG and dedicated GPUs isolate memory and faults.")
+    _latency_floor(profile, tier1_p99_ms, rule_out, rationale)
     if tier is not None:
-        label = f"SLA tier {tier.slug} ({tier.name})"
+        label = f"SLA tier {tier.name}"
         if tier.isolation_floor is IsolationFloor.DEDICATED:
-            reason = f"{label} accepts dedicated GPUs only (Part 4.3)."
+            reason = f"{label} accepts dedicated GPUs only."
             removed_names = [STRATEGY_WORDS[s] for s in (Strategy.MIG, Strategy.TIME_SLICING) if rule_out(s, reason)]
             verb = "are" if len(removed_names) > 1 else "is"
             tail = (
                 f", so {' and '.join(removed_names)} {verb} ruled out." if removed_names else "; the choice meets it."
             )
-            rationale.append(f"{label} is a floor on isolation: dedicated GPUs only (Part 4.3){tail}")
+            rationale.append(f"{label} accepts dedicated GPUs only{tail}")
         elif tier.isolation_floor is IsolationFloor.HARDWARE:
-            reason = f"{label} needs hardware isolation at least: MIG or dedicated, no time-slicing (Part 4.3)."
+            reason = f"{label} needs hardware isolation at least: MIG or dedicated, no time-slicing."
             tail = (
                 ", so time-slicing is ruled out."
                 if rule_out(Strategy.TIME_SLICING, reason)
                 else "; the choice meets it."
             )
-            rationale.append(
-                f"{label} is a floor on isolation: hardware isolation at least, MIG or dedicated (Part 4.3){tail}"
-            )
+            rationale.append(f"{label} needs hardware isolation at least, MIG or a dedicated GPU{tail}")
         else:
-            rationale.append(f"{label} accepts any strategy, time-slicing included (best effort, Part 4.3).")
+            rationale.append(f"{label} accepts any strategy, time-slicing included (best effort).")
     return {strategy: " ".join(reasons) for strategy, reasons in forbidden.items()}, tuple(order)
+
+
+def _latency_floor(
+    profile: WorkloadProfile, tier1_p99_ms: Decimal, rule_out: Callable[[Strategy, str], bool], rationale: list[str]
+) -> None:
+    """``latency_p99_ms`` at or below tier 1's target forbids sharing; below time-slicing's jitter, time-slicing."""
+    p99 = profile.latency_p99_ms
+    if p99 is None:
+        return
+    target = f"{_ms(p99)} p99"
+    if p99 <= tier1_p99_ms:
+        reason = (
+            f"A {target} target is at or below the {_ms(tier1_p99_ms)} of the real-time tier, which only a "
+            "dedicated GPU meets: no neighbour may share the GPU."
+        )
+        removed = [STRATEGY_WORDS[s] for s in (Strategy.MIG, Strategy.TIME_SLICING) if rule_out(s, reason)]
+        verb = "are" if len(removed) > 1 else "is"
+        tail = f" So {' and '.join(removed)} {verb} ruled out." if removed else ""
+        rationale.append(reason + tail)
+    elif p99 < TIME_SLICING_JITTER_MS:
+        reason = (
+            f"A {target} target is below the {_ms(TIME_SLICING_JITTER_MS)} of jitter time-slicing can add "
+            "(a tenant waits while its neighbours run): no time-slicing; MIG or a dedicated GPU keep it."
+        )
+        rule_out(Strategy.TIME_SLICING, reason)
+        rationale.append(reason)
+    else:
+        rationale.append(f"A {target} target leaves room for any strategy the rest of the profile allows.")
+
+
+def _plain(value: Decimal) -> str:
+    return format(value.normalize(), "f")
+
+
+def _ms(value: Decimal) -> str:
+    return f"{format_gb(value).removesuffix(' GB')} ms"

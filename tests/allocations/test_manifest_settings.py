@@ -14,7 +14,7 @@ from tests.factories import NodePoolFactory, QuotaFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SERVING = {"workload_type": "realtime_inference", "gpu_memory_gb": 40, "sla_tier": "tier1_realtime"}
+SERVING = {"workload_type": "realtime_inference", "gpu_memory_gb": 40, "sla_tier": "tier1_realtime", "replicas": 2}
 
 
 def by_kind(objects: list[dict], kind: str) -> list[dict]:

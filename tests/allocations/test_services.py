@@ -76,7 +76,10 @@ def test_quota_refusal_says_which_quota_limit_use_and_ask(demo_org) -> None:
 def test_no_quota_for_the_resource_is_refused(demo_org) -> None:
     with pytest.raises(ValidationError) as excinfo:
         gpu_request_submit(
-            acting_user=demo_org.member, team=demo_org.team, name="x", profile_data={**TRAINING, "gpu_count": 9}
+            acting_user=demo_org.member,
+            team=demo_org.team,
+            name="x",
+            profile_data={**TRAINING, "gpu_count": 8, "replicas": 2},
         )
     assert "quota" in excinfo.value.message_dict
 

@@ -22,6 +22,8 @@ CORE_FIELDS = {
     "utilization_target_pct",
     "estimated_monthly_cost",
     "saving_vs_dedicated_pct",
+    "gpu_share",
+    "estimated_cost",
 }
 
 

@@ -56,9 +56,10 @@ COSTS = [
             "gpu_memory_gb": 5,
             "gpu_model": "A100-40GB",
             "sla_tier": "tier1_realtime",
+            "replicas": 2,
         },
         {},
-        Decimal("2.7447") * Decimal("1.5") * 730,
+        Decimal("2.7447") * Decimal("1.5") * 730 * 2,
         0.0,
     ),
     (
@@ -146,9 +147,15 @@ def test_cost_cents_by_hand():
     assert rec(workload_type="realtime_inference", gpu_memory_gb=5, gpu_model="A100-40GB").to_dict()[
         "estimated_monthly_cost"
     ] == {"amount": "286.23", "currency": "USD"}
-    tier1 = rec(workload_type="realtime_inference", gpu_memory_gb=5, gpu_model="A100-40GB", sla_tier="tier1_realtime")
-    assert tier1.to_dict()["estimated_monthly_cost"]["amount"] == "3005.45"
-    assert "x SLA multiplier 1.5 x 730 h x 1 replica = 3005.45 USD/month" in text(tier1)
+    tier1 = rec(
+        workload_type="realtime_inference",
+        gpu_memory_gb=5,
+        gpu_model="A100-40GB",
+        sla_tier="tier1_realtime",
+        replicas=2,
+    )
+    assert tier1.to_dict()["estimated_monthly_cost"]["amount"] == "6010.89"  # 2.7447 x 1.5 x 730 x 2 = 6010.893
+    assert "x SLA multiplier 1.5 x 730 h x 2 replicas = 6010.89 USD/month" in text(tier1)
 
 
 def test_price_book_names_are_case_and_alias_insensitive():
@@ -173,16 +180,22 @@ def by_key(result):
 
 
 def test_policy_forbidden_alternatives_say_why_not():
-    result = rec(workload_type="realtime_inference", gpu_memory_gb=5, sla_tier="tier1_realtime", gpu_model="A100-40GB")
+    result = rec(
+        workload_type="realtime_inference",
+        gpu_memory_gb=5,
+        sla_tier="tier1_realtime",
+        gpu_model="A100-40GB",
+        replicas=2,
+    )
     assert result.strategy is D
     alternatives = by_key(result)
     mig = alternatives[("A100-40GB", M)]
     assert (mig.permitted, mig.mig_profile) == (False, "1g.5gb")
-    assert "tier1_realtime" in mig.reason
+    assert "Tier 1 - real-time" in mig.reason
     ts = alternatives[("A100-40GB", TS)]
     assert ts.permitted is False
     assert ts.time_slice_replicas == 4
-    assert "tier1_realtime" in ts.reason
+    assert "Tier 1 - real-time" in ts.reason
     # Other models only offer what policy permits; permitted ones rank first.
     assert all(a.permitted for a in result.alternatives if a.gpu_model != "A100-40GB")
     flags = [a.permitted for a in result.alternatives]
@@ -221,7 +234,7 @@ def test_alternatives_carry_tradeoffs_and_core_fields():
     assert "Cost: 2003.63 USD/month, 1502.72 USD more than the recommendation." in dedicated.tradeoffs
     mig = alternatives[("A100-40GB", M)]
     assert mig.mig_profile == "2g.10gb"
-    assert "Not chosen: the guide time-slices batch inference that is not latency-sensitive." in mig.tradeoffs
+    assert "Not chosen: batch inference that is not latency-sensitive is time-sliced to save cost." in mig.tradeoffs
     other = alternatives[("A100-80GB", TS)]
     assert "Runs on A100-80GB (ampere, 80 GB) instead of A100-40GB." in other.tradeoffs
     assert "Not chosen: the request names A100-40GB." in other.tradeoffs
@@ -236,7 +249,8 @@ def test_alternatives_rank_the_preferred_strategy_then_cost():
     priced = [c for c in ts_costs if c is not None]
     assert priced == sorted(priced)
     assert all(c >= result.estimated_monthly_cost for c in priced)
-    assert None not in ts_costs  # one basis: every model that can time-slice 8 GB has a list price
+    # Models without a price (the catalog has none for the A30) rank after every priced one.
+    assert ts_costs == priced + [None] * (len(ts_costs) - len(priced))
 
 
 # --- the JSON contract --------------------------------------------------------------------------------------------

@@ -81,28 +81,22 @@ NON_MIG = [
         {"workload_type": "realtime_inference", "gpu_memory_gb": 4},
         D,
         None,
-        "not MIG-capable (turing): a dedicated GPU instead, since the work is latency-sensitive",
+        "T4 has no MIG (turing), so a dedicated GPU, since the work is latency-sensitive",
     ),
     (
         "L4",
         {"workload_type": "development", "gpu_memory_gb": 4, "isolation_required": True},
         D,
         None,
-        "not MIG-capable (ada): a dedicated GPU instead, since isolation is required",
+        "L4 has no MIG (ada), so a dedicated GPU, since isolation is required",
     ),
+    # Real-time inference not marked latency-sensitive: the matrix's "MIG or dedicated", never time-sliced.
     (
         "L4",
         {"workload_type": "realtime_inference", "gpu_memory_gb": 6, "latency_sensitive": False},
-        TS,
-        4,
-        "not MIG-capable (ada): time-slicing instead",
-    ),
-    (
-        "L4",
-        {"workload_type": "realtime_inference", "gpu_memory_gb": "6.01", "latency_sensitive": False},
         D,
         None,
-        "Time-slicing does not fit on L4",
+        "L4 has no MIG (ada), so a dedicated GPU, since real-time inference needs isolation from neighbours",
     ),
     (
         "L4",
@@ -114,30 +108,44 @@ NON_MIG = [
         },
         D,
         None,
-        "since policy rules out time-slicing",
+        "since time-slicing is ruled out above",
     ),
     (
         "V100-32GB",
         {"workload_type": "batch_inference", "gpu_memory_gb": 8},
         TS,
         4,
-        "Time-slicing on V100-32GB with 4 replicas",
+        "Time-slicing on V100-32GB with 4 tenants per GPU",
     ),
     (
         "V100-32GB",
         {"workload_type": "batch_inference", "gpu_memory_gb": "8.01"},
+        TS,
+        3,
+        "the portal default of 4 lowered so that a share holds the replica",
+    ),
+    (
+        "V100-32GB",
+        {"workload_type": "batch_inference", "gpu_memory_gb": "16.01"},
         D,
         None,
-        "Time-slicing does not fit on V100-32GB",
+        "Time-slicing does not fit on V100-32GB: 16.01 GB is more than a fair share with even 2 tenants per GPU",
     ),
-    ("T4", {"workload_type": "development", "gpu_memory_gb": 4}, TS, 4, "each tenant can count on 4 GB >= 4 GB"),
-    ("T4", {"workload_type": "development", "gpu_memory_gb": "4.01"}, D, None, "16 GB / 4 replicas = 4 GB per tenant"),
+    ("T4", {"workload_type": "development", "gpu_memory_gb": 4}, TS, 4, "each can count on 4 GB, enough for 4 GB"),
+    ("T4", {"workload_type": "development", "gpu_memory_gb": 8}, TS, 2, "each can count on 8 GB, enough for 8 GB"),
+    (
+        "T4",
+        {"workload_type": "development", "gpu_memory_gb": "8.01"},
+        D,
+        None,
+        "T4 has no MIG (turing), so a dedicated GPU, since no time-sliced share of it serves the replica",
+    ),
     (
         "T4",
         {"workload_type": "batch_inference", "gpu_memory_gb": 2, "sla_tier": "tier2_batch"},
         D,
         None,
-        "since policy rules out time-slicing",
+        "since time-slicing is ruled out above",
     ),
 ]
 
@@ -220,11 +228,15 @@ def test_unpriced_models_rank_after_priced_ones():
 
 
 def test_time_slicing_that_fits_no_model_falls_back_to_mig_on_the_cheapest():
-    result = rec(workload_type="batch_inference", gpu_memory_gb=40)
-    # 40 GB per tenant would need a 160 GB GPU at 4 replicas (H200: 35.25 GB): MIG 3g.40gb instead.
-    assert (result.strategy, result.mig_profile, result.gpu_model) == (M, "3g.40gb", "A100-80GB")
-    assert "No catalog model can time-slice 40 GB" in text(result)
-    assert "at most 35.25 GB here (H200)" in text(result)
+    result = rec(workload_type="batch_inference", gpu_memory_gb=71)
+    # 71 GB per tenant needs more than the largest GPU shared by its fewest tenants (H200 141 GB / 2 = 70.5 GB):
+    # MIG instead, and only H200's 3g.71gb holds it.
+    assert (result.strategy, result.mig_profile, result.gpu_model) == (M, "3g.71gb", "H200")
+    assert "No catalog model can time-slice 71 GB" in text(result)
+    assert "at most 70.5 GB here (H200)" in text(result)
+    # 40 GB still time-slices: two tenants of an A100-80GB hold 40 GB each.
+    two_way = rec(workload_type="batch_inference", gpu_memory_gb=40)
+    assert (two_way.strategy, two_way.time_slice_replicas) == (TS, 2)
 
 
 def test_mig_that_fits_no_partial_profile_falls_back_to_dedicated():
@@ -236,6 +248,8 @@ def test_mig_that_fits_no_partial_profile_falls_back_to_dedicated():
 def test_time_slicing_picks_another_model_when_the_cheapest_is_too_small():
     result = rec(workload_type="development", gpu_memory_gb=4)
     assert (result.strategy, result.gpu_model) == (TS, "T4")  # 16/4 = 4 GB per tenant, 0.526/h
-    bigger = rec(workload_type="development", gpu_memory_gb="4.01")
+    three_way = rec(workload_type="development", gpu_memory_gb="4.01")
+    assert (three_way.strategy, three_way.gpu_model, three_way.time_slice_replicas) == (TS, "T4", 3)  # 5.33 GB each
+    bigger = rec(workload_type="development", gpu_memory_gb="8.01")  # more than T4 / 2
     assert bigger.strategy is TS
     assert bigger.gpu_model != "T4"

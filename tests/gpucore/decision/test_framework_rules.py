@@ -55,10 +55,17 @@ TREE = [
     ("batch", {"workload_type": "batch_inference", "gpu_memory_gb": 8}, TS, None, 4),
     ("batch at the fair share 40/4", {"workload_type": "batch_inference", "gpu_memory_gb": 10}, TS, None, 4),
     (
-        "batch over the fair share falls back to MIG",
+        "batch over the 4-way fair share: 3 tenants per GPU (40/3 = 13.33 GB) before falling back",
         {"workload_type": "batch_inference", "gpu_memory_gb": "10.01"},
-        M,
-        "3g.20gb",
+        TS,
+        None,
+        3,
+    ),
+    (
+        "batch over the 2-way fair share and every partial MIG profile: dedicated",
+        {"workload_type": "batch_inference", "gpu_memory_gb": "20.01"},
+        D,
+        None,
         None,
     ),
     ("batch too big for any partial profile", {"workload_type": "batch_inference", "gpu_memory_gb": 30}, D, None, None),
@@ -170,9 +177,9 @@ def test_rationale_follows_the_rules_in_order():
         expected_utilization_pct=30,
     )
     steps = result.rationale
-    assert steps[0].startswith("Batch inference, not latency-sensitive: time-slicing")
+    assert steps[0].startswith("Batch inference, not latency-sensitive: a time-sliced share")
     assert steps[1].startswith("Isolation required: time-slicing is ruled out")
-    assert steps[2].startswith("SLA tier tier2_batch")
+    assert steps[2].startswith("SLA tier Tier 2 - batch")
     assert "the choice meets it" in steps[2]
     assert steps[3].startswith("GPU model A100-40GB")
     assert steps[4].startswith("MIG profile 3g.20gb on A100-40GB")
@@ -185,8 +192,10 @@ def test_rationale_follows_the_rules_in_order():
 
 
 def test_latency_boundary_is_in_the_rationale():
-    assert "Latency-sensitive with 10 GB <= 10 GB" in text(rec(workload_type="realtime_inference", gpu_memory_gb=10))
-    assert "Latency-sensitive with 10.01 GB > 10 GB" in text(
+    assert "Latency-sensitive and 10 GB, at most 10 GB" in text(
+        rec(workload_type="realtime_inference", gpu_memory_gb=10)
+    )
+    assert "Latency-sensitive and 10.01 GB, more than 10 GB" in text(
         rec(workload_type="realtime_inference", gpu_memory_gb="10.01")
     )
 
@@ -197,8 +206,11 @@ def test_only_full_profile_fits_says_dedicated_instead():
 
 
 def test_time_slicing_fallback_says_why():
-    result = rec(workload_type="batch_inference", gpu_memory_gb=12, gpu_model="A100-40GB")
-    assert "Time-slicing does not fit on A100-40GB: 12 GB > 40 GB / 4 replicas = 10 GB per tenant" in text(result)
+    result = rec(workload_type="batch_inference", gpu_memory_gb=21, gpu_model="A100-40GB")
+    assert (
+        "Time-slicing does not fit on A100-40GB: 21 GB is more than a fair share with even 2 tenants per GPU "
+        "(40 GB / 2 = 20 GB)" in text(result)
+    )
 
 
 # --- SLA tiers (Part 4.3) ---------------------------------------------------------------------------------------
@@ -251,13 +263,18 @@ TIERS = [
     ("tier", "fields", "strategy", "mig_profile", "ts_replicas"), [t[1:] for t in TIERS], ids=[t[0] for t in TIERS]
 )
 def test_sla_tier_is_a_floor_on_isolation(tier, fields, strategy, mig_profile, ts_replicas):
-    result = rec(gpu_model="A100-40GB", sla_tier=tier, **fields)
+    # Tier 1 promises 99.99 % availability, which needs two replicas.
+    replicas = 2 if tier == "tier1_realtime" else 1
+    result = rec(gpu_model="A100-40GB", sla_tier=tier, replicas=replicas, **fields)
     assert (result.strategy, result.mig_profile, result.time_slice_replicas) == (strategy, mig_profile, ts_replicas)
-    assert f"SLA tier {tier}" in text(result)
+    assert f"SLA tier {DEFAULT_TIERS_BY_SLUG[tier].name}" in text(result)
+    assert tier not in text(result)  # the tier by its name, never its slug
 
 
 def test_tier1_says_what_it_rules_out():
-    result = rec(workload_type="batch_inference", gpu_memory_gb=5, sla_tier="tier1_realtime", gpu_model="A100-40GB")
+    result = rec(
+        workload_type="batch_inference", gpu_memory_gb=5, sla_tier="tier1_realtime", replicas=2, gpu_model="A100-40GB"
+    )
     assert "so MIG and time-slicing are ruled out" in text(result)
 
 
@@ -270,10 +287,14 @@ def test_time_slice_replicas_come_from_pool_then_tier_then_default():
     pool = {"time_slice_replicas": {"A100-40GB": 8}}
     result = rec(options=pool, sla_tier="tier3_development", **fields)
     assert result.time_slice_replicas == 8
-    assert "with 8 replicas per GPU (the pool's setting): each tenant can count on 5 GB >= 5 GB" in text(result)
-    # 40 GB / 8 replicas = 5 GB per tenant: 5.01 GB no longer fits, so MIG (1g.5gb too small, 2g.10gb).
+    assert "with 8 tenants per GPU (the pool's setting): each can count on 5 GB, enough for 5 GB" in text(result)
+    # 40 GB / 8 replicas = 5 GB per tenant: 5.01 GB no longer fits the only pool, so MIG (1g.5gb too small, 2g.10gb).
     over = rec(options=pool, **{**fields, "gpu_memory_gb": "5.01"})
     assert (over.strategy, over.mig_profile) == (M, "2g.10gb")
+    # Without a pool the default of 4 is lowered until a share holds the replica: 40 GB / 3 = 13.33 GB >= 12 GB.
+    lowered = rec(**{**fields, "gpu_memory_gb": 12})
+    assert (lowered.strategy, lowered.time_slice_replicas) == (TS, 3)
+    assert "the portal default of 4 lowered so that a share holds the replica" in text(lowered)
 
 
 def test_pool_mapping_accepts_aliases():

@@ -26,6 +26,7 @@ profiles = st.builds(
     gpu_count=st.integers(min_value=1, max_value=8),
     replicas=st.integers(min_value=1, max_value=5),
     latency_sensitive=st.sampled_from([None, True, False]),
+    latency_p99_ms=st.sampled_from([None, 1, 5, 10, Decimal("10.01"), Decimal("49.99"), 50, 200]),
     isolation_required=st.booleans(),
     expected_utilization_pct=st.one_of(st.none(), st.decimals(min_value=0, max_value=100, places=1)),
     sla_tier=st.sampled_from([None, *DEFAULT_TIERS_BY_SLUG]),
@@ -59,13 +60,24 @@ def forbidden(strategy, profile):
         return True
     if tier is not None and tier.isolation_floor is IsolationFloor.DEDICATED:
         return True
+    p99 = profile.latency_p99_ms
+    if p99 is not None and p99 <= 10:  # at or below tier 1's 10 ms: no sharing
+        return True
     return strategy is TS and (
-        profile.isolation_required or (tier is not None and tier.isolation_floor is IsolationFloor.HARDWARE)
+        profile.isolation_required
+        or (tier is not None and tier.isolation_floor is IsolationFloor.HARDWARE)
+        or (p99 is not None and p99 < 50)  # below time-slicing's 50 ms of jitter
     )
 
 
 def run(profile, price_book, pool):
-    """The recommendation, or None where a refusal is due: memory no single GPU (named, or any) can hold."""
+    """The recommendation, or None where a refusal is due: tier 1 with one replica (99.99 % needs two), memory no
+    single GPU (named, or any) can hold."""
+    if profile.sla_tier == "tier1_realtime" and profile.replicas < 2:
+        with pytest.raises(ProfileError) as caught:
+            recommend(profile, BUILTIN_CATALOG, rates=price_book, time_slice_replicas=pool)
+        assert list(caught.value.errors) == ["replicas"]
+        return None
     candidates = [BUILTIN_CATALOG.get(profile.gpu_model)] if profile.gpu_model else list(BUILTIN_CATALOG)
     if all(profile.gpu_memory_gb > m.memory_gb * profile.gpu_count for m in candidates):
         with pytest.raises(ProfileError) as caught:
