@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Prefetch, Q, QuerySet, Sum
+from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 
 from allocations.models import (
     QUOTA_HOLDING_STATUSES,
+    TERMINAL_STATUSES,
     AllocationExtension,
     Cluster,
     ExtensionStatus,
@@ -17,6 +20,8 @@ from allocations.models import (
     GpuRequest,
     Membership,
     Quota,
+    RequestEvent,
+    RequestStatus,
     SlaTier,
     Team,
 )
@@ -196,3 +201,54 @@ def pending_extensions_queue(*, user: User) -> list[AllocationExtension]:
         return []
     pending = allocation_extensions_visible_to(user=user).filter(status=ExtensionStatus.PENDING)
     return list(pending.order_by("created_at", "id"))
+
+
+# --- When a request held GPUs (billing's chargeback and capacity forecast read it here) -------------------------
+
+# Statuses after which a request with no ended_at holds nothing any more: its last status change ended it.
+_HELD_NOTHING_SINCE_LAST_CHANGE = TERMINAL_STATUSES | {RequestStatus.FAILED}
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationInterval:
+    """A span during which a request held GPUs: ``[start, end)``, ``end`` None while it still holds them."""
+
+    request: GpuRequest
+    start: datetime
+    end: datetime | None
+
+    def overlaps(self, start: datetime, end: datetime) -> bool:
+        """Whether the span meets ``[start, end)``."""
+        return self.start < end and (self.end is None or self.end > start)
+
+
+def allocation_intervals(*, start: datetime, end: datetime) -> list[AllocationInterval]:
+    """Every request's spans of holding GPUs that meet ``[start, end)``, in request order (the one definition).
+
+    A request holds GPUs from its activation or, never activated, from the first time it entered provisioning (its
+    pods may hold GPUs while pending), until it ended: ``ended_at``, else, for a request failed, rejected, released
+    or expired without one, its last status change. Approval alone holds quota, not GPUs. The requests come with
+    team, SLA tier and pool (and the pool's GPU model) loaded.
+    """
+    provisioning = (
+        RequestEvent.objects.filter(request=OuterRef("pk"), to_status=RequestStatus.PROVISIONING)
+        .order_by("at")
+        .values("at")[:1]
+    )
+    requests = (
+        GpuRequest.objects.annotate(provisioning_started=Subquery(provisioning))
+        .filter(Q(activated_at__lt=end) | Q(activated_at__isnull=True, provisioning_started__lt=end))
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+        .select_related("team", "sla_tier", "node_pool__gpu_model")
+        .order_by("pk")
+    )
+    intervals = []
+    for request in requests:
+        began = request.activated_at or request.provisioning_started
+        finished = request.ended_at or (
+            request.updated_at if request.status in _HELD_NOTHING_SINCE_LAST_CHANGE else None
+        )
+        interval = AllocationInterval(request=request, start=began, end=finished)
+        if interval.overlaps(start, end):  # a request failed before the window, without ended_at, held nothing in it
+            intervals.append(interval)
+    return intervals

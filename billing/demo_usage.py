@@ -22,6 +22,7 @@ from django.utils import timezone
 from allocations.models import GpuRequest, NodePool, RequestEvent, RequestStatus, SharingMode, Team
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
 from gpucore.alerts import memory_pressure_minutes
+from gpucore.vocabulary import Strategy
 
 HOUR = timedelta(hours=1)
 MAX_GPUS_PER_POOL = 8  # enough to look like a pool, few enough to seed in seconds
@@ -82,12 +83,11 @@ def demo_devices(pool: NodePool, requests: list[GpuRequest], outside: tuple[Team
     taken: list[DemoDevice] = []
     free = list(slots)
     for req in requests:
-        spec = req.spec or {}
-        strategy = spec.get("strategy") or "dedicated"
+        spec = req.allocation_spec
         pattern = str(req.workload_type)
-        if strategy == "time-slicing":
+        if spec.strategy == Strategy.TIME_SLICING:
             pattern = "shared_dev" if pattern == "development" else pattern
-        wanted = spec.get("mig_profile") if strategy == "mig" else None
+        wanted = spec.mig_profile
         for unit in range(max(1, req.resource_units or 1)):
             match = next((d for d in free if (d.mig_profile == wanted if wanted else not d.mig_profile)), None)
             if match is None:

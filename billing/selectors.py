@@ -7,12 +7,12 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F, FloatField, Max, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import F, FloatField, Max, Q, QuerySet, Sum
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from allocations.models import Cluster, GpuRequest, NodePool, RequestEvent, Team
-from allocations.selectors import User, catalog_from_db, teams_of, user_is_approver
+from allocations.models import Cluster, NodePool, Team
+from allocations.selectors import User, allocation_intervals, catalog_from_db, teams_of, user_is_approver
 from billing.models import (
     ImportedUsage,
     IngestStatus,
@@ -123,8 +123,6 @@ def team_usage(*, team: Team, start: datetime, end: datetime) -> dict[str, Any]:
 
 FINANCE_GROUP = "Finance"
 VIEW_ALL_COSTS_PERMISSION = "billing.view_all_costs"
-# Request statuses after which a request with no ended_at holds nothing any more (its last change ended it).
-_ENDED_STATUSES = {"rejected", "released", "expired", "failed"}
 
 
 def next_month(month: date) -> date:
@@ -240,41 +238,30 @@ def _pool_layout(pool: NodePool | None, mig_profile: str | None) -> dict[str, in
 
 
 def request_allocations(*, start: datetime, end: datetime) -> list[Allocation]:
-    """Requests that held GPUs in [start, end): from activation (or provisioning start) to their end."""
-    provisioning = (
-        RequestEvent.objects.filter(request=OuterRef("pk"), to_status="provisioning").order_by("at").values("at")[:1]
-    )
-    qs = (
-        GpuRequest.objects.annotate(provisioning_started=Subquery(provisioning))
-        .filter(Q(activated_at__lt=end) | Q(activated_at__isnull=True, provisioning_started__lt=end))
-        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
-        .select_related("team", "sla_tier", "node_pool__gpu_model")
-    )
+    """Requests that held GPUs in [start, end) (``allocations.selectors.allocation_intervals``), as allocations."""
     usage = _usage_by_request(start, end)
     allocations = []
-    for req in qs.order_by("pk"):
-        spec = req.spec or {}
-        began = req.activated_at or req.provisioning_started
-        finished = req.ended_at or (req.updated_at if req.status in _ENDED_STATUSES else None)
-        model = spec.get("gpu_model") or (req.node_pool.gpu_model.name if req.node_pool else req.gpu_model_requested)
+    for interval in allocation_intervals(start=start, end=end):
+        req = interval.request
+        spec = req.allocation_spec
         util, energy = usage.get(req.pk, (None, None))
         allocations.append(
             Allocation(
                 key=f"request:{req.pk}",
                 team=req.team.slug,
                 name=req.name,
-                gpu_model=str(model),
-                strategy=str(spec.get("strategy") or "dedicated"),
-                resource_name=str(spec.get("resource_name") or req.resource_name or "nvidia.com/gpu"),
-                quantity=int(spec.get("quantity") or req.gpu_count or 1),
-                replicas=int(spec.get("replicas") or req.replicas or 1),
-                mig_profile=spec.get("mig_profile"),
-                mig_layout=_pool_layout(req.node_pool, spec.get("mig_profile")),
-                time_slice_replicas=spec.get("time_slice_replicas"),
+                gpu_model=spec.gpu_model,
+                strategy=spec.strategy.value,
+                resource_name=spec.resource_name,
+                quantity=spec.quantity,
+                replicas=spec.replicas,
+                mig_profile=spec.mig_profile,
+                mig_layout=_pool_layout(req.node_pool, spec.mig_profile),
+                time_slice_replicas=spec.time_slice_replicas,
                 sla_tier=req.sla_tier.slug if req.sla_tier else None,
                 tier_multiplier=req.sla_tier.price_multiplier if req.sla_tier else Decimal("1"),
-                start=began,
-                end=finished,
+                start=interval.start,
+                end=interval.end,
                 request_id=req.pk,
                 avg_utilization_pct=util,
                 energy_kwh=energy,

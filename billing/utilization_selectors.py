@@ -16,8 +16,14 @@ from django.conf import settings
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
-from allocations.models import QUOTA_HOLDING_STATUSES, Cluster, GpuModel, GpuRequest, NodePool, RequestEvent, Team
-from allocations.selectors import User, gpu_requests_visible_to, teams_visible_to, user_is_approver
+from allocations.models import Cluster, GpuModel, GpuRequest, NodePool, Team
+from allocations.selectors import (
+    User,
+    allocation_intervals,
+    gpu_requests_visible_to,
+    teams_visible_to,
+    user_is_approver,
+)
 from billing.models import UtilizationRollup
 from billing.selectors import (
     MIB_PER_GB,
@@ -135,33 +141,24 @@ def profile_options(gpu_model: str) -> tuple[list[advice_rules.ProfileOption], i
     return options, total
 
 
-def _request_model(request: GpuRequest) -> str:
-    spec = request.spec or {}
-    if spec.get("gpu_model"):
-        return str(spec["gpu_model"])
-    if request.node_pool_id:
-        return request.node_pool.gpu_model.name
-    return request.gpu_model_requested
-
-
 def request_advice(*, request: GpuRequest, summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Right-sizing suggestions for a request from its measured use, with the monthly saving priced."""
-    spec = request.spec or {}
-    model = _request_model(request)
+    spec = request.allocation_spec
+    model = spec.gpu_model
     if not model:
         return []
     profiles, slices = profile_options(model)
     rate = gpu_rates().get(model.casefold())
     if rate is not None and request.sla_tier_id:
         rate *= request.sla_tier.price_multiplier
-    units = request.resource_units or int(spec.get("quantity") or 1) * int(spec.get("replicas") or 1)
+    units = request.resource_units or spec.quantity * spec.replicas
     use = advice_rules.MeasuredUse(
-        strategy=str(spec.get("strategy") or "dedicated"),
+        strategy=spec.strategy.value,
         gpu_model=model,
         units=max(1, units),
-        quantity_per_replica=int(spec.get("quantity") or request.gpu_count or 1),
-        mig_profile=spec.get("mig_profile"),
-        time_slice_replicas=spec.get("time_slice_replicas"),
+        quantity_per_replica=spec.quantity,
+        mig_profile=spec.mig_profile,
+        time_slice_replicas=spec.time_slice_replicas,
         observed_hours=summary["complete_gpu_hours"] / max(1, units),
         avg_utilization_pct=summary["avg_utilization_pct"],
         peak_memory_used_gb=summary["peak_memory_used_gb"],
@@ -283,34 +280,17 @@ class PoolForecast:
         return f"{self.pool.cluster.name}/{self.pool.name} {self.resource_name.removeprefix('nvidia.com/')}"
 
 
-def holding_intervals(*, until: datetime) -> dict[tuple[int, str], list[tuple[datetime, datetime | None, float]]]:
-    """Per (pool, resource), the spans each request held quota (approved, provisioning, active), from its events."""
-    events: dict[int, list[tuple[datetime, str]]] = defaultdict(list)
-    for request_id, at, to_status in (
-        RequestEvent.objects.filter(request__node_pool__isnull=False, at__lt=until)
-        .order_by("at", "id")
-        .values_list("request_id", "at", "to_status")
-    ):
-        events[request_id].append((at, to_status))
-    requests = GpuRequest.objects.filter(node_pool__isnull=False).values(
-        "pk", "node_pool_id", "resource_name", "resource_units", "activated_at", "ended_at"
-    )
+def holding_intervals(
+    *, start: datetime, until: datetime
+) -> dict[tuple[int, str], list[tuple[datetime, datetime | None, float]]]:
+    """Per (pool, resource), the spans in [start, until) each request held its units (``allocation_intervals``)."""
     out: dict[tuple[int, str], list[tuple[datetime, datetime | None, float]]] = defaultdict(list)
-    for req in requests:
-        key = (req["node_pool_id"], req["resource_name"] or "nvidia.com/gpu")
-        units = float(req["resource_units"] or 0)
-        since: datetime | None = None
-        for at, status in events.get(req["pk"], []):
-            holding = status in QUOTA_HOLDING_STATUSES
-            if holding and since is None:
-                since = at
-            elif not holding and since is not None:
-                out[key].append((since, at, units))
-                since = None
-        if since is not None:
-            out[key].append((since, None, units))
-        elif not events.get(req["pk"]) and req["activated_at"] is not None:
-            out[key].append((req["activated_at"], req["ended_at"], units))
+    for interval in allocation_intervals(start=start, end=until):
+        req = interval.request
+        if req.node_pool_id is None:
+            continue
+        key = (req.node_pool_id, req.resource_name or "nvidia.com/gpu")
+        out[key].append((interval.start, interval.end, float(req.resource_units or 0)))
     return out
 
 
@@ -350,7 +330,7 @@ def pool_forecasts(*, now: datetime | None = None) -> list[PoolForecast]:
     now = now or timezone.now()
     end = now.replace(minute=0, second=0, microsecond=0) + HOUR
     start = end - timedelta(days=forecast_rules.HISTORY_DAYS)
-    intervals = holding_intervals(until=end)
+    intervals = holding_intervals(start=start, until=end)
     busy = busy_gpus_by_pool(start=start, end=end)
     out = []
     for pool in NodePool.objects.filter(cluster__is_active=True).select_related("cluster", "gpu_model"):

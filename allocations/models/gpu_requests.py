@@ -11,9 +11,11 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from allocations.choices import RequestStatus, WorkloadType
+from allocations.choices import RequestStatus, SharingMode, WorkloadType
 from allocations.models.clusters import Cluster, NodePool
 from allocations.models.teams import SlaTier, Team
+from gpucore.manifests import AllocationSpec
+from gpucore.vocabulary import Strategy
 
 # The request lifecycle (DESIGN.md). Cancelling a request that is not yet running releases it.
 ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
@@ -44,6 +46,12 @@ REAPPLICABLE_STATUSES = frozenset({RequestStatus.FAILED, RequestStatus.ACTIVE})
 EXTENDABLE_STATUSES = frozenset({RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE})
 # While a request is on its way to the cluster its status changes without anyone acting: pages poll.
 POLLING_STATUSES = frozenset({RequestStatus.APPROVED, RequestStatus.PROVISIONING})
+# A request that never ran takes its strategy from its pool (the spec of every submitted request names it).
+_POOL_STRATEGY = {
+    SharingMode.NONE: Strategy.DEDICATED,
+    SharingMode.MIG: Strategy.MIG,
+    SharingMode.TIME_SLICING: Strategy.TIME_SLICING,
+}
 
 
 class GpuRequest(models.Model):
@@ -127,6 +135,38 @@ class GpuRequest(models.Model):
     @property
     def strategy(self) -> str:
         return str(self.spec.get("strategy", ""))
+
+    @property
+    def allocation_spec(self) -> AllocationSpec:
+        """What the request holds, typed: the spec frozen at submission, completed from the request's own columns.
+
+        Every reader of "what did it hold" (billing, advice, demo usage) starts here instead of reading spec keys:
+        a key missing from an old spec is taken from the column it was copied to at submission (``resource_name``,
+        ``gpu_count``, ``replicas``), the model from the pool, the strategy from the pool's sharing mode.
+        Raises ``gpucore.manifests.ManifestError`` when the spec contradicts itself (a MIG resource without a MIG
+        strategy, ...).
+        """
+        spec = self.spec or {}
+        strategy = spec.get("strategy") or self._pool_strategy()
+        replicas_per_gpu = spec.get("time_slice_replicas")
+        if replicas_per_gpu is None and strategy == Strategy.TIME_SLICING and self.node_pool_id:
+            replicas_per_gpu = self.node_pool.time_slice_replicas
+        model = spec.get("gpu_model") or (self.node_pool.gpu_model.name if self.node_pool_id else "")
+        return AllocationSpec(
+            strategy=strategy,
+            resource_name=str(spec.get("resource_name") or self.resource_name or "nvidia.com/gpu"),
+            quantity=int(spec.get("quantity") or self.gpu_count),
+            replicas=int(spec.get("replicas") or self.replicas),
+            gpu_model=str(model or self.gpu_model_requested),
+            mig_profile=spec.get("mig_profile") or None,
+            time_slice_replicas=replicas_per_gpu,
+            node_selector=spec.get("node_selector") or {},
+        )
+
+    def _pool_strategy(self) -> Strategy:
+        if not self.node_pool_id:
+            return Strategy.DEDICATED
+        return _POOL_STRATEGY.get(self.node_pool.sharing_mode, Strategy.DEDICATED)
 
     def can_transition_to(self, status: str) -> bool:
         return status in ALLOWED_TRANSITIONS.get(self.status, frozenset())

@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 from django.test import Client
 from django.utils import timezone
 
-from allocations.models import RequestEvent, RequestStatus
+from allocations.models import GpuRequest, RequestEvent, RequestStatus
 from billing.utilization_selectors import (
     platform_utilization,
     pool_forecasts,
@@ -24,13 +24,20 @@ URL = "/billing/utilization/"
 
 
 def _hold(request, *, since) -> None:
-    event = RequestEvent.objects.create(request=request, actor_label="test", from_status="", to_status="approved")
-    RequestEvent.objects.filter(pk=event.pk).update(at=since)  # history: the event happened back then
+    """The request was approved, provisioned and activated ``since`` (it holds GPUs from its activation on)."""
+    previous = ""
+    for to_status in ("approved", "provisioning", "active"):
+        event = RequestEvent.objects.create(
+            request=request, actor_label="test", from_status=previous, to_status=to_status
+        )
+        RequestEvent.objects.filter(pk=event.pk).update(at=since)  # history: the event happened back then
+        previous = to_status
+    GpuRequest.objects.filter(pk=request.pk).update(activated_at=since)
 
 
 @pytest.fixture
 def busy_org(demo_org: DemoOrg) -> DemoOrg:
-    """Three requests on the H100 pool, approved 6, 4 and 2 days ago, and a day of rollups with every alert."""
+    """Three requests on the H100 pool, activated 6, 4 and 2 days ago, and a day of rollups with every alert."""
     now = timezone.now()
     for days in (6, 4, 2):
         req = GpuRequestFactory(
