@@ -15,7 +15,7 @@ from django.utils.module_loading import import_string
 
 from allocations.models import Cluster, NodePool, SharingMode
 from allocations.selectors import catalog_from_db, tiers_by_slug
-from gpucore.decision import ProfileError, Recommendation, WorkloadProfile, recommend
+from gpucore.decision import Catalog, ProfileError, Recommendation, WorkloadProfile, recommend
 
 _MODE_FOR_STRATEGY = {"dedicated": SharingMode.NONE, "mig": SharingMode.MIG, "time-slicing": SharingMode.TIME_SLICING}
 
@@ -59,23 +59,21 @@ def _offerings(pools: list[NodePool]) -> set[tuple[str, str, str | None]]:
     return offers
 
 
-def recommend_for_pools(profile: WorkloadProfile, pools: list[NodePool]) -> Recommendation:
-    """Run the framework over what these pools offer: their GPU models, sharing modes, MIG layouts and replicas."""
-    catalog = catalog_from_db()
-    offered_models = sorted({pool.gpu_model.name for pool in pools})
-    if not offered_models:
-        raise ProfileError({"cluster": ["No active cluster has a GPU node pool yet. Ask a platform admin."]})
-    if profile.gpu_model is not None and profile.gpu_model in catalog:
-        wanted = catalog.get(profile.gpu_model).name
-        if wanted not in offered_models:
-            raise ProfileError(
-                {"gpu_model": [f"No node pool offers {wanted} here. Pools offer: {', '.join(offered_models)}."]}
-            )
-    if profile.gpu_model is None:
-        catalog = catalog.restricted_to(offered_models)
+@dataclass(frozen=True)
+class PoolOffers:
+    """What a set of pools offers the framework: options, every time-sliced share, the largest dedicated node."""
+
+    models: list[str]
+    offers: set[tuple[str, str, str | None]]
     # Every time-sliced pool counts: two T4 pools of 4 and 2 tenants give the framework both shares to choose from.
-    replicas: dict[str, set[int]] = {}
+    time_slice_replicas: dict[str, set[int]]
     # The largest node of each model's dedicated pools: a replica's GPUs must share one node.
+    gpus_per_node: dict[str, int]
+
+
+def pool_offers(pools: list[NodePool]) -> PoolOffers:
+    """Gather the pools' GPU models, (model, strategy, MIG profile) options, time-slicing replicas and node sizes."""
+    replicas: dict[str, set[int]] = {}
     node_sizes: dict[str, int] = {}
     for pool in pools:
         model = pool.gpu_model.name
@@ -83,27 +81,62 @@ def recommend_for_pools(profile: WorkloadProfile, pools: list[NodePool]) -> Reco
             replicas.setdefault(model, set()).add(pool.time_slice_replicas)
         elif pool.sharing_mode == SharingMode.NONE and pool.gpus_per_node:
             node_sizes[model] = max(node_sizes.get(model, 0), pool.gpus_per_node)
-    offers = _offerings(pools)
+    return PoolOffers(
+        models=sorted({pool.gpu_model.name for pool in pools}),
+        offers=_offerings(pools),
+        time_slice_replicas=replicas,
+        gpus_per_node=node_sizes,
+    )
+
+
+def catalog_for_pools(profile: WorkloadProfile, offered: PoolOffers) -> Catalog:
+    """The catalog the framework chooses from: the pools' models (a named model must be one of them)."""
+    catalog = catalog_from_db()
+    if not offered.models:
+        raise ProfileError({"cluster": ["No active cluster has a GPU node pool yet. Ask a platform admin."]})
+    if profile.gpu_model is not None and profile.gpu_model in catalog:
+        wanted = catalog.get(profile.gpu_model).name
+        if wanted not in offered.models:
+            raise ProfileError(
+                {"gpu_model": [f"No node pool offers {wanted} here. Pools offer: {', '.join(offered.models)}."]}
+            )
+    if profile.gpu_model is None:
+        catalog = catalog.restricted_to(offered.models)
+    return catalog
+
+
+def recommend_for_pools(profile: WorkloadProfile, pools: list[NodePool]) -> Recommendation:
+    """Run the framework over what these pools offer: their GPU models, sharing modes, MIG layouts and replicas."""
+    offered = pool_offers(pools)
+    catalog = catalog_for_pools(profile, offered)
     return recommend(
         profile,
         catalog,
         tiers=tiers_by_slug(),
         rates=gpu_hourly_rates(),
-        time_slice_replicas=replicas,
+        time_slice_replicas=offered.time_slice_replicas,
         currency=settings.PORTAL_CURRENCY,
-        offered=lambda model, strategy, mig_profile: (model, strategy, mig_profile) in offers,
-        gpus_per_node=node_sizes,
+        offered=lambda model, strategy, mig_profile: (model, strategy, mig_profile) in offered.offers,
+        gpus_per_node=offered.gpus_per_node,
     )
 
 
-def _pool_for(recommendation: Recommendation, pools: list[NodePool]) -> NodePool | None:
-    mode = _MODE_FOR_STRATEGY[str(recommendation.strategy)]
+def pool_for(
+    pools: list[NodePool],
+    *,
+    gpu_model: str,
+    strategy: str,
+    mig_profile: str | None = None,
+    time_slice_replicas: int | None = None,
+) -> NodePool | None:
+    """The first pool (by cluster and name) that runs this allocation: model, sharing mode, MIG profile, replicas."""
+    mode = _MODE_FOR_STRATEGY[str(strategy)]
     for pool in pools:
-        if pool.gpu_model.name != recommendation.gpu_model or pool.sharing_mode != mode:
+        if pool.gpu_model.name != gpu_model or pool.sharing_mode != mode:
             continue
-        if mode == SharingMode.MIG and recommendation.mig_profile not in (pool.mig_devices or {}):
+        if mode == SharingMode.MIG and mig_profile not in (pool.mig_devices or {}):
             continue
-        if mode == SharingMode.TIME_SLICING and pool.time_slice_replicas != recommendation.time_slice_replicas:
+        if mode == SharingMode.TIME_SLICING and pool.time_slice_replicas != time_slice_replicas:
             continue
         return pool
     return None
@@ -113,7 +146,13 @@ def place(profile: WorkloadProfile, *, cluster: Cluster | None = None) -> Placem
     """Recommend among what the candidate pools offer and choose the pool; ProfileError when none can serve it."""
     pools = candidate_pools(cluster)
     recommendation = recommend_for_pools(profile, pools)
-    pool = _pool_for(recommendation, pools)
+    pool = pool_for(
+        pools,
+        gpu_model=recommendation.gpu_model,
+        strategy=str(recommendation.strategy),
+        mig_profile=recommendation.mig_profile,
+        time_slice_replicas=recommendation.time_slice_replicas,
+    )
     if pool is None:  # the framework only chooses offered options, so this means pools changed mid-call
         raise ProfileError({"cluster": ["The node pools changed while placing the request; please try again."]})
     spec = recommendation.to_dict()

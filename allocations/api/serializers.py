@@ -125,7 +125,7 @@ class ProfileInputSerializer(serializers.Serializer):
         return validated
 
 
-class _VisibleTeamField(_SlugField):
+class VisibleTeamField(_SlugField):
     """A team slug, looked up only among the teams the user may see (others read as "does not exist")."""
 
     def get_queryset(self) -> QuerySet[Team]:
@@ -135,7 +135,7 @@ class _VisibleTeamField(_SlugField):
 class GpuRequestCreateSerializer(ProfileInputSerializer):
     """A new request: the profile fields flat, plus the team, a name and what it is for."""
 
-    team = _VisibleTeamField(slug_field="slug", queryset=Team.objects.all(), help_text="Team slug.")
+    team = VisibleTeamField(slug_field="slug", queryset=Team.objects.all(), help_text="Team slug.")
     name = serializers.CharField(max_length=100)
     purpose = serializers.CharField(required=False, allow_blank=True, default="")
     expires_at = serializers.DateTimeField(required=False, allow_null=True)

@@ -5,4 +5,5 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("billing.api.urls_usage")),
     path("", include("billing.api.urls_reports")),
+    path("", include("billing.api.urls_whatif")),
 ]

@@ -1,0 +1,94 @@
+"""What a request does to its team's month: GPU-hours and cost this calendar month, and the budget left. Pure.
+
+A team's budget is in GPU-hours per calendar month (whole-GPU equivalents: a MIG slice or a time-sliced share
+counts its GPU share, as in the monthly report). A request that would start now holds its GPU share per unit x its
+units every hour until it ends (its duration, its expiry, or with neither, the month's end); only the hours that fall
+in this month count against this month's budget. Money is ``Decimal``, rounded only at presentation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from gpucore.pricing import HOURS_PER_MONTH
+
+SECONDS_PER_HOUR = Decimal(3600)
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetEffect:
+    """A request's hours, GPU-hours and cost this month, and the team's budget before and after it."""
+
+    hours_this_month: Decimal  # wall-clock hours of the request that fall in this month
+    gpu_hours_this_month: Decimal  # whole-GPU equivalents
+    cost_this_month: Decimal | None  # None when the request has no price
+    month_to_date_gpu_hours: Decimal
+    month_to_date_cost: Decimal
+    budget_gpu_hours: Decimal | None  # None: the team has no budget
+    runs_to_month_end: bool  # no duration nor expiry: counted to the end of the month
+
+    @property
+    def budget_left_gpu_hours(self) -> Decimal | None:
+        """The GPU-hours left of the month's budget once this request is counted (negative: over budget)."""
+        if self.budget_gpu_hours is None:
+            return None
+        return self.budget_gpu_hours - self.month_to_date_gpu_hours - self.gpu_hours_this_month
+
+    @property
+    def fits_budget(self) -> bool:
+        """Whether the month's budget holds this request too (always, without a budget)."""
+        left = self.budget_left_gpu_hours
+        return left is None or left >= 0
+
+
+def gpu_hours_per_hour(*, gpu_share: Decimal, quantity: int, replicas: int) -> Decimal:
+    """Whole-GPU equivalents a request holds each hour: its GPU share per unit x units per replica x replicas."""
+    return gpu_share * Decimal(quantity) * Decimal(replicas)
+
+
+def hours_in_month(
+    *, start: datetime, month_end: datetime, duration_hours: Decimal | None, ends_at: datetime | None = None
+) -> tuple[Decimal, bool]:
+    """Hours from ``start`` to the request's end (duration, else ``ends_at``), cut at ``month_end``; and whether it
+    simply runs to the month's end for lack of either."""
+    end = month_end
+    open_ended = duration_hours is None and ends_at is None
+    if duration_hours is not None:
+        end = min(month_end, start + timedelta(seconds=float(duration_hours * SECONDS_PER_HOUR)))
+    elif ends_at is not None:
+        end = min(month_end, ends_at)
+    seconds = max(Decimal(0), Decimal(str((end - start).total_seconds())))
+    hours = seconds / SECONDS_PER_HOUR
+    if duration_hours is not None:
+        hours = min(hours, duration_hours)  # no float noise beyond the duration itself
+    return hours, open_ended
+
+
+def budget_effect(
+    *,
+    gpu_share: Decimal,
+    quantity: int,
+    replicas: int,
+    monthly_cost: Decimal | None,
+    start: datetime,
+    month_end: datetime,
+    duration_hours: Decimal | None,
+    ends_at: datetime | None = None,
+    month_to_date_gpu_hours: Decimal,
+    month_to_date_cost: Decimal,
+    budget_gpu_hours: Decimal | None,
+) -> BudgetEffect:
+    """The effect on this month of a request starting at ``start``; ``monthly_cost`` is its 730-hour cost."""
+    hours, open_ended = hours_in_month(start=start, month_end=month_end, duration_hours=duration_hours, ends_at=ends_at)
+    cost = None if monthly_cost is None else monthly_cost / HOURS_PER_MONTH * hours
+    return BudgetEffect(
+        hours_this_month=hours,
+        gpu_hours_this_month=gpu_hours_per_hour(gpu_share=gpu_share, quantity=quantity, replicas=replicas) * hours,
+        cost_this_month=cost,
+        month_to_date_gpu_hours=month_to_date_gpu_hours,
+        month_to_date_cost=month_to_date_cost,
+        budget_gpu_hours=budget_gpu_hours,
+        runs_to_month_end=open_ended,
+    )
