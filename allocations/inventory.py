@@ -11,7 +11,8 @@ from allocations.gateways.base import NodeInventory
 from allocations.models import Cluster, NodePool
 
 
-def _belongs(node: NodeInventory, pool: NodePool) -> bool:
+def node_in_pool(node: NodeInventory, pool: NodePool) -> bool:
+    """Whether a node belongs to a pool: its labels and its GPU Feature Discovery product."""
     # A node is in a pool when it carries the pool's labels and GPU Feature Discovery reports the pool's model
     # (time-sliced nodes report "<product>-SHARED").
     labels = node.labels
@@ -28,7 +29,7 @@ def cluster_sync_inventory(*, cluster: Cluster, nodes: tuple[NodeInventory, ...]
     node_counts: dict[str, int] = defaultdict(int)
     unmatched = {}
     for node in nodes:
-        pool = next((p for p in pools if _belongs(node, p)), None)
+        pool = next((p for p in pools if node_in_pool(node, p)), None)
         if pool is None:
             unmatched[node.name] = node.allocatable
             continue

@@ -20,6 +20,7 @@ from django.utils import timezone
 from allocations.gateways import gateway_for
 from allocations.gateways.base import ApplyResult, ClusterGateway, PermanentGatewayError, WorkloadStatus
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
+from allocations.mig_layouts import mig_node_configs_of_cluster
 from allocations.models import Cluster, ClusterScheduler, GpuRequest, NodePool, Quota, RequestStatus, SlaTier, Team
 from allocations.notifications import notify_expiry_soon_on_commit
 from allocations.selectors import catalog_from_db, tier_spec
@@ -162,6 +163,7 @@ def cluster_context(cluster: Cluster) -> ClusterContext:
         tiers=tiers,
         queues=queues,
         monitoring_namespace=cluster.monitoring_namespace or None,
+        mig_node_configs=mig_node_configs_of_cluster(cluster.pk),
     )
 
 

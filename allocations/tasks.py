@@ -125,3 +125,7 @@ def apply_cluster_objects(cluster_id: int | None = None) -> dict[str, str]:
             logger.warning("applying the cluster objects of %s failed: %s", cluster.name, exc)
             results[cluster.name] = f"error: {exc}"
     return results
+
+
+# MIG plan rollouts live in their own module; importing it here registers them with autodiscovery.
+from allocations.mig_plans import tasks as mig_plan_tasks  # noqa: E402, F401

@@ -14,6 +14,8 @@ app.autodiscover_tasks()
 # Periodic work run by `celery -A portal beat`. Tasks are registered by the apps under these names.
 app.conf.beat_schedule = {
     "reconcile-requests": {"task": "allocations.reconcile_requests", "schedule": 60.0},
+    # A MIG plan rollout whose worker died is picked up again within about three minutes.
+    "resume-mig-plans": {"task": "allocations.resume_mig_plans", "schedule": 60.0},
     "expire-requests": {"task": "allocations.expire_requests", "schedule": 300.0},
     "sync-inventory": {"task": "allocations.sync_inventory", "schedule": 600.0},
     # PriorityClasses, GPU Operator ConfigMaps and Kueue queues follow pool and quota edits within five minutes.

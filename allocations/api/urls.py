@@ -20,5 +20,23 @@ urlpatterns = [
         name="cluster-manifests",
     ),
     path("mig-plans/preview/", mig_plans.MigPlanPreviewView.as_view(), name="mig-plan-preview"),
+    path(
+        "clusters/<str:name>/node-pools/<str:pool>/mig-plans/",
+        mig_plans.MigPlanListView.as_view(),
+        name="mig-plan-list",
+    ),
+    path(
+        "clusters/<str:name>/node-pools/<str:pool>/mig-plans/<int:pk>/",
+        mig_plans.MigPlanDetailView.as_view(),
+        name="mig-plan-detail",
+    ),
+    *(
+        path(
+            f"clusters/<str:name>/node-pools/<str:pool>/mig-plans/<int:pk>/{action}/",
+            mig_plans.MigPlanActionView.as_view(action_name=action),
+            name=f"mig-plan-{action}",
+        )
+        for action in ("approve", "apply", "cancel")
+    ),
     *router.urls,
 ]

@@ -118,3 +118,35 @@ class ClusterGateway(Protocol):
     def list_gpu_nodes(self) -> tuple[NodeInventory, ...]:
         """Nodes that advertise GPU resources (``nvidia.com/gpu`` or ``nvidia.com/mig-*``)."""
         ...
+
+
+@dataclass(frozen=True)
+class GpuPod:
+    """A pod on a node that holds GPU resources (``nvidia.com/gpu*`` or ``nvidia.com/mig-*``) and has not ended."""
+
+    namespace: str
+    name: str
+    phase: str
+    request_id: str = ""
+    # MIG instances the pod holds, by profile (``nvidia.com/mig-1g.5gb: 2`` -> ``{"1g.5gb": 2}``).
+    mig_instances: dict[str, int] = field(default_factory=dict)
+
+
+class NodeMaintenanceGateway(Protocol):
+    """What rolling a MIG layout onto nodes needs besides apply: node reads and patches, GPU pods, eviction."""
+
+    def read_node(self, name: str) -> dict[str, Any] | None:
+        """The Node object, or None when there is no such node."""
+        ...
+
+    def patch_node(self, name: str, *, labels: dict[str, str] | None = None, unschedulable: bool | None = None) -> None:
+        """Merge-patch a node's labels and/or ``spec.unschedulable`` (cordon / uncordon)."""
+        ...
+
+    def gpu_pods_on_node(self, name: str) -> tuple[GpuPod, ...]:
+        """Pods scheduled on the node that hold GPU resources and are neither finished nor being deleted."""
+        ...
+
+    def evict_pod(self, *, namespace: str, name: str) -> None:
+        """Evict a pod through the Eviction API (PodDisruptionBudgets apply); one already gone is not an error."""
+        ...

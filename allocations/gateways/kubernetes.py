@@ -25,6 +25,7 @@ from allocations.gateways.base import (
     FIELD_MANAGER,
     ApplyResult,
     GatewayError,
+    GpuPod,
     KubeObject,
     NodeInventory,
     ObjectRef,
@@ -33,9 +34,11 @@ from allocations.gateways.base import (
     TransientGatewayError,
     WorkloadStatus,
 )
+from gpucore.catalog import mig_profile_of_resource
 from gpucore.manifests import REQUEST_LABEL, workload_name
 
 APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
 GPU_RESOURCE = "nvidia.com/gpu"
 # Time-slicing with renameByDefault advertises shares under this name (gpucore.manifests.contexts).
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
@@ -204,6 +207,47 @@ class KubernetesGateway:
         listing = self._read(lambda: self._core.list_node(_request_timeout=self._timeout), what="nodes")
         inventory = [node_inventory(node) for node in listing.items or []]
         return tuple(sorted((node for node in inventory if node.allocatable), key=lambda node: node.name))
+
+    def read_node(self, name: str) -> dict[str, Any] | None:
+        """The Node object as the API server has it, or None."""
+        return self._call("GET", f"/api/v1/nodes/{quote(name, safe='')}", what=f"Node {name}", missing_ok=True)
+
+    def patch_node(self, name: str, *, labels: dict[str, str] | None = None, unschedulable: bool | None = None) -> None:
+        """A JSON merge patch of labels and ``spec.unschedulable``.
+
+        Not server-side apply: an apply of only some fields would drop the others this field manager set before
+        (the cordon when the label is applied), so node maintenance patches exactly what it changes.
+        """
+        body: dict[str, Any] = {}
+        if labels:
+            body["metadata"] = {"labels": labels}
+        if unschedulable is not None:
+            body["spec"] = {"unschedulable": unschedulable}
+        path = f"/api/v1/nodes/{quote(name, safe='')}"
+        self._call("PATCH", path, what=f"Node {name}", body=body, content_type=MERGE_PATCH)
+
+    def gpu_pods_on_node(self, name: str) -> tuple[GpuPod, ...]:
+        """Running or pending pods on the node that request GPU resources, by namespace and name."""
+        listing = self._call(
+            "GET", "/api/v1/pods", what=f"pods on {name}", query=[("fieldSelector", f"spec.nodeName={name}")]
+        )
+        pods = []
+        for pod in (listing or {}).get("items") or []:
+            meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+            if spec.get("nodeName") != name or meta.get("deletionTimestamp"):
+                continue
+            if status.get("phase") in ("Succeeded", "Failed") or not _holds_gpus(spec):
+                continue
+            request_id = (meta.get("labels") or {}).get(REQUEST_LABEL, "")
+            phase = status.get("phase", "")
+            pods.append(GpuPod(meta.get("namespace", ""), meta["name"], phase, request_id, _mig_instances(spec)))
+        return tuple(sorted(pods, key=lambda pod: (pod.namespace, pod.name)))
+
+    def evict_pod(self, *, namespace: str, name: str) -> None:
+        """POST an Eviction (policy/v1): the API server refuses it (429) while a PodDisruptionBudget forbids it."""
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/eviction"
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        self._call("POST", path, what=f"Pod {namespace}/{name}", body=body, missing_ok=True)
 
     def _status_without_pods(self, namespace: str, request_id: int) -> WorkloadStatus:
         name = workload_name(request_id)
@@ -445,3 +489,24 @@ def node_inventory(node: Any) -> NodeInventory:
         taints=taints,
         ready=_condition(node, "Ready").get("status") == "True",
     )
+
+
+def _mig_instances(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+    """MIG instances a pod's containers hold, by profile (limits; a GPU resource's request equals its limit)."""
+    held: dict[str, int] = {}
+    for container in pod_spec.get("containers") or []:
+        for key, amount in ((container.get("resources") or {}).get("limits") or {}).items():
+            profile = mig_profile_of_resource(key)
+            if profile:
+                held[profile] = held.get(profile, 0) + int(parse_quantity(amount))
+    return held
+
+
+def _holds_gpus(pod_spec: Mapping[str, Any]) -> bool:
+    """Whether any container asks for a GPU, a time-sliced share or a MIG instance."""
+    for container in [*(pod_spec.get("containers") or []), *(pod_spec.get("initContainers") or [])]:
+        resources = container.get("resources") or {}
+        for amounts in (resources.get("limits") or {}, resources.get("requests") or {}):
+            if any(key.startswith(("nvidia.com/gpu", MIG_RESOURCE_PREFIX)) for key in amounts):
+                return True
+    return False

@@ -1,12 +1,16 @@
-"""Reads for MIG plans: the stateless preview of ``POST /api/v1/mig-plans/preview/``."""
+"""Reads for MIG plans: the stateless preview of ``POST /api/v1/mig-plans/preview/`` and a pool's plans."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from django.core.exceptions import ValidationError
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
+from django.http import Http404
 
-from allocations.selectors import catalog_from_db
+from allocations.models import MigPlan, NodePool
+from allocations.selectors import catalog_from_db, clusters_visible_to, user_is_approver
 from gpucore.catalog import CatalogError
 from gpucore.mig_planner import MigPlanError, plan, plan_summary_gpus
 
@@ -36,3 +40,22 @@ def mig_plan_preview(*, gpu_model: str, demand: Mapping[str, int]) -> dict[str, 
         "gpu_count": result.gpu_count,
         "gpus": plan_summary_gpus(model, result),
     }
+
+
+def mig_pool_for(*, user: AbstractBaseUser, cluster: str, pool: str) -> NodePool:
+    """The pool ``cluster/pool`` for an approver (404 for anyone else's unknown names, 403 for non-approvers)."""
+    if not user_is_approver(user):
+        raise PermissionDenied("Only platform approvers and admins can see MIG plans.")
+    try:
+        return (
+            NodePool.objects.select_related("cluster", "gpu_model")
+            .filter(cluster__in=clusters_visible_to(user=user))
+            .get(cluster__name=cluster, name=pool)
+        )
+    except NodePool.DoesNotExist:
+        raise Http404(f"No node pool {cluster}/{pool}.") from None
+
+
+def mig_plans_of_pool(*, pool: NodePool) -> QuerySet[MigPlan]:
+    """The pool's MIG plans, newest first, with their events."""
+    return MigPlan.objects.filter(pool=pool).select_related("created_by", "approved_by").prefetch_related("events")

@@ -29,6 +29,15 @@ from allocations.models.gpu_requests import (
     GpuRequest,
     RequestEvent,
 )
+from allocations.models.mig_plans import (
+    MIG_PLAN_TRANSITIONS,
+    DrainPolicy,
+    MigNodeLayout,
+    MigPlan,
+    MigPlanEvent,
+    MigPlanStatus,
+    NodeStep,
+)
 from allocations.models.teams import Membership, Quota, SlaTier, Team
 from allocations.models.validators import dns_label_validator, resource_name_validator
 
@@ -37,6 +46,7 @@ __all__ = [
     "CANCELLABLE_STATUSES",
     "EXTENDABLE_STATUSES",
     "MAX_EXTENSION_HOURS",
+    "MIG_PLAN_TRANSITIONS",
     "POLLING_STATUSES",
     "QUOTA_HOLDING_STATUSES",
     "REAPPLICABLE_STATUSES",
@@ -46,13 +56,19 @@ __all__ = [
     "Cluster",
     "ClusterBackend",
     "ClusterScheduler",
+    "DrainPolicy",
     "ExtensionStatus",
     "GpuModel",
     "GpuRequest",
     "IsolationFloor",
     "Membership",
+    "MigNodeLayout",
+    "MigPlan",
+    "MigPlanEvent",
+    "MigPlanStatus",
     "MigProfileDefinition",
     "NodePool",
+    "NodeStep",
     "Quota",
     "RequestEvent",
     "RequestStatus",

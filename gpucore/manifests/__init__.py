@@ -36,6 +36,8 @@ from gpucore.manifests.contexts import (
 from gpucore.manifests.gpu_operator import (
     check_mig_layout,
     mig_config_name,
+    mig_node_config,
+    mig_node_config_name,
     mig_parted_config,
     mig_placement,
     pool_node_labels,
@@ -95,6 +97,8 @@ __all__ = [
     "gpu_share",
     "is_request_owned",
     "mig_config_name",
+    "mig_node_config",
+    "mig_node_config_name",
     "mig_parted_config",
     "mig_placement",
     "object_key",

@@ -8,7 +8,7 @@ Prometheus Operator runs, the guides' GPU alerts and the dcgm-exporter scrape (`
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,8 @@ class ClusterContext:
     # Where the Prometheus Operator's PrometheusRule and the dcgm-exporter ServiceMonitor go; None: not rendered
     # (a cluster without the Prometheus Operator's CRDs would refuse them).
     monitoring_namespace: str | None = None
+    # Named per-node MIG configs that MIG plans put on nodes (``mig_node_config``), kept beside the pools' own.
+    mig_node_configs: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not is_dns_label(self.name):
@@ -66,7 +68,7 @@ def render_cluster_objects(ctx: ClusterContext, *, catalog: Catalog = BUILTIN_CA
     sliced = [pool for pool in ctx.pools if pool.sharing_mode is SharingMode.TIME_SLICING]
     mig = [pool for pool in ctx.pools if pool.sharing_mode is SharingMode.MIG]
     objects.append(render_time_slicing_configmap(sliced))
-    objects.append(render_mig_parted_configmap(mig, catalog=catalog))
+    objects.append(render_mig_parted_configmap(mig, catalog=catalog, node_configs=ctx.mig_node_configs))
     if ctx.kueue:
         objects.extend(
             render_kueue_objects(pools=ctx.pools, queues=ctx.queues, tiers=ctx.tiers, cohort=ctx.cohort_name)

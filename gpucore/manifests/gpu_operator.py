@@ -9,8 +9,10 @@ a node picks a layout with ``nvidia.com/mig.config``), so each renders every poo
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -312,9 +314,45 @@ def render_mig_parted_configmap(
     catalog: Catalog = BUILTIN_CATALOG,
     name: str = MIG_PARTED_CONFIGMAP,
     namespace: str = GPU_OPERATOR_NAMESPACE,
+    node_configs: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
-    """The mig-parted ConfigMap (key ``config.yaml``) for ClusterPolicy ``migManager.config.name``."""
-    return _configmap(name, namespace, {MIG_PARTED_CONFIG_KEY: _dump(mig_parted_config(pools, catalog=catalog))})
+    """The mig-parted ConfigMap (key ``config.yaml``) for ClusterPolicy ``migManager.config.name``.
+
+    ``node_configs`` adds the named per-node configs of MIG plans (``mig_node_config``) beside the pools' own.
+    """
+    config = mig_parted_config(pools, catalog=catalog)
+    for config_name, entries in (node_configs or {}).items():
+        if config_name in config["mig-configs"] and config["mig-configs"][config_name] != entries:
+            raise ManifestError(f"The MIG config name '{config_name}' is used for two different layouts.")
+        config["mig-configs"][config_name] = entries
+    return _configmap(name, namespace, {MIG_PARTED_CONFIG_KEY: _dump(config)})
+
+
+def mig_node_config_name(model: GpuModelSpec, gpu_layouts: Sequence[Mapping[str, int]]) -> str:
+    """The named config of one node's per-GPU layouts (MIG plans): the model and a digest of the layouts.
+
+    Equal layouts give equal names on every node, so a plan renders one named config per distinct node layout.
+    """
+    canonical = json.dumps([{k: v for k, v in sorted(layout.items()) if v} for layout in gpu_layouts])
+    digest = hashlib.sha256(f"{model.name}:{canonical}".encode()).hexdigest()[:10]
+    return f"{MIG_CONFIG_PREFIX}{model.name.lower().replace('.', '-')}-{digest}"
+
+
+def mig_node_config(model: GpuModelSpec, gpu_layouts: Sequence[Mapping[str, int]]) -> list[dict[str, Any]]:
+    """mig-parted entries for one node: ``devices: all`` when every GPU shares a layout, else one per layout."""
+    by_layout: dict[str, tuple[dict[str, int], list[int]]] = {}
+    for index, layout in enumerate(gpu_layouts):
+        devices = {k: v for k, v in layout.items() if v}
+        checked = check_mig_layout(model, devices) if devices else {}
+        key = json.dumps(checked)
+        by_layout.setdefault(key, (checked, []))[1].append(index)
+    if not by_layout:
+        raise ManifestError(f"A MIG node config for {model.name} needs at least one GPU.")
+    entries = []
+    for checked, indices in by_layout.values():
+        devices: Any = "all" if len(by_layout) == 1 else indices
+        entries.append({"devices": devices, "mig-enabled": True, "mig-devices": checked})
+    return entries
 
 
 def pool_node_labels(pool: PoolContext, *, catalog: Catalog = BUILTIN_CATALOG) -> dict[str, str]:

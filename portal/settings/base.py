@@ -343,5 +343,9 @@ BILLING_UTILIZATION_BACKFILL_HOURS = env_int("BILLING_UTILIZATION_BACKFILL_HOURS
 BILLING_UTILIZATION_MAX_HOURS_PER_PULL = env_int("BILLING_UTILIZATION_MAX_HOURS_PER_PULL", 168)
 # Share the cost of idle pool capacity among teams in proportion to their allocations (OpenCost's weighted sharing).
 BILLING_SHARE_IDLE_COST = env_bool("BILLING_SHARE_IDLE_COST", False)
+# MIG plan rollouts: seconds between passes over a plan's nodes, and how long one task drives a rollout before it
+# hands over to a fresh one (nodes reboot for minutes).
+MIG_PLAN_POLL_SECONDS = float(env_str("MIG_PLAN_POLL_SECONDS") or 10)
+MIG_PLAN_TASK_SECONDS = float(env_str("MIG_PLAN_TASK_SECONDS") or 240)
 # Where the gitops gateway writes manifests for clusters that use it.
 PORTAL_GITOPS_ROOT = Path(env_str("PORTAL_GITOPS_ROOT") or VAR_DIR / "gitops")

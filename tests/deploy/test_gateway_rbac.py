@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from allocations.gateways.base import ClusterGateway
+from allocations.gateways.base import ClusterGateway, NodeMaintenanceGateway
 from allocations.gateways.kubernetes import KubernetesGateway
 from gpucore.manifests import is_request_owned, render_request_objects, workload_name
 from tests.deploy.kustomize import OVERLAYS, by_kind, render
@@ -61,6 +61,8 @@ def pending_pod(namespace: str, request_id: int) -> dict[str, Any]:
 
 def _triples(request: Any) -> set[Triple]:
     """The RBAC (group, resource, verb) triples the API server would authorize for one request."""
+    if request.method.value == "POST" and request.url.path.endswith("/eviction"):
+        return {("", "pods/eviction", "create")}  # the Eviction subresource is authorized on its own
     assert request.resource is not None, f"a non-resource request: {request.method} {request.url.path}"
     group, resource = request.resource.group, request.resource.plural
     method = request.method.value
@@ -97,19 +99,36 @@ def gateway_calls() -> tuple[set[Triple], set[str]]:
             exercised.add("delete")
         gateway.list_gpu_nodes()
         exercised.add("list_gpu_nodes")
+        # A MIG plan's rollout (NodeMaintenanceGateway): read, cordon and label a node, list and evict its GPU pods.
+        cluster.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-node"}, "spec": {}})
+        gpu_pod = pending_pod("team-vision", 7)
+        gpu_pod["spec"]["nodeName"] = "gpu-node"
+        gpu_pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/mig-1g.5gb": "1"}}
+        cluster.put(gpu_pod)
+        gateway.read_node("gpu-node")
+        gateway.patch_node("gpu-node", unschedulable=True, labels={"nvidia.com/mig.config": "all-disabled"})
+        (found,) = gateway.gpu_pods_on_node("gpu-node")
+        gateway.evict_pod(namespace=found.namespace, name=found.name)
+        exercised.update({"read_node", "patch_node", "gpu_pods_on_node", "evict_pod"})
         triples = set().union(*(_triples(request) for request in cluster.requests))
     return triples, exercised
 
 
 def test_every_gateway_method_is_exercised(gateway_calls) -> None:
     _, exercised = gateway_calls
-    interface = {name for name, _ in inspect.getmembers(ClusterGateway, inspect.isfunction) if not name.startswith("_")}
+    interface = {
+        name
+        for protocol in (ClusterGateway, NodeMaintenanceGateway)
+        for name, _ in inspect.getmembers(protocol, inspect.isfunction)
+        if not name.startswith("_")
+    }
     assert exercised == interface
 
 
 def test_the_calls_include_the_reads_that_only_some_paths_make(gateway_calls) -> None:
     triples, _ = gateway_calls
     assert {("", "pods", "list"), ("", "events", "list"), ("", "nodes", "list")} <= triples
+    assert {("", "nodes", "get"), ("", "nodes", "patch"), ("", "pods/eviction", "create")} <= triples
     assert {("batch", "jobs", "get"), ("apps", "deployments", "get")} <= triples
     assert ("", "namespaces", "create") in triples
 

@@ -13,6 +13,8 @@
   set-based selectors (``in``, ``notin``) answer 400 rather than a wrong list;
 - **lists** carry ``kind`` (``PodList``) and ``apiVersion``; objects get ``uid``, ``creationTimestamp`` and a
   ``resourceVersion`` that grows when an apply changes them;
+- **the Eviction API**: ``POST .../pods/<name>/eviction`` deletes the pod (201), or answers 404 when there is none;
+  no PodDisruptionBudget is evaluated (inject a 429 with ``fail`` to play one that forbids it);
 - **injected failures** (``fail``): the next matching requests answer a ``Status`` with a chosen code and message
   before any state changes, as an API server, an admission webhook or a proxy in front of one would;
 - **injected slowness** (``delay``): the next matching requests are held (for ``seconds``, or until the test
@@ -81,6 +83,7 @@ KUEUE_KINDS: dict[str, tuple[str, str, str, bool]] = {
 }
 VERBS = {"get", "list", "watch", "create", "patch", "delete"}
 _NAMESPACE_URL = re.compile(r"^/api/v1/namespaces/([^/]+)$")
+_EVICTION_URL = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction$")
 _NAMESPACE_ACTIONS = {method.GET: action.FETCH, method.PATCH: action.UPDATE, method.DELETE: action.DELETE}
 
 
@@ -207,6 +210,9 @@ class PortalKubernetesEmulator(kmock.KubernetesEmulator):
                 failure.times -= 1
                 body = status_body(failure.code, failure.reason, failure.message)
                 return aiohttp.web.json_response(body, status=failure.code)
+        eviction = _EVICTION_URL.match(request.url.path)
+        if eviction and request.method == method.POST:
+            return await self._evict(eviction[1], eviction[2])
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
         if request.method == method.PATCH and content_type == APPLY_PATCH and request.name and request.resource:
             return await self._apply(request)
@@ -251,6 +257,19 @@ class PortalKubernetesEmulator(kmock.KubernetesEmulator):
             raw = obj.raw
             await self._buses[request.resource].put({"type": event, "object": raw})
         return aiohttp.web.json_response(raw, status=code)
+
+    async def _evict(self, namespace: str, name: str) -> aiohttp.web.StreamResponse:
+        """An approved eviction: the pod is deleted, as the API server does when no budget forbids it."""
+        pods = kmock.resource("", "v1", "pods")
+        key = (pods, namespace, name)
+        async with self._lock:
+            if key not in self._objects or self._objects[key].deleted:
+                return _refuse(404, "NotFound", f'pods "{name}" not found')
+            raw = self._objects[key].raw
+            self._objects[key].delete()
+            await self._buses[pods].put({"type": "DELETED", "object": raw})
+        body = {"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Success", "code": 201}
+        return aiohttp.web.json_response(body, status=201)
 
     async def _serve_list(self, request: kmock.Request) -> dict[str, Any]:
         """The stock list, filtered by label and field selectors, with ``kind`` and ``apiVersion``."""
