@@ -1,6 +1,6 @@
 """Chargeback at scale: a month of 1,000 GPUs (hourly rollups, 30 days), 50 teams, a year of closed reports.
 
-Prints the time to compute every team's chargeback for the month (``billing.selectors.month_chargeback``: the
+Prints the time to compute every team's chargeback for the month (``billing.costs.selectors.month_chargeback``: the
 requests, their per-request rollup aggregates, price books, capacity and the pure arithmetic) as a ratio against
 a raw ``SELECT sum(sample_count)`` over the same month of the same rollup table, measured in the same run; then the
 time to render the cost dashboard page (all five charts, admin view) at that size. Best of ``--repeat``. No
@@ -47,7 +47,7 @@ def build(gpus: int, days: int, team_count: int) -> None:
     from django.db import connection
 
     from allocations.models import Cluster, ClusterBackend, GpuModel, GpuRequest, NodePool, RequestStatus, Team
-    from billing.cost_services import price_book_load
+    from billing.costs.services import price_book_load
     from billing.models import MonthlyReport, MonthlyReportLine, ReportStatus, UtilizationRollup
 
     price_book_load(text='currency: USD\neffective_from: 2025-01-01\ngpu_models:\n  H100-80GB: {hourly: "2.00"}\n')
@@ -131,7 +131,7 @@ def main() -> None:
     from django.test import Client
     from django.test.utils import setup_test_environment
 
-    from billing.selectors import month_bounds, month_chargeback
+    from billing.costs.selectors import month_bounds, month_chargeback
 
     setup_test_environment()
     started = time.perf_counter()

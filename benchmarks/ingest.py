@@ -2,9 +2,9 @@
 
 History is generated in the DCGM format (tests/integration/dcgm_exporter.py), turned into TSDB blocks with
 ``promtool tsdb create-blocks-from openmetrics`` (one file per device group, run in parallel) and served by the
-``prometheus`` binary on a loopback port. ``billing.services.utilization_pull`` then reads the 24 hours; the script
-prints the time spent reading, rolling up and writing, and the write time as a ratio against ``COPY`` of the same
-rows into a table of the same shape (indexes and constraints included), measured in the same run. Best of
+``prometheus`` binary on a loopback port. ``billing.metering.services.utilization_pull`` then reads the 24 hours;
+the script prints the time spent reading, rolling up and writing, and the write time as a ratio against ``COPY`` of
+the same rows into a table of the same shape (indexes and constraints included), measured in the same run. Best of
 ``--repeat`` runs each; re-pulling replaces the same rows (idempotent). No assertion on time.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpu_portal .venv/bin/python benchmarks/ingest.py [--gpus 1000]
@@ -137,8 +137,8 @@ def main() -> None:
     from django.db import connection
 
     from allocations.models import Cluster
+    from billing.metering.services import utilization_pull
     from billing.models import UtilizationRollup
-    from billing.services import utilization_pull
     from tests.factories import GpuRequestFactory, TeamFactory
 
     teams = {slug: TeamFactory(slug=slug) for slug in TEAMS}

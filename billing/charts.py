@@ -1,18 +1,24 @@
-"""Plotly figures of the cost dashboards, built from the dashboard tables and handed to the page as JSON.
+"""Every plotly figure of the billing pages: cost dashboards and capacity forecast. Views call it, never selectors.
 
-The page draws them with the plotly.js served from our static files (no CDN). Every figure is drawn from the same
-``(columns, rows)`` table shown under it and served as CSV, so a chart never says what its table does not.
+The pages draw them with the plotly.js served from our static files (``static/js/plotly-cartesian.min.js``, no
+CDN). Each cost figure is drawn from the same ``(columns, rows)`` table shown under it and served as CSV, so a chart
+never says what its table does not; the forecast figures draw ``PoolForecast`` histories and projections
+(``billing.utilization.selectors.pool_forecasts``) as plain JSON-ready dicts for ``json_script``.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from billing.dashboards import IDLE_LABEL, Table
+from billing.costs.dashboards import IDLE_LABEL, Table
+
+if TYPE_CHECKING:
+    from billing.utilization.selectors import PoolForecast
 
 PALETTE = ["#2f6fed", "#76b900", "#b7791f", "#9f7aea", "#e53e3e", "#319795", "#d53f8c", "#718096", "#dd6b20", "#3182ce"]
 IDLE_COLOUR = "#cbd5e0"
@@ -171,3 +177,80 @@ def cost_per_request_figure(table: Table, currency: str) -> go.Figure:
         xaxis={"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3"},
     )
     return fig
+
+
+# --- The capacity forecast: per pool, the last 7 days' daily means and the 30-day linear projection ---------
+
+FORECAST_PALETTE = ["#2f6fed", "#1f8a4c", "#b7791f", "#c53030", "#6b46c1", "#0f766e", "#9a3412", "#374151"]
+
+
+def _forecast_layout(title: str, y_title: str) -> dict[str, Any]:
+    return {
+        "title": {"text": title, "font": {"size": 15}},
+        "margin": {"l": 55, "r": 20, "t": 45, "b": 40},
+        "height": 360,
+        "hovermode": "x unified",
+        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.18},
+        "plot_bgcolor": "#fff",
+        "paper_bgcolor": "#fff",
+    }
+
+
+def _percent_traces(fig: go.Figure, name: str, forecast: Any, capacity: float, color: str) -> bool:
+    if not forecast.history or capacity <= 0:
+        return False
+    xs = [when.isoformat() for when, _ in forecast.history]
+    ys = [round(100.0 * value / capacity, 2) for _, value in forecast.history]
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, line={"color": color}, legendgroup=name))
+    if forecast.projection:
+        fig.add_trace(
+            go.Scatter(
+                x=[when.isoformat() for when, _ in forecast.projection],
+                y=[round(100.0 * value / capacity, 2) for _, value in forecast.projection],
+                mode="lines",
+                name=f"{name} (trend)",
+                line={"color": color, "dash": "dot"},
+                legendgroup=name,
+                showlegend=False,
+            )
+        )
+    return True
+
+
+def _with_capacity_line(fig: go.Figure) -> None:
+    fig.add_hline(y=100, line={"color": "#c53030", "dash": "dash", "width": 1}, annotation_text="capacity")
+
+
+def allocation_forecast_figure(forecasts: Sequence[PoolForecast]) -> dict[str, Any] | None:
+    """Allocation as % of each pool resource's capacity: 7 days of daily means and the 30-day trend (None: no data)."""
+    fig = go.Figure()
+    drawn = False
+    for index, item in enumerate(forecasts):
+        drawn |= _percent_traces(
+            fig, item.label, item.allocation, float(item.capacity), FORECAST_PALETTE[index % len(FORECAST_PALETTE)]
+        )
+    if not drawn:
+        return None
+    _with_capacity_line(fig)
+    fig.update_layout(**_forecast_layout("Allocation forecast (% of pool capacity)", "% of capacity allocated"))
+    return json.loads(fig.to_json())
+
+
+def utilization_forecast_figure(forecasts: Sequence[PoolForecast]) -> dict[str, Any] | None:
+    """Utilization as % of each pool's GPUs busy: 7 days of daily means and the 30-day trend (None: no data)."""
+    fig = go.Figure()
+    drawn = False
+    seen: set[int] = set()
+    for item in forecasts:
+        if item.pool.pk in seen:
+            continue
+        seen.add(item.pool.pk)
+        name = f"{item.pool.cluster.name}/{item.pool.name}"
+        drawn |= _percent_traces(
+            fig, name, item.utilization, 100.0, FORECAST_PALETTE[len(seen) % len(FORECAST_PALETTE)]
+        )
+    if not drawn:
+        return None
+    fig.update_layout(**_forecast_layout("Utilization forecast (% of pool GPUs busy)", "% busy"))
+    return json.loads(fig.to_json())

@@ -1,4 +1,4 @@
-"""Celery tasks of the billing app: thin, named, idempotent; the work is in ``billing.services``."""
+"""Celery tasks of the billing app: thin, named, idempotent; the work is in ``billing.metering`` and ``costs``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import logging
 from celery import shared_task
 
 from allocations.models import Cluster
-from billing.prometheus import PrometheusUnavailable
-from billing.services import HOUR, utilization_health_pull, utilization_pull
+from billing.costs.services import monthly_reports_close, previous_month
+from billing.metering.prometheus import PrometheusUnavailable
+from billing.metering.services import HOUR, utilization_health_pull, utilization_pull
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +61,6 @@ def pull_utilization_all() -> list[int]:
 @shared_task(name="billing.close_previous_month", acks_late=True)
 def close_previous_month() -> dict[str, object]:
     """Close last month's reports (beat: 1st of the month); re-running it leaves closed reports as they are."""
-    from billing.cost_services import monthly_reports_close, previous_month
-
     result = monthly_reports_close(month=previous_month())
     return {
         "month": f"{result.month:%Y-%m}",

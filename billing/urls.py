@@ -1,9 +1,19 @@
-"""Browser routes of the billing app: utilization pages and cost reports/dashboards live in their own modules."""
+"""Browser routes of the billing app (mounted under /billing/): reports, cost dashboards and platform utilization."""
 
-from django.urls import include, path
+from django.urls import path, re_path
+
+from billing import views
 
 app_name = "billing"
 urlpatterns = [
-    path("", include("billing.urls_utilization")),
-    path("", include("billing.urls_reports")),
+    path("utilization/", views.platform_utilization_view, name="utilization"),
+    path("reports/", views.report_list, name="report-list"),
+    path("reports/<slug:team>/<int:year>-<int:month>/", views.report_detail, name="report-detail"),
+    re_path(
+        r"^reports/(?P<team>[-a-zA-Z0-9_]+)/(?P<year>\d{4})-(?P<month>\d{1,2})\.(?P<fmt>csv|pdf)$",
+        views.report_download,
+        name="report-download",
+    ),
+    path("dashboards/", views.dashboard, name="dashboard"),
+    path("dashboards/<slug:chart>.csv", views.dashboard_csv, name="dashboard-csv"),
 ]

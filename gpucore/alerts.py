@@ -3,8 +3,8 @@
 Thresholds are the guide's (shared/domain Part 3.1 "Critical Metrics to Monitor" and 3.3 "Alert Strategy"):
 ``DCGM_FI_DEV_GPU_TEMP > 83`` alerts immediately; ``DCGM_FI_DEV_FB_USED / total > 0.85`` alerts once it has held
 for 2 minutes; and (issue #6) a held GPU under 10 % utilization for an hour is waste. Hours are read at one-minute
-points (billing.services), so "for 2 minutes" is, as Prometheus evaluates ``for: 2m`` every minute, three consecutive
-one-minute points above 85 % (the condition true at t-2m, t-1m and t: two minutes long), and "for an hour"
+points (billing.metering.services), so "for 2 minutes" is, as Prometheus evaluates ``for: 2m`` every minute, three
+consecutive one-minute points above 85 % (the condition true at t-2m, t-1m and t: two minutes long), and "for an hour"
 is all 60 minutes of a complete hour. An hour that is incomplete or has missing minutes is never read as zero
 use: it cannot raise a waste alert (missing data is not idleness).
 """

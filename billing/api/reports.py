@@ -25,10 +25,8 @@ from rest_framework.views import APIView
 
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.serializers import MoneySerializer
-from billing.cost_services import price_book_load
-from billing.models import PriceBook
-from billing.reports import live_reports, report_csv, stored_report_payload
-from billing.selectors import (
+from billing.costs.reports import live_reports, report_csv, stored_report_payload
+from billing.costs.selectors import (
     cost_teams_visible_to,
     month_bounds,
     month_chargeback,
@@ -36,6 +34,8 @@ from billing.selectors import (
     monthly_reports_visible_to,
     price_book_in_effect,
 )
+from billing.costs.services import price_book_load
+from billing.models import PriceBook
 from gpucore.pricebook import TCO_FIELDS
 
 _MONEY = MoneySerializer()

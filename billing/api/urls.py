@@ -1,9 +1,14 @@
-"""Billing REST API routes under /api/v1/: usage, price book and reports live in their own modules."""
+"""Billing REST API routes under /api/v1/: a team's usage, monthly reports, the price book and the what-if."""
 
-from django.urls import include, path
+from django.urls import path
+
+from billing.api.reports import PriceBookView, ReportListView
+from billing.api.usage import TeamUsageView
+from billing.api.whatif import WhatIfView
 
 urlpatterns = [
-    path("", include("billing.api.urls_usage")),
-    path("", include("billing.api.urls_reports")),
-    path("", include("billing.api.urls_whatif")),
+    path("teams/<str:slug>/usage/", TeamUsageView.as_view(), name="team-usage"),
+    path("reports/", ReportListView.as_view(), name="api-reports"),
+    path("price-book/", PriceBookView.as_view(), name="api-price-book"),
+    path("what-if/", WhatIfView.as_view(), name="what-if"),
 ]

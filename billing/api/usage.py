@@ -1,7 +1,7 @@
 """``GET /api/v1/teams/{slug}/usage/``: a team's GPU use between two times or in a month (DESIGN.md "Other resources").
 
 Thin: the team comes from ``teams_visible_to`` (another team's is a 404, approvers see all) and the figures from
-``billing.selectors.team_usage``; a bad parameter is a 400 naming it, in DRF's ``{"field": ["message"]}`` shape.
+``billing.costs.selectors.team_usage``; a bad parameter is a 400 naming it, in DRF's ``{"field": ["message"]}`` shape.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from rest_framework.views import APIView
 from allocations.api.permissions import IsActivePortalUser
 from allocations.models import Team
 from allocations.selectors import teams_visible_to
-from billing.selectors import month_bounds, team_usage
+from billing.costs.selectors import month_bounds
+from billing.metering.selectors import team_usage
 
 MAX_RANGE = timedelta(days=366)
 

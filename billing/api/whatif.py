@@ -1,7 +1,7 @@
 """``POST /api/v1/what-if/``: a workload profile priced for every strategy on every GPU model a pool offers.
 
 For the requested duration, with whether the team's quota and this month's budget allow each option, and for
-training and HPC a per-run estimate scaled by the catalog's FP16 throughput. Thin: ``billing.whatif.team_what_if``
+training and HPC a per-run estimate scaled by the catalog's FP16 throughput. Thin: ``billing.costs.whatif.team_what_if``
 does the work; the team must be one the caller may see (another team's slug reads as "does not exist").
 """
 
@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.serializers import ProfileInputSerializer, VisibleTeamField
 from allocations.models import Team
-from billing.whatif import team_what_if
+from billing.costs.whatif import team_what_if
 from gpucore.decision import ProfileError
 
 

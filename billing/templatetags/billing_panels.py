@@ -11,8 +11,8 @@ from typing import Any
 from django import template
 
 from allocations.models import GpuRequest, Team
-from billing.selectors import team_month_to_date
-from billing.utilization_selectors import request_utilization_context, team_utilization_context
+from billing.costs.selectors import team_month_to_date
+from billing.utilization.selectors import request_utilization_context, team_utilization_context
 
 register = template.Library()
 

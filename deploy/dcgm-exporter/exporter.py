@@ -1,6 +1,6 @@
 """A DCGM-format exporter for the compose demo: the demo cluster's devices and pods, live, on ``:9400/metrics``.
 
-Devices and owners come from the portal database (``billing.demo_usage.demo_devices``: active requests on their
+Devices and owners come from the portal database (``billing.metering.demo_usage.demo_devices``: active requests on their
 pools, an outside team workload, unallocated devices), refreshed every minute; readings follow the same workload
 patterns as the demo history, with the DCGM label set of ``gpucore.dcgm_synthetic.FakeDevice`` and
 ``DCGM_FI_DEV_GPU_TEMP`` added for the temperature alert. Run it with the app image:
@@ -30,7 +30,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric  # noqa: E402
 from prometheus_client.registry import Collector  # noqa: E402
 
 from allocations.models import GpuRequest, NodePool, RequestStatus, Team  # noqa: E402
-from billing.demo_usage import DemoDevice, demo_devices, demo_level  # noqa: E402
+from billing.metering.demo_usage import DemoDevice, demo_devices, demo_level  # noqa: E402
 from gpucore.dcgm_synthetic import HELP, FakeDevice  # noqa: E402
 
 HELP_TEMP = "GPU temperature (in C)."

@@ -319,7 +319,7 @@ PORTAL_CURRENCY = env_str("PORTAL_CURRENCY") or "USD"
 # Where recommendations get GPU prices: a dotted path to a callable returning {model name: hourly Decimal}. The
 # allocations app reads it through import_string (the pluggable-backend idiom) so it never imports billing;
 # empty means the catalog's reference prices.
-GPU_PRICE_PROVIDER = env_str("GPU_PRICE_PROVIDER", "billing.selectors.current_gpu_rates")
+GPU_PRICE_PROVIDER = env_str("GPU_PRICE_PROVIDER", "billing.costs.selectors.current_gpu_rates")
 # The image a workload gets when its request names none, per workload type.
 PORTAL_DEFAULT_IMAGES = {
     "training": env_str("PORTAL_IMAGE_TRAINING") or "nvcr.io/nvidia/pytorch:24.05-py3",

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from django.contrib.auth.models import Group, Permission
 
 from allocations.models import GpuModel, GpuRequest, RequestStatus, SlaTier
-from billing.cost_services import price_book_load
+from billing.costs.selectors import FINANCE_GROUP
+from billing.costs.services import price_book_load
 from billing.models import PriceBook, UtilizationRollup
-from billing.selectors import FINANCE_GROUP
 from tests.factories import GpuRequestFactory, UserFactory
 
 OCT = datetime(2026, 10, 1, tzinfo=UTC)

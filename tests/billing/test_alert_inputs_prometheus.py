@@ -64,9 +64,9 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prome
 
 
 def test_temperature_and_memory_pressure_land_on_the_rollups(prometheus) -> None:
+    from billing.metering.services import utilization_health_pull, utilization_pull
     from billing.models import UtilizationRollup
-    from billing.services import utilization_health_pull, utilization_pull
-    from billing.utilization_selectors import alerts_for
+    from billing.utilization.selectors import alerts_for
     from gpucore.alerts import AlertKind
     from tests.factories import ClusterFactory, GpuRequestFactory, TeamFactory
 

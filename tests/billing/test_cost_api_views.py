@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from billing.cost_services import monthly_reports_close
+from billing.costs.services import monthly_reports_close
 from tests.billing.cost_helpers import OCT, finance_user, held_request, load_book, rollup
 from tests.billing.test_cost_reports import OCTOBER
 from tests.factories import ROLES

@@ -14,10 +14,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from allocations.placement import gpu_hourly_rates
-from billing.cost_services import monthly_reports_close, price_book_load, usage_import
+from billing.costs.reports import report_csv, report_pdf
+from billing.costs.selectors import current_gpu_rates, month_chargeback
+from billing.costs.services import monthly_reports_close, price_book_load, usage_import
 from billing.models import ClosedReportError, ImportedUsage, MonthlyReport, MonthlyReportLine, OrganisationMonthSummary
-from billing.reports import report_csv, report_pdf
-from billing.selectors import current_gpu_rates, month_chargeback
 from billing.tasks import close_previous_month
 from tests.billing.cost_helpers import OCT, held_request, load_book, rollup
 

@@ -14,7 +14,7 @@ from django.core import mail
 from django.urls import reverse
 
 from allocations.models import GpuRequest
-from billing.cost_services import monthly_reports_close
+from billing.costs.services import monthly_reports_close
 from tests.billing.cost_helpers import OCT, held_request, load_book, rollup
 from tests.billing.test_cost_reports import OCTOBER
 

@@ -9,9 +9,9 @@ from django.core.management import call_command
 from django.test import override_settings
 from django.utils import timezone
 
-from billing.demo_usage import generate_demo_usage
+from billing.metering.demo_usage import generate_demo_usage
 from billing.models import UtilizationRollup
-from billing.utilization_selectors import alerts_for, pool_forecasts
+from billing.utilization.selectors import alerts_for, pool_forecasts
 
 pytestmark = pytest.mark.django_db
 # The demo requests are seeded now, so the month of usage ends now too.

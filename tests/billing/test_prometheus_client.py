@@ -1,4 +1,4 @@
-"""billing.prometheus: chunking under the points limit, auth headers, answers and errors over real loopback HTTP."""
+"""billing.metering.prometheus: chunking under the points limit, auth headers, answers and errors over loopback HTTP."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from billing.prometheus import (
+from billing.metering.prometheus import (
     MAX_POINTS_PER_SERIES,
     PrometheusClient,
     PrometheusConfigError,

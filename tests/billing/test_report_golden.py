@@ -14,10 +14,10 @@ import pytest
 from django.db import connection
 
 from allocations.models import Team
-from billing.cost_services import monthly_reports_close
+from billing.costs.reports import live_reports, organisation_csv, report_csv
+from billing.costs.selectors import month_chargeback
+from billing.costs.services import monthly_reports_close
 from billing.models import MonthlyReport
-from billing.reports import live_reports, organisation_csv, report_csv
-from billing.selectors import month_chargeback
 from tests.billing.fixture_months import CLOSED_AT, NOVEMBER, NOVEMBER_NOW, OCTOBER, SEPTEMBER, build_fixture_months
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from allocations.models import GpuRequest, RequestStatus
-from billing.selectors import team_month_to_date
+from billing.costs.selectors import team_month_to_date
 from tests.factories import GpuRequestFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,9 @@ from decimal import Decimal as D
 import pytest
 from django.core.exceptions import ValidationError
 
-from billing.cost_services import usage_import
+from billing.costs.selectors import month_chargeback
+from billing.costs.services import usage_import
 from billing.models import ImportedUsage
-from billing.selectors import month_chargeback
 
 pytestmark = pytest.mark.django_db
 HEADER = "team,request,gpu_model,strategy,resource_name,quantity,time_slice_replicas,start,end,avg_utilization_pct\n"

@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from allocations.models import GpuRequest, RequestEvent, RequestStatus
-from billing.utilization_selectors import (
+from billing.utilization.selectors import (
     platform_utilization,
     pool_forecasts,
     request_utilization_context,

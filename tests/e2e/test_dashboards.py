@@ -16,7 +16,7 @@ CHARTS = ["cost-over-time", "allocation-vs-utilization", "strategy-mix", "pool-h
 def _october_usage() -> None:
     """A price book, a month of mixed allocations (imported) and hourly rollups for the demo organisation."""
     from allocations.models import Cluster, GpuRequest, Team
-    from billing.cost_services import price_book_load, usage_import
+    from billing.costs.services import price_book_load, usage_import
     from billing.models import UtilizationRollup
 
     price_book_load(

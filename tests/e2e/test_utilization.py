@@ -14,7 +14,7 @@ SCREENSHOT = "/tmp/e2e-utilization.png"
 
 
 def test_platform_page_draws_the_forecast_chart_with_data(new_page) -> None:
-    from billing.demo_usage import generate_demo_usage
+    from billing.metering.demo_usage import generate_demo_usage
 
     assert generate_demo_usage(days=8) >= 0  # seed_demo may already have written it: idempotent
     page = new_page("carol")  # the demo's platform admin

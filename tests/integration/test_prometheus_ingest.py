@@ -171,9 +171,9 @@ def snapshot(cluster) -> list[tuple]:
 
 
 def test_utilization_lands_on_the_right_team_and_request(rig: Rig, org) -> None:
+    from billing.metering.selectors import team_usage
+    from billing.metering.services import utilization_pull
     from billing.models import UtilizationRollup
-    from billing.selectors import team_usage
-    from billing.services import utilization_pull
 
     result = utilization_pull(cluster=org.cluster, start=rig.hour(0), end=rig.hour(24), now=rig.now)
     assert (result.hours, result.rows) == (24, 24 * len(DEVICES))
@@ -220,7 +220,7 @@ def test_utilization_lands_on_the_right_team_and_request(rig: Rig, org) -> None:
 
 
 def test_pulling_twice_gives_the_same_rows(rig: Rig, org) -> None:
-    from billing.services import utilization_pull
+    from billing.metering.services import utilization_pull
 
     utilization_pull(cluster=org.cluster, start=rig.hour(3), end=rig.hour(9), now=rig.now)
     once = snapshot(org.cluster)
@@ -231,10 +231,10 @@ def test_pulling_twice_gives_the_same_rows(rig: Rig, org) -> None:
 
 
 def test_catch_up_after_an_outage_fills_the_gap(rig: Rig, org, settings) -> None:
+    from billing.metering.prometheus import PrometheusUnavailable
+    from billing.metering.selectors import team_usage
+    from billing.metering.services import utilization_pull
     from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
-    from billing.prometheus import PrometheusUnavailable
-    from billing.selectors import team_usage
-    from billing.services import utilization_pull
 
     settings.BILLING_PROMETHEUS_RETRIES = 1
     settings.BILLING_PROMETHEUS_BACKOFF_SECONDS = 0.01
@@ -264,7 +264,7 @@ def test_catch_up_after_an_outage_fills_the_gap(rig: Rig, org, settings) -> None
 
 
 def test_a_bad_query_is_permanent(rig: Rig) -> None:
-    from billing.prometheus import PrometheusClient, PrometheusQueryError
+    from billing.metering.prometheus import PrometheusClient, PrometheusQueryError
 
     with pytest.raises(PrometheusQueryError) as info:
         PrometheusClient(rig.prometheus.url).query("sum(")
@@ -272,7 +272,7 @@ def test_a_bad_query_is_permanent(rig: Rig) -> None:
 
 
 def test_live_scrape_renames_workload_labels_and_attribution_reads_them(rig: Rig) -> None:
-    from billing.prometheus import PrometheusClient
+    from billing.metering.prometheus import PrometheusClient
     from gpucore.attribution import gpu_identity, owner_from_labels
 
     client = PrometheusClient(rig.prometheus.url)

@@ -8,8 +8,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing.cost_services import monthly_reports_close, previous_month
-from billing.selectors import month_from_text
+from billing.costs.selectors import month_from_text
+from billing.costs.services import monthly_reports_close, previous_month
 
 
 def _month(value: str) -> date:

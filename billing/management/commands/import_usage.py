@@ -8,7 +8,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing.cost_services import USAGE_HEADER, usage_import
+from billing.costs.services import USAGE_HEADER, usage_import
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing.cost_services import price_book_load
+from billing.costs.services import price_book_load
 
 
 class Command(BaseCommand):

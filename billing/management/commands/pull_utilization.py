@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from allocations.models import Cluster
-from billing.prometheus import PrometheusError
-from billing.services import HOUR, floor_hour, last_complete_hour_end, utilization_pull
+from billing.metering.prometheus import PrometheusError
+from billing.metering.services import HOUR, floor_hour, last_complete_hour_end, utilization_pull
 
 
 def _aware(value: str) -> datetime:

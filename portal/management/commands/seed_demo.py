@@ -34,8 +34,8 @@ from allocations.services import (
     gpu_request_release,
     gpu_request_submit,
 )
-from billing.cost_services import monthly_reports_close, previous_month, price_book_load
-from billing.demo_usage import generate_demo_usage
+from billing.costs.services import monthly_reports_close, previous_month, price_book_load
+from billing.metering.demo_usage import generate_demo_usage
 from billing.models import PriceBook
 
 # One basis for every model (cloud on-demand price per GPU-hour, from the reference catalog), so comparisons between

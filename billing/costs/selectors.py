@@ -1,4 +1,9 @@
-"""Reads of the billing app: a team's GPU usage between two times, from the hourly utilization rollups."""
+"""Reads of cost: who may see which costs, the price book in effect, the chargeback's inputs and a month's chargeback.
+
+The arithmetic is pure (``gpucore.chargeback``, ``gpucore.pricing``); this module gathers its inputs: the spans each
+request held GPUs (``allocations.selectors.allocation_intervals``) with what it held (``GpuRequest.allocation_spec``),
+imported usage, the price books in effect, the capacity of the pools and the measured use (``billing.metering``).
+"""
 
 from __future__ import annotations
 
@@ -7,119 +12,15 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F, FloatField, Max, Q, QuerySet, Sum
-from django.db.models.functions import Cast
+from django.db.models import F, QuerySet, Sum
 from django.utils import timezone
 
-from allocations.models import Cluster, NodePool, Team
+from allocations.models import NodePool, Team
 from allocations.selectors import User, allocation_intervals, catalog_from_db, teams_of, user_is_approver
-from billing.models import (
-    ImportedUsage,
-    IngestStatus,
-    MonthlyReport,
-    PriceBook,
-    UtilizationIngestHour,
-    UtilizationRollup,
-    UtilizationWatermark,
-)
+from billing.metering.selectors import usage_by_request
+from billing.models import ImportedUsage, MonthlyReport, PriceBook
 from gpucore.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
 from gpucore.pricing import catalog_hourly_rate, to_cents
-
-MIB_PER_GB = 1024.0  # NVIDIA's "GB" (1g.10gb = 9.75 GiB = 9984 MiB) is a GiB; DCGM reports MiB.
-
-
-def rollups_between(*, start: datetime, end: datetime) -> QuerySet[UtilizationRollup]:
-    """Rollups of the hours that start in [start, end)."""
-    return UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end)
-
-
-def utilization_weighted_sum() -> Sum:
-    """Sum of utilization x minutes of rollups; divided by ``utilization_samples()`` it is the time-weighted mean."""
-    # Cast: sample_count is an integer column; the weighted sum must stay in double precision.
-    return Sum(F("avg_utilization_pct") * Cast("sample_count", FloatField()))
-
-
-def utilization_samples() -> Sum:
-    """Minutes of rollups that measured utilization (the divisor of ``utilization_weighted_sum()``)."""
-    return Sum("sample_count", filter=Q(avg_utilization_pct__isnull=False))
-
-
-def weighted_utilization_pct(row: dict[str, Any], *, digits: int = 1) -> float | None:
-    """The time-weighted mean utilization of a row aggregated with ``util_weighted`` and ``util_samples``."""
-    return round(row["util_weighted"] / row["util_samples"], digits) if row.get("util_samples") else None
-
-
-def rollup_usage_aggregates() -> dict[str, Any]:
-    """Aggregates of rollups read by ``_shape``: minutes, utilization x minutes, peak memory (MiB), energy."""
-    return {
-        "samples": Sum("sample_count"),
-        "util_weighted": utilization_weighted_sum(),
-        "util_samples": utilization_samples(),
-        "peak_mib": Max("peak_memory_used_mib"),
-        "energy": Sum("energy_kwh"),
-    }
-
-
-def _shape(row: dict[str, Any]) -> dict[str, Any]:
-    samples = row.get("samples") or 0
-    peak_mib = row.get("peak_mib")
-    energy = row.get("energy")
-    return {
-        "gpu_hours": round(samples / 60.0, 3),
-        "avg_utilization_pct": weighted_utilization_pct(row),
-        "peak_memory_used_gb": round(peak_mib / MIB_PER_GB, 2) if peak_mib is not None else None,
-        "energy_kwh": round(energy, 3) if energy is not None else None,
-    }
-
-
-def incomplete_hours(*, start: datetime, end: datetime, clusters: QuerySet[Cluster] | None = None) -> list[dict]:
-    """Hours in [start, end) that a cluster could not read, or read as empty: unknown use, never zero use."""
-    qs = UtilizationIngestHour.objects.filter(hour__gte=start, hour__lt=end).exclude(status=IngestStatus.COMPLETE)
-    if clusters is not None:
-        qs = qs.filter(cluster__in=clusters)
-    return [
-        {"cluster": name, "hour": hour, "status": status}
-        for name, hour, status in qs.order_by("hour", "cluster__name").values_list("cluster__name", "hour", "status")
-    ]
-
-
-def ingested_through(*, clusters: QuerySet[Cluster] | None = None) -> datetime | None:
-    """The end of the last hour every cluster with Prometheus has read without a gap (None: one never has)."""
-    clusters = clusters if clusters is not None else Cluster.objects.filter(is_active=True).exclude(prometheus_url="")
-    ids = set(clusters.values_list("id", flat=True))
-    marks = dict(
-        UtilizationWatermark.objects.filter(cluster_id__in=ids).values_list("cluster_id", "last_complete_hour")
-    )
-    if not ids or set(marks) != ids:
-        return None
-    return min(marks.values()) + timedelta(hours=1)
-
-
-def team_usage(*, team: Team, start: datetime, end: datetime) -> dict[str, Any]:
-    """A team's GPU use in [start, end) in the DESIGN.md ``/teams/{slug}/usage/`` shape, plus what is incomplete.
-
-    ``gpu_hours`` counts device-hours (a MIG instance or a time-sliced share held for an hour is one);
-    ``avg_utilization_pct`` is weighted by time; ``peak_memory_used_gb`` is the largest hourly peak (GiB);
-    ``energy_kwh`` covers whole GPUs only (DCGM has no per-instance power). ``incomplete_hours`` lists hours that
-    could not be read and ``complete`` is False when any hour of the range is missing or not yet ingested.
-    """
-    qs = rollups_between(start=start, end=end).filter(team=team)
-    grouped = qs.exclude(request__isnull=True).values("request_id").annotate(**rollup_usage_aggregates())
-    by_request = [{"request": row["request_id"], **_shape(row)} for row in grouped.order_by("request_id")]
-    missing = incomplete_hours(start=start, end=end)
-    through = ingested_through()
-    return {
-        "team": team.slug,
-        "start": start,
-        "end": end,
-        **_shape(qs.aggregate(**rollup_usage_aggregates())),
-        "by_request": by_request,
-        "complete": not missing and through is not None and through >= end,
-        "incomplete_hours": missing,
-    }
-
-
-# --- Cost reads: price books, chargeback inputs, report scoping (issue #7) --------------------------------------
 
 FINANCE_GROUP = "Finance"
 VIEW_ALL_COSTS_PERMISSION = "billing.view_all_costs"
@@ -211,25 +112,6 @@ def capacity_gpus_by_model() -> dict[str, int]:
     return {row["gpu_model__name"]: int(row["gpus"] or 0) for row in rows}
 
 
-def _usage_by_request(start: datetime, end: datetime) -> dict[int, tuple[float | None, float | None]]:
-    rows = (
-        rollups_between(start=start, end=end)
-        .exclude(request__isnull=True)
-        .values("request_id")
-        .annotate(
-            util_weighted=utilization_weighted_sum(), util_samples=utilization_samples(), energy=Sum("energy_kwh")
-        )
-        .order_by()
-    )
-    return {
-        row["request_id"]: (
-            row["util_weighted"] / row["util_samples"] if row["util_samples"] else None,
-            row["energy"],
-        )
-        for row in rows
-    }
-
-
 def _pool_layout(pool: NodePool | None, mig_profile: str | None) -> dict[str, int] | None:
     """The pool's per-GPU MIG layout, which scales the share so a fully partitioned GPU bills exactly once."""
     # A pool edited since (no longer holding the profile) bills the instance's own weight, never fails the month.
@@ -239,7 +121,7 @@ def _pool_layout(pool: NodePool | None, mig_profile: str | None) -> dict[str, in
 
 def request_allocations(*, start: datetime, end: datetime) -> list[Allocation]:
     """Requests that held GPUs in [start, end) (``allocations.selectors.allocation_intervals``), as allocations."""
-    usage = _usage_by_request(start, end)
+    usage = usage_by_request(start=start, end=end)
     allocations = []
     for interval in allocation_intervals(start=start, end=end):
         req = interval.request

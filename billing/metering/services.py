@@ -24,8 +24,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.models import Cluster, GpuRequest, Team
+from billing.metering.prometheus import PrometheusClient, PrometheusError, Series
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
-from billing.prometheus import PrometheusClient, PrometheusError, Series
 from gpucore import attribution
 from gpucore.attribution import GAUGE_BLANK_FLOOR, HourStats
 

@@ -1,7 +1,8 @@
-"""Browser pages of cost: monthly reports (list, detail, CSV, PDF) and the cost dashboards with their CSVs.
+"""Browser pages of billing: monthly reports (list, detail, CSV, PDF), the cost dashboards and platform utilization.
 
 Thin: the teams come from ``cost_teams_visible_to`` so another team's report is a 404; the figures come from the
-selectors, the dashboard tables and the report payloads shared with the API.
+selectors (``billing.costs``, ``billing.utilization``), the dashboard tables and the report payloads shared with the
+API; every chart is drawn here, from ``billing.charts``. Platform utilization is for platform approvers (others: 403).
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from allocations.models import Team
-from billing import charts, dashboards
-from billing.models import MonthlyReport
-from billing.reports import live_report_payload, report_csv, report_pdf, stored_report_payload
-from billing.selectors import (
+from billing import charts
+from billing.costs import dashboards
+from billing.costs.reports import live_report_payload, report_csv, report_pdf, stored_report_payload
+from billing.costs.selectors import (
     cost_teams_visible_to,
     month_bounds,
     month_chargeback,
@@ -30,6 +32,9 @@ from billing.selectors import (
     next_month,
     user_can_view_all_costs,
 )
+from billing.models import MonthlyReport
+from billing.utilization.selectors import capacity_forecast, platform_utilization, pool_forecasts
+from gpucore.chargeback import TeamCharge
 from gpucore.exports import csv_text
 
 PAGE_SIZE = 50
@@ -87,8 +92,6 @@ def _report_payload(request: HttpRequest, slug: str, year: int, month: int) -> d
 
 
 def _team_charge(team: Team, month: date) -> Any:
-    from gpucore.chargeback import TeamCharge
-
     return month_chargeback(month=month).teams.get(team.slug) or TeamCharge(team.slug)
 
 
@@ -190,12 +193,9 @@ FORECAST = "capacity-forecast"
 
 def _forecast_panel() -> dict[str, Any]:
     """The capacity forecast (platform-wide, so only for those who see all costs): chart and table."""
-    from billing.charts_utilization import allocation_forecast_figure
-    from billing.utilization_selectors import pool_forecasts
-
     forecasts = pool_forecasts(now=timezone.now())
-    columns, rows = dashboards.capacity_forecast(now=timezone.now(), forecasts=forecasts)
-    figure = allocation_forecast_figure(forecasts)
+    columns, rows = capacity_forecast(now=timezone.now(), forecasts=forecasts)
+    figure = charts.allocation_forecast_figure(forecasts)
     return {
         "id": FORECAST,
         "title": "Capacity forecast (7-day trend, 30 days ahead)",
@@ -215,9 +215,21 @@ def dashboard_csv(request: HttpRequest, chart: str) -> HttpResponse:
         raise Http404("No such chart.")
     month = parse_month(request.GET.get("month"), default=_this_month())
     if forecast:
-        columns, rows = dashboards.capacity_forecast(now=timezone.now())
+        columns, rows = capacity_forecast(now=timezone.now())
     else:
         columns, rows = _tables(request, month, only=chart)[chart]
     response = HttpResponse(csv_text(columns, rows), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{chart}-{month:%Y-%m}.csv"'
     return response
+
+
+@login_required
+def platform_utilization_view(request: HttpRequest) -> HttpResponse:
+    """The platform utilization page (approvers only), with the allocation and utilization forecast charts."""
+    try:
+        context = platform_utilization(user=request.user)
+    except PermissionError as exc:
+        raise PermissionDenied(str(exc)) from exc
+    context["allocation_chart"] = charts.allocation_forecast_figure(context["forecasts"])
+    context["utilization_chart"] = charts.utilization_forecast_figure(context["forecasts"])
+    return render(request, "billing/utilization_platform.html", context)

@@ -11,24 +11,16 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from allocations.models import NodePool, SharingMode, Team
-from billing.models import MonthlyReport, MonthlyReportLine, OrganisationMonthSummary, ReportStatus
-from billing.selectors import (
-    month_bounds,
-    month_chargeback,
-    rollups_between,
-    utilization_samples,
-    utilization_weighted_sum,
-)
+from allocations.models import GpuRequest, NodePool, SharingMode, Team
+from billing.costs.selectors import month_bounds, month_chargeback
+from billing.metering.selectors import rollups_between, utilization_samples, utilization_weighted_sum
+from billing.models import ImportedUsage, MonthlyReport, MonthlyReportLine, OrganisationMonthSummary, ReportStatus
 from gpucore.chargeback import Chargeback
 from gpucore.pricing import to_cents
-
-if TYPE_CHECKING:
-    from billing.utilization_selectors import PoolForecast
 
 Table = tuple[list[str], list[list[Any]]]
 IDLE_LABEL = "(idle capacity)"
@@ -172,9 +164,6 @@ def cost_over_time(
 
 
 def _had_activity(month: date, _since: datetime) -> bool:
-    from allocations.models import GpuRequest
-    from billing.models import ImportedUsage
-
     start, end = month_bounds(month)
     requests = GpuRequest.objects.filter(activated_at__lt=end).filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
     return requests.exists() or ImportedUsage.objects.filter(start__lt=end, end__gt=start).exists()
@@ -280,38 +269,3 @@ def _pool_names() -> dict[tuple[int, str, bool], str]:
         for dcgm in [pool.gpu_model.name, *(pool.gpu_model.dcgm_model_names or [])]:
             names.setdefault((pool.cluster_id, str(dcgm).casefold(), is_mig), str(pool))
     return names
-
-
-FORECAST_COLUMNS = [
-    "pool",
-    "resource",
-    "capacity",
-    "allocated now",
-    "allocation trend per day",
-    "runs out",
-    "utilization trend per day (% busy)",
-]
-
-
-def capacity_forecast(*, now: datetime, forecasts: list[PoolForecast] | None = None) -> Table:
-    """Per pool resource: capacity, what is allocated now, the 7-day trends and the date the pool runs out.
-
-    ``forecasts`` (from ``pool_forecasts``) saves computing them again when the caller already has them.
-    """
-    from billing.utilization_selectors import pool_forecasts
-
-    rows = []
-    for item in pool_forecasts(now=now) if forecasts is None else forecasts:
-        allocation, utilization = item.allocation.trend, item.utilization.trend
-        rows.append(
-            [
-                f"{item.pool.cluster.name}/{item.pool.name}",
-                item.resource_name,
-                item.capacity,
-                item.allocated_now,
-                round(allocation.slope_per_day, 2) if allocation else None,
-                item.allocation.run_out_at.date().isoformat() if item.allocation.run_out_at else "not within 30 days",
-                round(utilization.slope_per_day, 2) if utilization else None,
-            ]
-        )
-    return FORECAST_COLUMNS, rows

@@ -1,7 +1,8 @@
 """Reads for utilization alerts, right-sizing advice and capacity forecasts, computed from the hourly rollups on read.
 
-The rules are pure (gpucore.alerts, gpucore.advice, gpucore.forecast); this module only gathers their inputs and
-the context of the pages and partials that show them (templates/billing/*utilization*).
+The rules are pure (gpucore.alerts, gpucore.advice, gpucore.forecast); this module only gathers their inputs (the
+rollups through ``billing.metering``, prices through ``billing.costs``) and the context of the pages and partials
+that show them (templates/billing/*utilization*). Figures are drawn by the views (``billing.charts``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
 from allocations.models import Cluster, GpuModel, GpuRequest, NodePool, Team
+from allocations.placement import gpu_hourly_rates
 from allocations.selectors import (
     User,
     allocation_intervals,
@@ -24,10 +26,9 @@ from allocations.selectors import (
     teams_visible_to,
     user_is_approver,
 )
-from billing.models import UtilizationRollup
-from billing.selectors import (
+from billing.costs.selectors import catalog_fallback_rates
+from billing.metering.selectors import (
     MIB_PER_GB,
-    catalog_fallback_rates,
     incomplete_hours,
     ingested_through,
     rollup_usage_aggregates,
@@ -35,6 +36,7 @@ from billing.selectors import (
     utilization_weighted_sum,
     weighted_utilization_pct,
 )
+from billing.models import UtilizationRollup
 from gpucore import advice as advice_rules
 from gpucore import alerts as alert_rules
 from gpucore import forecast as forecast_rules
@@ -121,8 +123,6 @@ def usage_summary(qs: QuerySet[UtilizationRollup]) -> dict[str, Any]:
 
 def gpu_rates() -> dict[str, Decimal]:
     """Whole-GPU hourly price by folded model name: the price book in effect, else catalog reference prices."""
-    from allocations.placement import gpu_hourly_rates
-
     rates = dict(catalog_fallback_rates())
     rates.update({str(name).casefold(): Decimal(rate) for name, rate in gpu_hourly_rates().items()})
     return rates
@@ -395,8 +395,6 @@ def platform_utilization(*, user: User, now: datetime | None = None, days: int =
     """Context of the platform utilization page; PermissionError for anyone but approvers."""
     if not user_is_approver(user):
         raise PermissionError("Only platform approvers see platform utilization.")
-    from billing.charts_utilization import allocation_forecast_figure, utilization_forecast_figure
-
     start, end = window(days=days, now=now)
     qs = UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end)
     alerts = alerts_for(qs)
@@ -412,7 +410,40 @@ def platform_utilization(*, user: User, now: datetime | None = None, days: int =
         "alert_counts": alert_rules.count_by_kind(alerts),
         "alerts_total": len(alerts),
         "forecasts": forecasts,
-        "allocation_chart": allocation_forecast_figure(forecasts),
-        "utilization_chart": utilization_forecast_figure(forecasts),
         **_coverage(start=start, end=end),
     }
+
+
+FORECAST_COLUMNS = [
+    "pool",
+    "resource",
+    "capacity",
+    "allocated now",
+    "allocation trend per day",
+    "runs out",
+    "utilization trend per day (% busy)",
+]
+
+
+def capacity_forecast(
+    *, now: datetime, forecasts: list[PoolForecast] | None = None
+) -> tuple[list[str], list[list[Any]]]:
+    """Per pool resource: capacity, what is allocated now, the 7-day trends and the date the pool runs out.
+
+    ``forecasts`` (from ``pool_forecasts``) saves computing them again when the caller already has them.
+    """
+    rows = []
+    for item in pool_forecasts(now=now) if forecasts is None else forecasts:
+        allocation, utilization = item.allocation.trend, item.utilization.trend
+        rows.append(
+            [
+                f"{item.pool.cluster.name}/{item.pool.name}",
+                item.resource_name,
+                item.capacity,
+                item.allocated_now,
+                round(allocation.slope_per_day, 2) if allocation else None,
+                item.allocation.run_out_at.date().isoformat() if item.allocation.run_out_at else "not within 30 days",
+                round(utilization.slope_per_day, 2) if utilization else None,
+            ]
+        )
+    return FORECAST_COLUMNS, rows

@@ -19,8 +19,8 @@ from allocations.models import Cluster, NodePool, SharingMode, SlaTier, Team
 from allocations.placement import candidate_pools, catalog_for_pools, gpu_hourly_rates, pool_for, pool_offers
 from allocations.quotas import QuotaExceeded, quota_check
 from allocations.selectors import tiers_by_slug
-from billing.budget import spec_budget_effect
-from billing.selectors import price_book_in_effect, team_month_to_date
+from billing.costs.budget import spec_budget_effect
+from billing.costs.selectors import price_book_in_effect, team_month_to_date
 from gpucore.decision import WorkloadProfile
 from gpucore.decision.whatif import WhatIfOption, compare
 from gpucore.pricing import CATALOG_PRICE_BASIS, share_text, to_cents

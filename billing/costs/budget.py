@@ -13,7 +13,7 @@ from typing import Any
 from django.utils import timezone
 
 from allocations.models import GpuRequest, Team
-from billing.selectors import month_bounds, team_month_to_date
+from billing.costs.selectors import month_bounds, team_month_to_date
 from gpucore.budget import BudgetEffect, budget_effect
 
 

@@ -20,6 +20,8 @@ from django.utils import timezone
 
 from allocations.models import GpuModel, Membership, Role, SlaTier, Team
 from allocations.selectors import User
+from billing.costs.reports import organisation_csv, report_csv, report_pdf
+from billing.costs.selectors import month_bounds, month_chargeback
 from billing.models import (
     GpuPrice,
     ImportedUsage,
@@ -30,7 +32,6 @@ from billing.models import (
     ReportStatus,
     SlaMultiplier,
 )
-from billing.selectors import month_bounds, month_chargeback
 from gpucore.catalog import CatalogError
 from gpucore.chargeback import TeamCharge
 from gpucore.pricebook import PriceBookError, load_price_book_text
@@ -394,8 +395,6 @@ def monthly_reports_close(*, month: date, now: datetime | None = None, send_emai
 
 def reports_email(*, month: date) -> int:
     """Email the month's closed reports not yet sent (CSV + PDF) to team leads, and the summary to Finance."""
-    from billing.reports import organisation_csv, report_csv, report_pdf  # avoids a cycle: reports reads models
-
     sent = 0
     reports = MonthlyReport.objects.filter(month=month, status=ReportStatus.CLOSED, emailed_at__isnull=True)
     for report in reports.select_related("team"):

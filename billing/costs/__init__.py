@@ -1,0 +1,1 @@
+"""Costs: price books, imported usage, the chargeback with idle cost, monthly reports and the cost dashboards."""
