@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -75,7 +77,7 @@ def gpu_request_submit(
     if errors:
         raise ValidationError(errors)
     try:
-        placement = place(profile, cluster=cluster)
+        placement = place(_priced_until(profile, expires_at), cluster=cluster)
     except ProfileError as exc:
         raise ValidationError(dict(exc.errors)) from exc
     spec = placement.spec
@@ -126,6 +128,15 @@ def gpu_request_submit(
         else:
             notify_on_commit("submitted", request)
     return request
+
+
+def _priced_until(profile: WorkloadProfile, expires_at: datetime | None) -> WorkloadProfile:
+    """The profile to price: with no duration but an expiry, the hours until it, so the spec costs that duration."""
+    if profile.duration_hours is not None or expires_at is None:
+        return profile
+    seconds = Decimal(str((expires_at - timezone.now()).total_seconds()))
+    hours = max(Decimal("0.01"), (seconds / 3600).quantize(Decimal("0.01"), ROUND_HALF_UP))
+    return replace(profile, duration_hours=hours)
 
 
 def _require_quota_fits(request: GpuRequest, *, team: Team) -> bool:

@@ -37,6 +37,12 @@ class BudgetEffect:
         return self.budget_gpu_hours - self.month_to_date_gpu_hours - self.gpu_hours_this_month
 
     @property
+    def over_budget_gpu_hours(self) -> Decimal:
+        """How many GPU-hours this request would take the month over its budget (0 when it fits)."""
+        left = self.budget_left_gpu_hours
+        return Decimal(0) if left is None or left >= 0 else -left
+
+    @property
     def fits_budget(self) -> bool:
         """Whether the month's budget holds this request too (always, without a budget)."""
         left = self.budget_left_gpu_hours

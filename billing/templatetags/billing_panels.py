@@ -11,7 +11,9 @@ from typing import Any
 from django import template
 
 from allocations.models import GpuRequest, Team
+from billing.costs.budget import request_budget_effect
 from billing.costs.selectors import team_month_to_date
+from billing.costs.whatif import price_basis
 from billing.utilization.selectors import request_utilization_context, team_utilization_context
 
 register = template.Library()
@@ -33,3 +35,23 @@ def request_utilization_panel(context: template.Context, gpu_request: GpuRequest
 def team_utilization_panel(context: template.Context, team: Team) -> dict[str, Any]:
     """The team's utilization by request over the last days, for the viewing user."""
     return team_utilization_context(user=context["request"].user, team=team)
+
+
+@register.simple_tag(takes_context=True)
+def price_basis_note(context: template.Context) -> str:
+    """One sentence naming the prices amounts use (price book version, else the catalog list price); once a page."""
+    cache = context.render_context
+    if "price_basis_note" not in cache:
+        cache["price_basis_note"] = "Prices: " + price_basis()["text"]
+    return cache["price_basis_note"]
+
+
+@register.inclusion_tag("billing/_request_budget.html", takes_context=True)
+def request_budget_panel(context: template.Context, gpu_request: GpuRequest) -> dict[str, Any]:
+    """What a pending request does to its team's month: spend so far, its cost this month, the budget left."""
+    months = context.render_context.setdefault("month_to_date_by_team", {})
+    team = gpu_request.team
+    if team.pk not in months:
+        months[team.pk] = team_month_to_date(team=team)
+    effect = request_budget_effect(request=gpu_request, month_to_date=months[team.pk])
+    return {"effect": effect, "month_to_date": months[team.pk], "gpu_request": gpu_request}

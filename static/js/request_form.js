@@ -108,7 +108,9 @@
   }
 
   function range(pair) {
-    return Array.isArray(pair) && pair.length === 2 ? pair[0] + "–" + pair[1] + " %" : "—";
+    if (!Array.isArray(pair) || pair.length !== 2) return "—";
+    if (!pair[1]) return "none";  // a dedicated GPU's [0, 0]: never "0–0 %"
+    return pair[0] === pair[1] ? pair[1] + " %" : pair[0] + "–" + pair[1] + " %";
   }
 
   function strategyLabel(strategy) { return STRATEGY[strategy] || strategy || "—"; }
@@ -145,9 +147,10 @@
       item.reason ? el("br") : null, item.reason ? el("small", { text: item.reason }) : null]);
   }
 
-  function row(item, chosen) {
+  function row(item, chosen, withDuration) {
     return el("tr", { className: chosen ? "chosen" : (item.permitted === false ? "not-permitted" : "") }, [
       optionCell(item, chosen),
+      withDuration ? el("td", { className: "num", text: money(item.estimated_cost) }) : null,
       el("td", { className: "num", text: money(item.estimated_monthly_cost) }),
       el("td", { text: item.isolation || "—" }),
       el("td", { className: "num", text: range(item.expected_overhead_pct) }),
@@ -166,7 +169,9 @@
       ]),
       el("dl", { className: "kv" }, [
         kv("GPU model", modelText(rec)),
-        kv("Monthly cost", money(rec.estimated_monthly_cost), true),
+        rec.estimated_cost ? kv("Cost for " + rec.estimated_cost.hours + " h", money(rec.estimated_cost), true) : null,
+        kv("Monthly rate", money(rec.estimated_monthly_cost), true),
+        rec.gpu_share ? kv("GPU share per unit", rec.gpu_share + " of a GPU") : null,
         kv("Saving vs dedicated", saving === null || saving === undefined ? "—" : saving + " %", true),
         kv("Overhead", range(rec.expected_overhead_pct)),
         kv("Utilization target", range(rec.utilization_target_pct)),
@@ -182,10 +187,15 @@
     var alternatives = rec.alternatives || [];
     if (alternatives.length) {
       nodes.push(el("h3", { text: "Alternatives" }));
-      var head = el("tr", {}, ["Option", "Monthly cost", "Isolation", "Overhead", "Permitted"].map(function (h, i) {
-        return el("th", { className: i === 1 || i === 3 ? "num" : "", text: h });
+      var withDuration = !!rec.estimated_cost;
+      var titles = ["Option"].concat(withDuration ? ["For " + rec.estimated_cost.hours + " h"] : [])
+        .concat(["Monthly rate", "Isolation", "Overhead", "Permitted"]);
+      var head = el("tr", {}, titles.map(function (h) {
+        return el("th", { className: /^(For|Monthly|Overhead)/.test(h) ? "num" : "", text: h });
       }));
-      var rows = [row(rec, true)].concat(alternatives.map(function (alt) { return row(alt, false); }));
+      var rows = [row(rec, true, withDuration)].concat(alternatives.map(function (alt) {
+        return row(alt, false, withDuration);
+      }));
       nodes.push(el("div", { className: "table-scroll" }, [
         el("table", { className: "table compact alternatives" }, [el("thead", {}, [head]), el("tbody", {}, rows)]),
       ]));
@@ -243,6 +253,8 @@
         clearFieldMarks();
         if (response.ok && payload) {
           renderRecommendation(payload);
+          // what_if.js prices the same profile for every option and checks the team's quota and budget.
+          form.dispatchEvent(new CustomEvent("preview:recommended", { detail: { profile: data, recommendation: payload } }));
           setState("updated " + new Date().toLocaleTimeString(), false);
         } else if (response.status === 400 && payload) {
           renderErrors(payload);
