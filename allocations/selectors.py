@@ -42,6 +42,11 @@ def user_is_approver(user: User) -> bool:
     return bool(user.is_staff or user.has_perm(APPROVE_PERMISSION))
 
 
+def user_is_platform_admin(user: User) -> bool:
+    """Platform admins: active staff accounts (the admin site's gate); what each may change is its model permissions."""
+    return bool(user.is_authenticated and user.is_active and user.is_staff)
+
+
 def teams_of(user: User) -> QuerySet[Team]:
     """The teams the user belongs to (any role)."""
     if not user.is_authenticated:
