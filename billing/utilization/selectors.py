@@ -128,17 +128,19 @@ def gpu_rates() -> dict[str, Decimal]:
     return rates
 
 
-def profile_options(gpu_model: str) -> tuple[list[advice_rules.ProfileOption], int]:
-    """The model's recommendable partial-GPU MIG profiles and its compute slices (empty when not MIG-capable)."""
+def profile_options(gpu_model: str) -> tuple[list[advice_rules.ProfileOption], int, int]:
+    """The model's recommendable partial-GPU MIG profiles, its compute slices and memory slices (none: no MIG)."""
     model = GpuModel.objects.filter(name__iexact=gpu_model).first()
     if model is None or not model.mig_capable or not model.mig_compute_slices:
-        return [], 0
+        return [], 0, 0
     total = model.mig_compute_slices
     options = [
-        advice_rules.ProfileOption(name=p.name, memory_gb=float(p.memory_gb), compute_slices=p.compute_slices)
+        advice_rules.ProfileOption(
+            name=p.name, memory_gb=float(p.memory_gb), compute_slices=p.compute_slices, memory_slices=p.memory_slices
+        )
         for p in model.mig_profiles.filter(recommendable=True, compute_slices__lt=total).order_by("memory_gb")
     ]
-    return options, total
+    return options, total, model.mig_memory_slices or 0
 
 
 def request_advice(*, request: GpuRequest, summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -147,7 +149,7 @@ def request_advice(*, request: GpuRequest, summary: dict[str, Any]) -> list[dict
     model = spec.gpu_model
     if not model:
         return []
-    profiles, slices = profile_options(model)
+    profiles, slices, memory_slices = profile_options(model)
     rate = gpu_rates().get(model.casefold())
     if rate is not None and request.sla_tier_id:
         rate *= request.sla_tier.price_multiplier
@@ -164,7 +166,9 @@ def request_advice(*, request: GpuRequest, summary: dict[str, Any]) -> list[dict
         peak_memory_used_gb=summary["peak_memory_used_gb"],
         memory_pressure_hours=summary["memory_pressure_hours"],
     )
-    found = advice_rules.right_size(use, profiles=profiles, gpu_compute_slices=slices, gpu_hourly_rate=rate)
+    found = advice_rules.right_size(
+        use, profiles=profiles, gpu_compute_slices=slices, gpu_memory_slices=memory_slices, gpu_hourly_rate=rate
+    )
     return [
         {
             "advice": item,
