@@ -29,5 +29,5 @@ def test_the_preview_prices_the_duration_and_compares_every_option(new_page, wid
     assert "This request this month" in text
     assert "Prices:" in text
     assert rows.count() >= 2
-    assert "(×" in text  # a per-run estimate against the reference model
+    assert "estimates: the reference hours scaled" in text  # a per-run estimate against the reference model
     page.screenshot(path=f"/tmp/h14-what-if-{width}.png", full_page=True)
