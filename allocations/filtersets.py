@@ -1,8 +1,8 @@
 """One FilterSet per model, shared by the browser lists and the API (netbox's pattern).
 
 Values are made safe for PostgreSQL here, once, for both: a time's UTC offset beyond +/-15:59 is refused by the
-database (``time zone displacement out of range``) and a NUL character cannot be stored in text, so times are
-normalized to UTC and NULs are refused as invalid input (a 400 in the API, a form error in the browser).
+database (``time zone displacement out of range``), so times are normalized to UTC. (A NUL character never gets
+here: ``portal.middleware.RejectNulCharactersMiddleware`` answers 400 first.)
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Any
 
 import django_filters
 from django import forms
-from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Q, QuerySet
 from django_filters.fields import IsoDateTimeField
 
@@ -38,28 +37,15 @@ class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcIsoDateTimeField
 
 
-class SafeModelChoiceField(forms.ModelChoiceField):
-    """A model choice whose raw value may not contain NUL characters."""
-
-    default_validators = [ProhibitNullCharactersValidator()]
-
-    def to_python(self, value: Any) -> Any:
-        if isinstance(value, str):
-            ProhibitNullCharactersValidator()(value)
-        return super().to_python(value)
-
-
-class SafeModelChoiceFilter(django_filters.ModelChoiceFilter):
-    field_class = SafeModelChoiceField
-
-
 class GpuRequestFilterSet(django_filters.FilterSet):
     """Filter requests by status, team, SLA tier, workload type, creation date, and search by name or purpose."""
 
     q = django_filters.CharFilter(method="search", label="Search")
     status = django_filters.MultipleChoiceFilter(choices=RequestStatus.choices)
-    team = SafeModelChoiceFilter(field_name="team", to_field_name="slug", queryset=Team.objects.all(), label="Team")
-    sla_tier = SafeModelChoiceFilter(
+    team = django_filters.ModelChoiceFilter(
+        field_name="team", to_field_name="slug", queryset=Team.objects.all(), label="Team"
+    )
+    sla_tier = django_filters.ModelChoiceFilter(
         field_name="sla_tier", to_field_name="slug", queryset=SlaTier.objects.all(), label="SLA tier"
     )
     workload_type = django_filters.ChoiceFilter(choices=WorkloadType.choices)

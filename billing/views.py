@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -27,7 +27,6 @@ from billing.costs.selectors import (
     cost_teams_visible_to,
     month_bounds,
     month_chargeback,
-    month_from_text,
     monthly_reports_visible_to,
     next_month,
     user_can_view_all_costs,
@@ -36,18 +35,19 @@ from billing.models import MonthlyReport
 from billing.utilization.selectors import capacity_forecast, platform_utilization, pool_forecasts
 from gpucore.chargeback import TeamCharge
 from gpucore.exports import csv_text
+from gpucore.months import MonthError, parse_month
 
 PAGE_SIZE = 50
 
 
-def parse_month(value: str | None, *, default: date) -> date:
-    """``YYYY-MM`` as the first day of that month; 404 on anything else."""
+def month_param(value: str | None, *, default: date) -> date:
+    """``?month=YYYY-MM`` as the first day of that month (``default`` when absent); a 400 naming ``month`` otherwise."""
     if not value:
         return default
     try:
-        return month_from_text(value)
-    except ValueError as exc:
-        raise Http404("Use ?month=YYYY-MM.") from exc
+        return parse_month(value)
+    except MonthError as exc:
+        raise BadRequest(f"month: {exc}") from exc
 
 
 def _this_month() -> date:
@@ -142,7 +142,7 @@ def _tables(request: HttpRequest, month: date, only: str | None = None) -> dict[
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The cost dashboards for a month (default: this one), each chart with its table and CSV."""
-    month = parse_month(request.GET.get("month"), default=_this_month())
+    month = month_param(request.GET.get("month"), default=_this_month())
     tables = _tables(request, month)
     currency = settings.PORTAL_CURRENCY
     figures = {
@@ -213,7 +213,7 @@ def dashboard_csv(request: HttpRequest, chart: str) -> HttpResponse:
     forecast = chart == FORECAST and user_can_view_all_costs(request.user)
     if chart not in CHARTS and not forecast:
         raise Http404("No such chart.")
-    month = parse_month(request.GET.get("month"), default=_this_month())
+    month = month_param(request.GET.get("month"), default=_this_month())
     if forecast:
         columns, rows = capacity_forecast(now=timezone.now())
     else:

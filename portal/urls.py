@@ -26,3 +26,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]
+
+# A BadRequest raised by a page (a malformed ?month=, a NUL in a form) is answered with its message.
+handler400 = "portal.views.bad_request"

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
+from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -21,6 +22,13 @@ from portal.sso.backends import password_login, sso_enabled
 def home(request: HttpRequest) -> HttpResponse:
     """The signed-in user's overview: their teams, quotas in use, and their latest requests."""
     return render(request, "home.html", home_overview(user=request.user))
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 400 page: a ``BadRequest``'s message names the input at fault (e.g. ``month: Give a month as YYYY-MM``)."""
+    # Only our own BadRequest messages are shown; other SuspiciousOperations (a bad Host header...) say nothing.
+    message = str(exception) if type(exception) is BadRequest else ""
+    return render(request, "400.html", {"message": message}, status=400)
 
 
 @require_GET

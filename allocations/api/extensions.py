@@ -19,7 +19,6 @@ from rest_framework.response import Response
 
 from allocations import extension_services
 from allocations.api import serializers as api
-from allocations.api.filters import RejectNulCharacters
 from allocations.api.views import _AUTH_ERRORS, _COMMENT_BODY, _ERROR, _FIELD_ERRORS, ServiceApiMixin
 from allocations.models import AllocationExtension
 from allocations.selectors import (
@@ -54,7 +53,7 @@ class AllocationExtensionViewSet(
     """Extensions of allocations: list, read, and an approver's decision (approve, reject)."""
 
     serializer_class = api.AllocationExtensionSerializer
-    filter_backends = [RejectNulCharacters, DjangoFilterBackend, OrderingFilter]
+    filter_backends = [DjangoFilterBackend, OrderingFilter]
     filterset_fields = ["status"]
     lookup_value_regex = r"[^/]+"  # a malformed id is a JSON 404 from get_object
     ordering_fields = ["id", "created_at", "decided_at"]

@@ -42,15 +42,6 @@ class _PositiveNumberField(serializers.FloatField):
     """A number > 0 in the schema; the core parses it exactly as a Decimal."""
 
 
-class _SlugField(serializers.SlugRelatedField):
-    """A slug that names an object; one with a NUL character names none (and must not reach PostgreSQL)."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, str) and "\x00" in data:
-            self.fail("does_not_exist", slug_name=self.slug_field, value=data.replace("\x00", ""))
-        return super().to_internal_value(data)
-
-
 # --- Workload profile in ----------------------------------------------------------------------------------------------
 
 
@@ -83,7 +74,7 @@ class ProfileInputSerializer(serializers.Serializer):
         help_text="Catalog name, e.g. A100-40GB (null: the framework picks).",
     )
     duration_hours = _PositiveNumberField(required=False, allow_null=True)
-    cluster = _SlugField(
+    cluster = serializers.SlugRelatedField(
         slug_field="name",
         queryset=Cluster.objects.filter(is_active=True),
         required=False,
@@ -125,7 +116,7 @@ class ProfileInputSerializer(serializers.Serializer):
         return validated
 
 
-class VisibleTeamField(_SlugField):
+class VisibleTeamField(serializers.SlugRelatedField):
     """A team slug, looked up only among the teams the user may see (others read as "does not exist")."""
 
     def get_queryset(self) -> QuerySet[Team]:

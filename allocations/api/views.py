@@ -1,9 +1,9 @@
 """Thin API views: parse with an input serializer, call a service or a selector, answer with an output serializer.
 
 Querysets come from the selectors (``gpu_requests_visible_to``, ``teams_visible_to``), so another team's objects are
-404 by construction. Rule-bearing writes are explicit actions that call the services, whose errors are answered in
-DRF's shape: ``ValidationError`` -> 400 ``{"field": [...]}``, ``PermissionDenied`` -> 403 with the service's reason,
-``InvalidTransition`` -> 409.
+404 by construction. Rule-bearing writes are explicit actions that call the services, whose errors the project's one
+exception handler (``portal.api_errors``) answers in DRF's shape: ``ValidationError`` -> 400 ``{"field": [...]}``,
+``PermissionDenied`` -> 403 with the service's reason, ``InvalidTransition`` -> 409.
 """
 
 from __future__ import annotations
@@ -11,10 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
-from django.http import Http404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -27,21 +24,16 @@ from drf_spectacular.utils import (
 )
 from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.fields import get_error_detail
 from rest_framework.filters import OrderingFilter, SearchFilter
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
-from rest_framework.views import exception_handler
 
 from allocations import extension_services, services
 from allocations.api import serializers as api
-from allocations.api.filters import NUL_MESSAGE, RejectNulCharacters
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.renderers import KubernetesYamlRenderer
 from allocations.filtersets import GpuRequestFilterSet
-from allocations.lifecycle import InvalidTransition
 from allocations.models import GpuRequest, Team
 from allocations.placement import place
 from allocations.selectors import (
@@ -50,40 +42,12 @@ from allocations.selectors import (
     quota_usage_by_quota,
     teams_with_quotas_visible_to,
 )
-from gpucore.decision import ProfileError
-
-
-class Conflict(exceptions.APIException):
-    """409: the request's current status does not allow the action."""
-
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request's status does not allow this action."
-    default_code = "invalid_transition"
-
-
-def service_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, after translating the services' Django exceptions into API errors with their messages."""
-    if isinstance(exc, InvalidTransition):
-        exc = Conflict(str(exc))
-    elif isinstance(exc, ProfileError):
-        exc = exceptions.ValidationError(exc.errors)
-    elif isinstance(exc, DjangoValidationError):
-        detail = get_error_detail(exc)
-        if not isinstance(detail, dict):
-            detail = {api_settings.NON_FIELD_ERRORS_KEY: detail}
-        exc = exceptions.ValidationError(detail)
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied(str(exc) or None)
-    return exception_handler(exc, context)
 
 
 class ServiceApiMixin:
-    """Base of every allocations API view: authenticated users only, service errors in DRF's shape."""
+    """Base of every allocations API view: active signed-in users only (service errors: portal.api_errors)."""
 
     permission_classes = [IsActivePortalUser]
-
-    def get_exception_handler(self) -> Callable[[Exception, dict[str, Any]], Response | None]:
-        return service_exception_handler
 
 
 _ERROR = inline_serializer("Error", fields={"detail": serializers.CharField()})
@@ -206,7 +170,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
     """GPU requests: list, read, submit, and the lifecycle actions (approve, reject, cancel, release)."""
 
     serializer_class = api.GpuRequestSerializer
-    filter_backends = [RejectNulCharacters, DjangoFilterBackend, SearchFilter, OrderingFilter]
+    filter_backends = [DjangoFilterBackend, SearchFilter, OrderingFilter]
     filterset_class = GpuRequestFilterSet
     lookup_value_regex = r"[^/]+"  # "0.5" or "x" is a JSON 404 from get_object, not Django's HTML 404
     search_fields = ["name", "purpose", "team__slug", "requester__username"]
@@ -428,19 +392,13 @@ class TeamViewSet(ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
     lookup_field = "slug"
     # Anything up to the next slash reaches the view, so a malformed slug is DRF's JSON 404, not Django's HTML one.
     lookup_value_regex = r"[^/]+"
-    filter_backends = [RejectNulCharacters, SearchFilter, OrderingFilter]
+    filter_backends = [SearchFilter, OrderingFilter]
     search_fields = ["slug", "name"]
     ordering_fields = ["slug", "name"]
     ordering = ["name"]
 
     def get_queryset(self) -> QuerySet[Team]:
         return teams_with_quotas_visible_to(user=self.request.user)
-
-    def get_object(self) -> Team:
-        # A slug with a NUL would reach PostgreSQL, which refuses it (a 500); no team has one.
-        if "\x00" in self.kwargs.get(self.lookup_field, ""):
-            raise Http404(NUL_MESSAGE)
-        return super().get_object()
 
     def _serialize(self, teams: list[Team], *, many: bool) -> Any:
         quotas = [quota for team in teams for quota in team.quotas.all()]

@@ -12,7 +12,7 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,7 +21,6 @@ from allocations.api.permissions import IsActivePortalUser
 from allocations.api.serializers import ProfileInputSerializer, VisibleTeamField
 from allocations.models import Team
 from billing.costs.whatif import team_what_if
-from gpucore.decision import ProfileError
 
 
 class WhatIfInputSerializer(ProfileInputSerializer):
@@ -169,14 +168,12 @@ class WhatIfView(APIView):
         serializer = WhatIfInputSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         data: dict[str, Any] = serializer.validated_data
-        try:
-            answer = team_what_if(
-                team=data["team"],
-                profile=data["profile"],
-                cluster=data.get("cluster"),
-                reference_hours=data.get("reference_hours"),
-                reference_gpu_model=data.get("reference_gpu_model"),
-            )
-        except ProfileError as exc:
-            raise exceptions.ValidationError(exc.errors) from exc
+        # A ProfileError (e.g. no pool offers the model) is a 400 naming the field: portal.api_errors.
+        answer = team_what_if(
+            team=data["team"],
+            profile=data["profile"],
+            cluster=data.get("cluster"),
+            reference_hours=data.get("reference_hours"),
+            reference_gpu_model=data.get("reference_gpu_model"),
+        )
         return Response(answer)

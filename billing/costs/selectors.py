@@ -37,12 +37,6 @@ def month_bounds(month: date) -> tuple[datetime, datetime]:
     return start, datetime.combine(next_month(month), time(0), tzinfo=UTC)
 
 
-def month_from_text(value: str) -> date:
-    """``YYYY-MM`` as the first day of that month; ValueError on anything else."""
-    year, month = value.split("-")
-    return date(int(year), int(month), 1)
-
-
 def user_can_view_all_costs(user: User) -> bool:
     """Approvers, platform admins and the Finance group (``billing.view_all_costs``) see every team's costs."""
     if user_is_approver(user):

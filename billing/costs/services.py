@@ -12,7 +12,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.mail import EmailMessage
 from django.db import transaction
 from django.db.models import Max
@@ -65,12 +65,17 @@ def _last_closed_month() -> date | None:
     return MonthlyReport.objects.filter(status=ReportStatus.CLOSED).aggregate(last=Max("month"))["last"]
 
 
-def price_book_load(*, text: str, acting_user: User | None = None) -> tuple[PriceBook, bool]:
+def price_book_load(*, text: str | None, acting_user: User | None = None) -> tuple[PriceBook, bool]:
     """Validate a price book YAML and store it as the next version; ``(book, created)``, idempotent per file.
 
     Prices take effect at 00:00 UTC of ``effective_from``; a date inside a month already closed is refused, since
-    closed months are never recomputed with new prices.
+    closed months are never recomputed with new prices. A signed-in ``acting_user`` must be a platform admin
+    (PermissionDenied otherwise); None is the operator's shell (``manage.py load_price_book``, ``seed_demo``).
     """
+    if acting_user is not None and not (acting_user.is_active and acting_user.is_staff):
+        raise PermissionDenied("Only platform admins load price books.")
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError({"yaml": ["Send the price book file (YAML) as a string in 'yaml'."]})
     try:
         spec = load_price_book_text(text, currency=settings.PORTAL_CURRENCY)
     except PriceBookError as exc:

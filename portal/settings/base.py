@@ -61,6 +61,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Before anything reads the input: a NUL (which PostgreSQL text refuses) is a 400 naming the field, once.
+    "portal.middleware.RejectNulCharactersMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # A failed single sign-on (denied at the provider, a bad token) returns to the login page with a message.
@@ -247,6 +249,8 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Services' errors (ValidationError, PermissionDenied, DoesNotExist, InvalidTransition) in DRF's shape, once.
+    "EXCEPTION_HANDLER": "portal.api_errors.api_exception_handler",
     # Fixed-window counters in the shared cache (CACHES below): the limits hold across gunicorn workers.
     "DEFAULT_THROTTLE_CLASSES": [
         "portal.throttling.SharedAnonRateThrottle",
@@ -303,6 +307,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation documents the 400 that NUL characters get (portal.middleware), besides its own answers.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "portal.api_schema.document_bad_input"],
 }
 
 LOGGING = {

@@ -8,15 +8,15 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing.costs.selectors import month_from_text
 from billing.costs.services import monthly_reports_close, previous_month
+from gpucore.months import MonthError, parse_month
 
 
 def _month(value: str) -> date:
     try:
-        return month_from_text(value)
-    except ValueError as exc:
-        raise CommandError(f"--month must look like 2026-10, not {value!r}.") from exc
+        return parse_month(value)
+    except MonthError as exc:
+        raise CommandError(f"--month: {exc}") from exc
 
 
 class Command(BaseCommand):
