@@ -3,6 +3,7 @@
 from django.urls import path
 
 from allocations import views
+from allocations.mig_plans import views as mig_views
 
 app_name = "allocations"
 urlpatterns = [
@@ -23,5 +24,11 @@ urlpatterns = [
     path("clusters/", views.cluster_list, name="cluster-list"),
     path("clusters/<slug:name>/", views.cluster_detail, name="cluster-detail"),
     path("clusters/<slug:name>/sync/", views.cluster_sync, name="cluster-sync"),
+    path("clusters/<slug:name>/pools/<slug:pool>/mig/", mig_views.mig_pool, name="mig-pool"),
+    path(
+        "clusters/<slug:name>/pools/<slug:pool>/mig/<int:pk>/<slug:action>/",
+        mig_views.mig_plan_action,
+        name="mig-plan-action",
+    ),
     path("account/tokens/", views.api_tokens, name="tokens"),
 ]
