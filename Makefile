@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
+TEST_WORKERS ?= auto
 
 .PHONY: run install migrate seed test test-fast test-core lint format services worker beat benchmarks clean
 
@@ -26,8 +27,8 @@ run: seed ## Migrate, seed the demo organisation and serve http://127.0.0.1:8000
 	@echo "GPU Portal on http://$(HOST):$(PORT)/  (users: alice, dave, bob, carol; password: demo)"
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-test: install ## The whole suite. Integration tests need PostgreSQL/Redis/Prometheus/Chromium (see README).
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: install ## The whole suite, on every core (TEST_WORKERS=0 runs it in one process). Integration tests need PostgreSQL/Redis/Prometheus/Chromium (see README).
+	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal) $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only (no external service).
 	$(BIN)/python -m pytest -m "not integration and not e2e" $(PYTEST_ARGS)
