@@ -6,7 +6,7 @@ Services and selectors raise plain Python and Django errors; no API view transla
   names no field goes under ``non_field_errors``);
 - Django ``PermissionDenied`` -> 403 with the service's reason;
 - ``ObjectDoesNotExist`` (a selector found nothing the user may see) -> 404;
-- ``allocations.lifecycle.InvalidTransition`` -> 409 with the reason.
+- ``allocations.lifecycle.InvalidTransition`` and ``allocations.cluster_services.InUse`` -> 409 with the reason.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
+from allocations.cluster_services import InUse
 from allocations.lifecycle import InvalidTransition
 from gpucore.decision import ProfileError
 
 
 class Conflict(exceptions.APIException):
-    """409: the object's current state (a request's status) does not allow the action."""
+    """409: the object's current state (a request's status, a cluster in use) does not allow the action."""
 
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The request's status does not allow this action."
@@ -36,7 +37,7 @@ class Conflict(exceptions.APIException):
 
 def api_error(exc: Exception) -> Exception:
     """The DRF exception a domain error is answered with (the error itself when DRF already knows it)."""
-    if isinstance(exc, InvalidTransition):
+    if isinstance(exc, (InvalidTransition, InUse)):
         return Conflict(str(exc))
     if isinstance(exc, ProfileError):
         return exceptions.ValidationError(exc.errors)

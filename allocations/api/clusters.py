@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocations import cluster_services
-from allocations.api.views import Conflict, ServiceApiMixin
+from allocations.api.views import ServiceApiMixin
 from allocations.choices import ClusterBackend, ClusterScheduler, SharingMode
 from allocations.models import Cluster, GpuModel, NodePool
 from allocations.selectors import clusters_visible_to, user_is_approver
@@ -214,10 +214,8 @@ class ClusterViewSet(_NamedWriteMixin, viewsets.GenericViewSet):
         return self._answer(cluster, False)
 
     def destroy(self, request: Request, name: str) -> Response:
-        try:
-            cluster_services.cluster_delete(acting_user=request.user, cluster=self.get_object())
-        except cluster_services.InUse as exc:
-            raise Conflict(str(exc)) from exc
+        # Still in use (InUse): a 409 with the reason, from portal.api_errors.
+        cluster_services.cluster_delete(acting_user=request.user, cluster=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -293,8 +291,6 @@ class NodePoolViewSet(_NamedWriteMixin, viewsets.GenericViewSet):
         return self._answer(pool, False)
 
     def destroy(self, request: Request, cluster_name: str, name: str) -> Response:
-        try:
-            cluster_services.node_pool_delete(acting_user=request.user, pool=self.get_object())
-        except cluster_services.InUse as exc:
-            raise Conflict(str(exc)) from exc
+        # Still in use (InUse): a 409 with the reason, from portal.api_errors.
+        cluster_services.node_pool_delete(acting_user=request.user, pool=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
