@@ -25,6 +25,7 @@ from allocations.models import (
     SlaTier,
     Team,
 )
+from allocations.placement import gpu_price
 from allocations.selectors import user_is_approver
 from allocations.services import (
     cluster_inventory_sync_queue,
@@ -183,7 +184,20 @@ class NodePoolInline(admin.StackedInline):
         "mig_devices",
         "node_labels",
         "taints",
+        "gpu_price",
     ]
+    readonly_fields = ["gpu_price"]
+
+    @admin.display(description="GPU price")
+    def gpu_price(self, obj: NodePool) -> str:
+        return _gpu_price_text(obj)
+
+
+def _gpu_price_text(pool: NodePool) -> str:
+    """What one GPU of the pool's model costs per hour and on which basis, or that it has no price (never silent)."""
+    if pool.pk is None or pool.gpu_model_id is None:
+        return "—"
+    return gpu_price(pool.gpu_model).text
 
 
 @admin.register(Cluster)
@@ -245,7 +259,21 @@ class ClusterAdmin(admin.ModelAdmin):
 
 @admin.register(NodePool)
 class NodePoolAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "gpu_model", "node_count", "gpus_per_node", "sharing_mode", "time_slice_replicas"]
+    list_display = [
+        "__str__",
+        "gpu_model",
+        "node_count",
+        "gpus_per_node",
+        "sharing_mode",
+        "time_slice_replicas",
+        "gpu_price",
+    ]
+    readonly_fields = ["gpu_price"]
+
+    @admin.display(description="GPU price")
+    def gpu_price(self, obj: NodePool) -> str:
+        return _gpu_price_text(obj)
+
     list_filter = ["cluster", "gpu_model", "sharing_mode"]
     search_fields = ["name", "cluster__name", "gpu_model__name"]
     list_select_related = ["cluster", "gpu_model"]

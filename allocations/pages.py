@@ -18,6 +18,7 @@ from allocations.models import (
     RequestStatus,
     Role,
 )
+from allocations.placement import gpu_hourly_rates, gpu_price
 from allocations.provisioning import pool_context
 from allocations.quotas import quota_headroom_by_request
 from allocations.selectors import (
@@ -195,6 +196,7 @@ def cluster_overview_rows(*, user: User) -> list[dict[str, object]]:
     """Every cluster with its pools' GPUs, units allocated, last inventory sync and drift (platform approvers only)."""
     clusters = list(clusters_visible_to(user=user).prefetch_related("node_pools__gpu_model").order_by("name"))
     held = units_allocated_by_pool(cluster_ids=[cluster.pk for cluster in clusters])
+    rates = gpu_hourly_rates()
     rows = []
     for cluster in clusters:
         pools = [
@@ -210,6 +212,9 @@ def cluster_overview_rows(*, user: User) -> list[dict[str, object]]:
                 "last_synced": max(synced_at) if synced_at else None,
                 "never_synced": sum(1 for item in pools if not item["synced"]),
                 "drifted_pools": sum(1 for item in pools if item["drift"]),
+                "unpriced_pools": sorted(
+                    item["pool"].name for item in pools if gpu_price(item["pool"].gpu_model, rates=rates).hourly is None
+                ),
             }
         )
     return rows
@@ -250,6 +255,9 @@ def cluster_detail_overview(*, user: User, name: str) -> dict[str, object]:
     pools = list(cluster.node_pools.select_related("gpu_model").order_by("name"))
     held = units_allocated_by_pool(cluster_ids=[cluster.pk])
     pool_rows = [node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {})) for pool in pools]
+    rates = gpu_hourly_rates()
+    for item in pool_rows:
+        item["price"] = gpu_price(item["pool"].gpu_model, rates=rates)  # type: ignore[arg-type]
     drifted_requests = (
         gpu_requests_visible_to(user=user)
         .filter(cluster=cluster, status=RequestStatus.ACTIVE, observed_phase__in=DRIFT_PHASES)

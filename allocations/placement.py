@@ -7,15 +7,18 @@ always describes something a pool can run, then finds that pool.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from allocations.models import Cluster, NodePool, SharingMode
+from allocations.models import Cluster, GpuModel, NodePool, SharingMode
 from allocations.selectors import catalog_from_db, tiers_by_slug
 from gpucore.decision import Catalog, ProfileError, Recommendation, WorkloadProfile, recommend
+from gpucore.pricing import CATALOG_PRICE_BASIS
 
 _MODE_FOR_STRATEGY = {"dedicated": SharingMode.NONE, "mig": SharingMode.MIG, "time-slicing": SharingMode.TIME_SLICING}
 
@@ -43,6 +46,33 @@ def gpu_hourly_rates() -> dict[str, Any]:
     if not provider:
         return {}
     return import_string(provider)()
+
+
+@dataclass(frozen=True)
+class GpuPrice:
+    """The hourly price of one GPU of a model and where it comes from, or None and why there is none."""
+
+    hourly: Decimal | None
+    basis: str  # "price book", the catalog list price basis, or "" when unpriced
+    currency: str
+
+    @property
+    def text(self) -> str:
+        if self.hourly is None:
+            return "No price: not in the price book, and the catalog has no list price for this model"
+        return f"{self.hourly.quantize(Decimal('0.0001'))} {self.currency}/GPU-hour ({self.basis})"
+
+
+def gpu_price(model: GpuModel, *, rates: Mapping[str, Any] | None = None) -> GpuPrice:
+    """A model's GPU-hour price as recommendations use it: the price book's, else the catalog list price (USD only)."""
+    rates = gpu_hourly_rates() if rates is None else rates
+    folded = {str(name).casefold(): value for name, value in rates.items()}
+    currency = settings.PORTAL_CURRENCY
+    if model.name.casefold() in folded:
+        return GpuPrice(Decimal(str(folded[model.name.casefold()])), "price book", currency)
+    if currency == "USD" and model.list_hourly_price is not None:
+        return GpuPrice(model.list_hourly_price, CATALOG_PRICE_BASIS, currency)
+    return GpuPrice(None, "", currency)
 
 
 def _offerings(pools: list[NodePool]) -> set[tuple[str, str, str | None]]:

@@ -15,6 +15,7 @@ from billing.costs.budget import request_budget_effect
 from billing.costs.selectors import team_month_to_date
 from billing.costs.whatif import price_basis
 from billing.utilization.selectors import request_utilization_context, team_utilization_context
+from gpucore.pricing import CATALOG_PRICE_BASIS
 
 register = template.Library()
 
@@ -55,3 +56,9 @@ def request_budget_panel(context: template.Context, gpu_request: GpuRequest) -> 
         months[team.pk] = team_month_to_date(team=team)
     effect = request_budget_effect(request=gpu_request, month_to_date=months[team.pk])
     return {"effect": effect, "month_to_date": months[team.pk], "gpu_request": gpu_request}
+
+
+@register.simple_tag
+def catalog_price_basis() -> str:
+    """The basis of every price a price book does not give (gpucore.pricing.CATALOG_PRICE_BASIS)."""
+    return CATALOG_PRICE_BASIS
