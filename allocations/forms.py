@@ -169,12 +169,6 @@ class BulkReviewForm(ReviewForm):
         )
 
 
-class TokenForm(forms.Form):
-    """Create (or replace) or revoke the user's API token."""
-
-    action = forms.ChoiceField(choices=[("create", "Create"), ("revoke", "Revoke")])
-
-
 class ExtensionRequestForm(forms.Form):
     """Ask for more hours on an allocation: how many, and why (the service decides whether it may be asked)."""
 

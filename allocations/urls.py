@@ -30,5 +30,4 @@ urlpatterns = [
         mig_views.mig_plan_action,
         name="mig-plan-action",
     ),
-    path("account/tokens/", views.api_tokens, name="tokens"),
 ]

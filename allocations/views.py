@@ -9,17 +9,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from rest_framework.authtoken.models import Token
 
 from allocations.extension_services import allocation_extension_decide, allocation_extension_request, hours_text
 from allocations.filtersets import GpuRequestFilterSet
-from allocations.forms import BulkReviewForm, CommentForm, ExtensionRequestForm, GpuRequestForm, ReviewForm, TokenForm
+from allocations.forms import BulkReviewForm, CommentForm, ExtensionRequestForm, GpuRequestForm, ReviewForm
 from allocations.lifecycle import InvalidTransition
 from allocations.models import (
     REAPPLICABLE_STATUSES,
@@ -60,7 +57,6 @@ from allocations.services import (
 )
 
 PAGE_SIZE = 25
-NEW_TOKEN_SESSION_KEY = "allocations:new_api_token"  # noqa: S105 - a session key name, not a secret
 
 
 def _error_text(error: Exception) -> str:
@@ -385,7 +381,7 @@ def extension_review(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_review(request)
 
 
-# --- Teams and tokens --------------------------------------------------------------------------------------------
+# --- Teams ---------------------------------------------------------------------------------------------------
 
 
 @login_required
@@ -396,38 +392,6 @@ def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
     except Team.DoesNotExist as exc:
         raise Http404("No such team among yours.") from exc
     return render(request, "allocations/team_detail.html", context)
-
-
-def _token_replace(user: Any) -> Token:
-    """Replace the user's API token with a fresh one (DRF keeps one token per user)."""
-    with transaction.atomic():
-        Token.objects.filter(user=user).delete()
-        return Token.objects.create(user=user)
-
-
-@login_required
-def api_tokens(request: HttpRequest) -> HttpResponse:
-    """Create, replace or revoke the user's REST API token; a new key is shown once."""
-    if request.method == "POST":
-        form = TokenForm(request.POST)
-        if form.is_valid() and form.cleaned_data["action"] == "create":
-            token = _token_replace(request.user)
-            request.session[NEW_TOKEN_SESSION_KEY] = token.key
-            messages.success(request, "A new API token was created. Copy it now: it is not shown again.")
-        elif form.is_valid():
-            deleted, _ = Token.objects.filter(user=request.user).delete()
-            if deleted:
-                messages.success(request, "Your API token was revoked; notebooks using it now get 401.")
-            else:
-                messages.info(request, "You had no API token.")
-        return redirect("allocations:tokens")
-    token = Token.objects.filter(user=request.user).first()
-    context = {
-        "token": token,
-        "new_key": request.session.pop(NEW_TOKEN_SESSION_KEY, None),
-        "api_root": request.build_absolute_uri(reverse("api-docs")).removesuffix("docs/") + "v1/",
-    }
-    return render(request, "allocations/tokens.html", context)
 
 
 # --- Clusters (platform admins) ----------------------------------------------------------------------------------

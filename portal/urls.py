@@ -15,6 +15,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("", include("allocations.urls")),
+    path("", include("portal.tokens.urls")),
     path("billing/", include("billing.urls")),
     path("accounts/login/", views.PortalLoginView.as_view(redirect_authenticated_user=True), name="login"),
     # Single sign-on: /accounts/sso/login/oidc/ starts it; /accounts/sso/complete/oidc/ is the redirect URI.
@@ -23,6 +24,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("allocations.api.urls")),
     path("api/v1/", include("billing.api.urls")),
+    path("api/v1/", include("portal.tokens.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "csp",
     "social_django",
     "portal",
+    "portal.tokens",
     "allocations",
     "billing",
 ]
@@ -237,7 +238,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "portal.throttling.FailureThrottledTokenAuthentication",
+        "portal.tokens.authentication.NamedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

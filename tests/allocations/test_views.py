@@ -8,7 +8,6 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from allocations.models import GpuRequest, Quota, RequestStatus
 from allocations.services import gpu_request_submit
@@ -45,7 +44,7 @@ PAGES = [
     ("allocations:request-list", {}),
     ("allocations:approvals", {}),
     ("allocations:team-detail", {"slug": "vision"}),
-    ("allocations:tokens", {}),
+    ("tokens:list", {}),
 ]
 
 
@@ -434,35 +433,8 @@ def test_unknown_team_is_404(demo_org: DemoOrg) -> None:
     assert response.status_code == 404
 
 
-# --- API tokens ---------------------------------------------------------------------------------------------------
-
-
-def test_token_create_is_shown_once_then_revoked(demo_org: DemoOrg) -> None:
-    client = client_for(demo_org.member)
-    url = reverse("allocations:tokens")
-    assert "You have no API token" in client.get(url).content.decode()
-    response = client.post(url, {"action": "create"}, follow=True)
-    key = Token.objects.get(user=demo_org.member).key
-    assert key in response.content.decode()
-    assert "Token " in response.content.decode()  # the notebook snippet
-    again = client.get(url).content.decode()
-    assert key not in again and key[-4:] in again
-    client.post(url, {"action": "create"})
-    assert Token.objects.get(user=demo_org.member).key != key
-    client.post(url, {"action": "revoke"})
-    assert not Token.objects.filter(user=demo_org.member).exists()
-
-
-def test_tokens_page_has_csrf_and_only_touches_the_users_token(demo_org: DemoOrg) -> None:
-    other = Token.objects.create(user=demo_org.outsider)
-    client = client_for(demo_org.member)
-    assert "csrfmiddlewaretoken" in client.get(reverse("allocations:tokens")).content.decode()
-    client.post(reverse("allocations:tokens"), {"action": "revoke"})
-    assert Token.objects.filter(pk=other.pk).exists()
-
-
 def test_csrf_is_enforced_on_forms(demo_org: DemoOrg) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(demo_org.member)
     assert client.post(reverse("allocations:request-new"), form_data()).status_code == 403
-    assert client.post(reverse("allocations:tokens"), {"action": "create"}).status_code == 403
+    assert client.post(reverse("tokens:list"), {"name": "n", "expires_in_days": 30}).status_code == 403

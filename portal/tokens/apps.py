@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class TokensConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "portal.tokens"
+    label = "tokens"
+    verbose_name = "API tokens"

@@ -1,0 +1,12 @@
+"""Browser routes of the API tokens page."""
+
+from django.urls import path
+
+from portal.tokens import views
+
+app_name = "tokens"
+urlpatterns = [
+    path("account/tokens/", views.token_list, name="list"),
+    path("account/tokens/<int:pk>/revoke/", views.token_revoke, name="revoke"),
+    path("account/tokens/legacy/revoke/", views.legacy_token_revoke, name="legacy-revoke"),
+]
