@@ -144,6 +144,18 @@ class GpuRequestForm(forms.Form):
                 self.add_error(target if target in self.fields else None, message)
 
 
+class RecommendationPreviewForm(GpuRequestForm):
+    """The new-request form's profile, team and cluster only: what the live preview recommends from."""
+
+    # Not part of the recommendation: the preview neither needs nor checks them.
+    NOT_PREVIEWED = ("name", "purpose", "expires_on", "image", "command")
+
+    def __init__(self, *args: Any, user: AbstractBaseUser, **kwargs: Any) -> None:
+        super().__init__(*args, user=user, **kwargs)
+        for name in self.NOT_PREVIEWED:
+            del self.fields[name]
+
+
 class CommentForm(forms.Form):
     """An optional comment on a status change (required by the service to reject)."""
 

@@ -9,6 +9,7 @@ app_name = "allocations"
 urlpatterns = [
     path("requests/", views.request_list, name="request-list"),
     path("requests/new/", views.request_new, name="request-new"),
+    path("requests/preview/", views.request_preview, name="request-preview"),
     path("requests/<int:pk>/", views.request_detail, name="request-detail"),
     path("requests/<int:pk>/cancel/", views.request_cancel, name="request-cancel"),
     path("requests/<int:pk>/release/", views.request_release, name="request-release"),

@@ -16,7 +16,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from allocations.extension_services import allocation_extension_decide, allocation_extension_request, hours_text
 from allocations.filtersets import GpuRequestFilterSet
-from allocations.forms import BulkReviewForm, CommentForm, ExtensionRequestForm, GpuRequestForm, ReviewForm
+from allocations.forms import (
+    BulkReviewForm,
+    CommentForm,
+    ExtensionRequestForm,
+    GpuRequestForm,
+    RecommendationPreviewForm,
+    ReviewForm,
+)
 from allocations.lifecycle import InvalidTransition
 from allocations.models import (
     REAPPLICABLE_STATUSES,
@@ -36,6 +43,7 @@ from allocations.pages import (
     gpu_request_manifests_yaml,
     team_overview,
 )
+from allocations.placement import place
 from allocations.selectors import (
     allocation_extensions_visible_to,
     clusters_visible_to,
@@ -55,6 +63,7 @@ from allocations.services import (
     gpu_request_release,
     gpu_request_submit,
 )
+from gpucore.decision import ProfileError, WorkloadProfile
 
 PAGE_SIZE = 25
 
@@ -88,6 +97,37 @@ def request_new(request: HttpRequest) -> HttpResponse:
     status = 400 if request.method == "POST" else 200
     context = {"form": form, "has_teams": form.fields["team"].queryset.exists()}
     return render(request, "allocations/request_form.html", context, status=status)
+
+
+@login_required
+@require_POST
+def request_preview(request: HttpRequest) -> HttpResponse:
+    """The new-request page's live preview: the recommendation as the ``_spec.html`` fragment, or the field errors.
+
+    The same template renders the spec frozen on a request's page, so the preview and the request never drift. The
+    team must be one of the user's (the form's choices); CSRF is checked as for any POST (the header the page sends).
+    """
+    form = RecommendationPreviewForm(request.POST, user=request.user)
+    errors: dict[str, list[str]] = {}
+    if form.is_valid():
+        try:
+            profile = WorkloadProfile.from_mapping(form.profile_data())
+            placement = place(profile, cluster=form.cleaned_data.get("cluster"))
+        except ProfileError as exc:
+            errors = {name: list(messages) for name, messages in exc.errors.items()}
+        else:
+            return render(request, "allocations/_spec.html", {"spec": placement.spec})
+    else:
+        errors = {name: list(messages) for name, messages in form.errors.items()}
+    rows = [
+        {
+            "field": name,
+            "label": form.fields[name].label or name.replace("_", " ").capitalize() if name in form.fields else "",
+            "messages": messages,
+        }
+        for name, messages in errors.items()
+    ]
+    return render(request, "allocations/_preview_errors.html", {"errors": rows}, status=400)
 
 
 def _initial_from_query(request: HttpRequest) -> dict[str, str]:

@@ -72,7 +72,7 @@ def test_new_request_form_offers_only_the_users_teams_and_carries_csrf(demo_org:
     html = response.content.decode()
     assert "csrfmiddlewaretoken" in html
     assert list(response.context["form"].fields["team"].queryset) == [demo_org.team]
-    assert 'data-preview-url="/api/v1/recommendations/"' in html
+    assert 'data-preview-url="/requests/preview/"' in html
     assert "js/request_form.js" in html
 
 
