@@ -137,6 +137,7 @@ class MigPlanSerializer(serializers.ModelSerializer):
             "nodes_to_drain",
             "requests_to_move",
             "monthly_cost_delta",
+            "price_basis",
             "gpus",
             "progress",
             "error",

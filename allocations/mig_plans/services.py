@@ -36,6 +36,7 @@ from allocations.models import (
     RequestStatus,
     SharingMode,
 )
+from allocations.placement import gpu_price
 from allocations.provisioning import cluster_gateway
 from allocations.selectors import user_is_approver
 from gpucore.catalog import GpuModelSpec, mig_profile_of_resource
@@ -163,7 +164,8 @@ def mig_plan_create(
                 "holders": list(gpu.moved_holders),
             }
         )
-    rate = pool.gpu_model.list_hourly_price
+    price = gpu_price(pool.gpu_model)  # the price book's, else the catalog list price, as recommendations use
+    rate = price.hourly
     pool_gpus = len(current)
     new = MigPlan(
         pool=pool,
@@ -178,9 +180,14 @@ def mig_plan_create(
         gpus_changed=result.gpus_changed,
         nodes_to_drain=result.nodes_to_drain(),
         requests_to_move=result.requests_to_move(),
-        # GPUs freed (negative) or needed (positive) at the model's list price: what the pool could give back or
+        # GPUs freed (negative) or needed (positive) at the model's GPU-hour price: what the pool could give back or
         # must buy, per month.
-        monthly_cost_delta=(Decimal(result.gpu_count - pool_gpus) * rate * HOURS_PER_MONTH) if rate else None,
+        monthly_cost_delta=(
+            (Decimal(result.gpu_count - pool_gpus) * rate * HOURS_PER_MONTH).quantize(Decimal("0.0001"))
+            if rate
+            else None
+        ),
+        price_basis=price.basis if rate else "",
         created_by=acting_user,
     )
     with transaction.atomic():

@@ -70,6 +70,7 @@ class MigPlan(models.Model):
     nodes_to_drain = models.JSONField(default=list, blank=True)
     requests_to_move = models.JSONField(default=list, blank=True)
     monthly_cost_delta = models.DecimalField(max_digits=14, decimal_places=4, null=True, blank=True)
+    price_basis = models.CharField(max_length=200, blank=True, help_text="Where the GPU-hour price came from.")
     # Rollout: the step of each node to drain, when its drain began, and why the plan stopped.
     progress = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)

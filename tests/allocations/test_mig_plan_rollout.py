@@ -209,6 +209,9 @@ def test_the_plan_holds_the_demand_on_three_gpus_and_drains_one_node(demo_org, p
     )
     # One freed A100 at the catalog's list price, per month (negative: the pool could give it back).
     assert plan.monthly_cost_delta is not None and plan.monthly_cost_delta < 0
+    # No price book here: the catalog's list price, and the plan says so.
+    model = GpuModel.objects.get(name="A100-40GB")
+    assert plan.monthly_cost_delta == -1 * model.list_hourly_price * 730 and "list price" in plan.price_basis
     assert [e.to_status for e in plan.events.all()] == [MigPlanStatus.PROPOSED]
 
 

@@ -67,7 +67,7 @@ def test_a_plan_shows_current_and_proposed_layouts_and_what_it_costs(client_as, 
     assert proposed == [(("2g.12gb", 2),), (("4g.24gb", 1),)]
     assert all(g["current"] == {"1g.6gb": 4} for g in body["gpus"])
     # A30 has no catalog list price: no cost effect rather than a guessed one.
-    assert body["monthly_cost_delta"] is None
+    assert body["monthly_cost_delta"] is None and body["price_basis"] == ""
     assert [e["to_status"] for e in body["events"]] == ["proposed"]
 
 
