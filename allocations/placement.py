@@ -99,14 +99,20 @@ class PoolOffers:
     time_slice_replicas: dict[str, set[int]]
     # The largest node of each model's dedicated pools: a replica's GPUs must share one node.
     gpus_per_node: dict[str, int]
+    # (model, MIG profile) -> the layout of the first pool serving it (the one pool_for places on).
+    mig_layouts: dict[tuple[str, str], dict[str, int]]
 
 
 def pool_offers(pools: list[NodePool]) -> PoolOffers:
     """Gather the pools' GPU models, (model, strategy, MIG profile) options, time-slicing replicas and node sizes."""
     replicas: dict[str, set[int]] = {}
     node_sizes: dict[str, int] = {}
+    layouts: dict[tuple[str, str], dict[str, int]] = {}
     for pool in pools:
         model = pool.gpu_model.name
+        if pool.sharing_mode == SharingMode.MIG:
+            for profile in pool.mig_devices or {}:
+                layouts.setdefault((model, profile), dict(pool.mig_devices))
         if pool.sharing_mode == SharingMode.TIME_SLICING and pool.time_slice_replicas:
             replicas.setdefault(model, set()).add(pool.time_slice_replicas)
         elif pool.sharing_mode == SharingMode.NONE and pool.gpus_per_node:
@@ -116,6 +122,7 @@ def pool_offers(pools: list[NodePool]) -> PoolOffers:
         offers=_offerings(pools),
         time_slice_replicas=replicas,
         gpus_per_node=node_sizes,
+        mig_layouts=layouts,
     )
 
 
@@ -148,6 +155,7 @@ def recommend_for_pools(profile: WorkloadProfile, pools: list[NodePool]) -> Reco
         currency=settings.PORTAL_CURRENCY,
         offered=lambda model, strategy, mig_profile: (model, strategy, mig_profile) in offered.offers,
         gpus_per_node=offered.gpus_per_node,
+        mig_layouts=offered.mig_layouts,
     )
 
 

@@ -67,6 +67,7 @@ def team_what_if(
         rates=gpu_hourly_rates(),
         time_slice_replicas=offered.time_slice_replicas,
         gpus_per_node=offered.gpus_per_node,
+        mig_layouts=offered.mig_layouts,
         currency=settings.PORTAL_CURRENCY,
         reference_hours=reference_hours,
         reference_model=reference_gpu_model,

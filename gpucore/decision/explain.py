@@ -48,7 +48,9 @@ def sizing_line(ctx: DecisionContext, option: Option) -> str:
     profile, model = ctx.profile, option.model
     if option.strategy is Strategy.MIG and option.mig is not None:
         return (
-            f"MIG profile {option.mig.name} on {model.name}: the smallest recommendable profile with at least "
+            f"MIG profile {option.mig.name} on {model.name}: the smallest "
+            f"{'profile a node pool here offers' if ctx.offered is not None else 'recommendable profile'} "
+            "with at least "
             f"{format_gb(profile.gpu_memory_gb)} ({option.mig.memory_gb} GB, {option.mig.compute_slices}/"
             f"{model.mig_compute_slices} of the compute)."
         )

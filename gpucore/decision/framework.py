@@ -44,6 +44,7 @@ from gpucore.decision.options import (
     core_fields,
     format_money,
     need_text,
+    normalize_layouts,
     normalize_node_sizes,
     normalize_pools,
     normalize_rates,
@@ -87,6 +88,7 @@ def recommend(
     currency: str = "USD",
     offered: Callable[[str, str, str | None], bool] | None = None,
     gpus_per_node: Mapping[str, int] | None = None,
+    mig_layouts: Mapping[tuple[str, str], Mapping[str, int]] | None = None,
 ) -> Recommendation:
     """Recommend a GPU allocation for ``profile`` from ``catalog``; raises ``ProfileError`` for what cannot be served.
 
@@ -95,7 +97,9 @@ def recommend(
     ``time_slice_replicas`` maps model names to their time-sliced pools' replicas (one number, or one per pool);
     otherwise the SLA tier's default applies, else ``default_time_slice_replicas``, lowered until a share holds the
     replica. ``gpus_per_node`` maps model names to the most GPUs one node of a dedicated pool has: a replica needing
-    more is refused on ``gpu_count`` (its GPUs must share a node). The cost is monthly, and for ``duration_hours``.
+    more is refused on ``gpu_count`` (its GPUs must share a node). ``mig_layouts`` maps (model, MIG profile) to the
+    per-GPU layout of the pool serving it, so a slice's GPU share is the one chargeback bills on that pool.
+    The cost is monthly, and for ``duration_hours``.
     """
     model, tier = _resolve(profile, catalog, tiers)
     if default_time_slice_replicas < 2:
@@ -118,6 +122,7 @@ def recommend(
         forbidden=forbidden,
         offered=offered,
         gpus_per_node=node_sizes,
+        mig_layouts=normalize_layouts(mig_layouts or {}),
     )
 
     if model is not None:

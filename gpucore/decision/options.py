@@ -24,6 +24,7 @@ from gpucore.pricing import (
     allocation_hourly_rate,
     catalog_hourly_rate,
     gpu_share,
+    mig_weight,
     monthly_cost,
     share_text,
     to_cents,
@@ -115,6 +116,9 @@ class DecisionContext:
     offered: Callable[[str, str, str | None], bool] | None = None
     # casefolded model name -> the most GPUs one node of a dedicated pool has; empty = node size unknown
     gpus_per_node: Mapping[str, int] = field(default_factory=dict)
+    # (casefolded model name, MIG profile) -> the per-GPU layout of the pool that serves it; the GPU share then
+    # scales by the layout's weight (DESIGN.md "GPU share"), as chargeback does.
+    mig_layouts: Mapping[tuple[str, str], Mapping[str, int]] = field(default_factory=dict)
 
     def is_offered(self, option: Option) -> bool:
         if self.offered is None:
@@ -272,6 +276,12 @@ def normalize_pools(pools: Mapping[str, int | Iterable[int]]) -> dict[str, tuple
     return result
 
 
+def normalize_layouts(
+    layouts: Mapping[tuple[str, str], Mapping[str, int]],
+) -> dict[tuple[str, str], dict[str, int]]:
+    return {(model.casefold(), profile): dict(layout) for (model, profile), layout in layouts.items()}
+
+
 def normalize_node_sizes(sizes: Mapping[str, int]) -> dict[str, int]:
     result = {}
     for name, gpus in sizes.items():
@@ -304,10 +314,11 @@ def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -
     elif strategy is Strategy.MIG:
         if not model.mig_capable:
             return f"{model.name} is not MIG-capable ({model.family})."
-        mig = next((p for p in model.recommendable_profiles() if p.memory_gb * n >= memory), None)
+        mig = _mig_profile_for(ctx, model)
         if mig is None:
             return _no_mig_profile(model, profile)
-        share = gpu_share(strategy, model=model, mig_profile=mig) * n
+        layout = ctx.mig_layouts.get((model.name.casefold(), mig.name))
+        share = gpu_share(strategy, model=model, mig_profile=mig, layout=layout) * n
     else:
         fitted = _time_slice_fit(ctx, model)
         if isinstance(fitted, str):
@@ -358,6 +369,25 @@ def fewest_time_slice_replicas(ctx: DecisionContext, model: GpuModelSpec) -> int
     """The fewest tenants per GPU the model can be time-sliced with here: its pools' smallest, else 2."""
     pools = ctx.lookup(ctx.pools, model)
     return pools[-1] if pools else 2
+
+
+def _mig_profile_for(ctx: DecisionContext, model: GpuModelSpec) -> MigProfile | None:
+    """The smallest recommendable partial profile holding the replica's memory; where node pools are known, the
+    smallest one a pool offers (a profile an operator configured counts even if not on the recommendable list)."""
+    memory, n = ctx.profile.gpu_memory_gb, ctx.profile.gpu_count
+    smallest = next((p for p in model.recommendable_profiles() if p.memory_gb * n >= memory), None)
+    if ctx.offered is None:
+        return smallest
+    offered = [
+        p
+        for p in model.mig_profiles
+        if p.compute_slices < model.mig_compute_slices
+        and p.memory_gb * n >= memory
+        and ctx.offered(model.name, Strategy.MIG.value, p.name)
+    ]
+    if not offered:
+        return smallest  # not offered: the caller says so and moves on
+    return min(offered, key=lambda p: (mig_weight(model, p), p.memory_gb, p.compute_slices, p.name))
 
 
 def _no_mig_profile(model: GpuModelSpec, profile: WorkloadProfile) -> str:

@@ -22,6 +22,7 @@ from gpucore.catalog import Catalog, CatalogError, GpuModelSpec
 from gpucore.decision.options import (
     DecisionContext,
     Option,
+    normalize_layouts,
     normalize_node_sizes,
     normalize_pools,
     normalize_rates,
@@ -79,6 +80,7 @@ def compare(
     rates: Mapping[str, Decimal] | None = None,
     time_slice_replicas: Mapping[str, int | Iterable[int]] | None = None,
     gpus_per_node: Mapping[str, int] | None = None,
+    mig_layouts: Mapping[tuple[str, str], Mapping[str, int]] | None = None,
     currency: str = "USD",
     default_time_slice_replicas: int = 4,
     reference_hours: Decimal | None = None,
@@ -113,6 +115,7 @@ def compare(
         forbidden=forbidden,
         offered=lambda model, strategy, mig: (model, strategy, mig) in offers,
         gpus_per_node=normalize_node_sizes(gpus_per_node or {}),
+        mig_layouts=normalize_layouts(mig_layouts or {}),
     )
     pairs = _offered_pairs(offers)
     results: list[WhatIfOption] = []

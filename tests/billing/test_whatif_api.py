@@ -70,9 +70,8 @@ def test_every_offered_option_with_its_duration_cost_quota_and_budget(pools):
     assert t4["estimated_cost"]["amount"] == "6.31"  # 0.526 / 4 x 48 = 6.312
     assert t4["budget"]["gpu_hours_this_month"] == 12.0  # a quarter GPU for 48 h
     mig = options[("A100-40GB", "mig")]
-    # 4 GB fits 1g.5gb, which the pool does not offer: shown, not permitted, with the reason.
-    assert (mig["fits"], mig["permitted"]) == (True, False)
-    assert "No node pool here offers nvidia.com/mig-1g.5gb" in mig["reason"]
+    # 4 GB would fit 1g.5gb, which the pool does not offer: the smallest slice it offers, 3g.20gb (share 0.5).
+    assert (mig["fits"], mig["permitted"], mig["mig_profile"], mig["gpu_share"]) == (True, True, "3g.20gb", "0.5")
 
 
 def test_quota_and_budget_say_no_when_they_would(pools):

@@ -62,3 +62,18 @@ def test_the_duration_cost_reaches_the_api(client_as, demo_org):
     assert data["gpu_model"] == "H100-80GB"
     assert data["estimated_monthly_cost"]["amount"] == "5022.40"  # 6.88 x 730, catalog list price
     assert data["estimated_cost"] == {"amount": "330.24", "currency": "USD", "hours": 48.0}  # 6.88 x 48
+
+
+def test_four_1g20gb_on_a_fully_partitioned_h100_pool_bill_one_gpu_together(client_as, demo_org):
+    NodePoolFactory(
+        cluster=demo_org.cluster,
+        name="h100-mig",
+        gpu_model=GpuModel.objects.get(name="H100-80GB"),
+        sharing_mode=SharingMode.MIG,
+        mig_devices={"1g.20gb": 4},
+    )
+    body = {"workload_type": "batch_inference", "gpu_memory_gb": 15, "isolation_required": True, "replicas": 4}
+    data = client_as("member").post(URL, body, format="json").json()
+
+    assert (data["strategy"], data["mig_profile"], data["gpu_share"]) == ("mig", "1g.20gb", "0.25"), data["rationale"]
+    assert data["estimated_monthly_cost"]["amount"] == "5022.40"  # 4 x 0.25 x 6.88 x 730: one H100's month

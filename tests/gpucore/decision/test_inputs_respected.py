@@ -194,3 +194,22 @@ def test_every_share_is_a_decimal_string():
     data = rec(workload_type="development", gpu_memory_gb=4).to_dict()
     for item in (data, *data["alternatives"]):
         assert Decimal(item["gpu_share"]) > 0
+
+
+# --- the GPU share of a MIG slice is the one its pool's layout bills -----------------------------------------------
+
+
+def test_a_mig_share_scales_by_the_layout_of_the_pool_that_serves_it():
+    fields = {
+        "workload_type": "batch_inference",
+        "gpu_memory_gb": 20,
+        "gpu_model": "A100-40GB",
+        "isolation_required": True,
+    }
+    alone = rec(**fields)
+    assert (alone.mig_profile, alone.to_dict()["gpu_share"]) == ("3g.20gb", "0.5")
+    # 3g.20gb (0.5) + 2g.10gb (2/7) + 2 x 1g.5gb (1/7 each) weigh 15/14 of a GPU: each bills its weight x 14/15.
+    layout = {("A100-40GB", "3g.20gb"): {"3g.20gb": 1, "2g.10gb": 1, "1g.5gb": 2}}
+    placed = rec(options={"mig_layouts": layout}, **fields)
+    assert placed.to_dict()["gpu_share"] == "0.466667"  # 0.5 x 14/15 = 7/15
+    assert placed.estimated_monthly_cost == Decimal("2.7447") * 7 / 15 * 730
