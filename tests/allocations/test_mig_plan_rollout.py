@@ -304,3 +304,15 @@ def test_a_rollout_resumes_from_its_stored_step(demo_org, pool, gateway, cluster
         assert _run_until(plan, fresh, {MigPlanStatus.APPLIED, MigPlanStatus.FAILED}) == MigPlanStatus.APPLIED
     assert cordons == 1
     assert sum(1 for r in cluster.requests if r.method.value == "PATCH" and '"unschedulable": true' in r.text) == 1
+
+
+def test_the_sweeper_finds_rollouts_whose_worker_stopped_beating(demo_org, pool, gateway):
+    from allocations.mig_plans.rollout import stalled_mig_plan_ids
+
+    plan = _approved_plan(demo_org, pool, gateway)
+    assert stalled_mig_plan_ids() == [plan.pk]  # applying, and no pass has run yet
+    mig_plan_rollout_step(plan_id=plan.pk, gateway=gateway)
+    assert stalled_mig_plan_ids() == []
+    assert stalled_mig_plan_ids(now=timezone.now() + timedelta(minutes=3)) == [plan.pk]
+    MigPlan.objects.filter(pk=plan.pk).update(status=MigPlanStatus.FAILED)
+    assert stalled_mig_plan_ids(now=timezone.now() + timedelta(minutes=3)) == []
