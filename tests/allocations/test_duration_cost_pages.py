@@ -51,9 +51,9 @@ def test_the_request_page_and_queue_show_the_48_hour_cost_and_the_budget(budgete
 
     queue = client_for(budgeted.approver).get(reverse("allocations:approvals")).content.decode()
     assert "330.24 USD" in queue and "for 48 h" in queue
-    assert "This request this month: 48.0 GPU-h, 330.24 USD" in queue
+    assert "This request this month: 48.0 GPU-h · 330.24 USD" in queue
     assert "Budget left after it: <strong>52.0</strong> of 100 GPU-h" in queue
-    assert "Team this month: 0.0 GPU-h" in queue
+    assert "Team this month: 0 GPU-h · 0.00 USD" in queue
 
     (message,) = [m for m in mail.outbox if "waiting for approval" in m.body]
     assert "Estimated cost for the 48 hours asked for: 330.24 USD" in message.body
