@@ -7,6 +7,7 @@ import logging
 from celery import shared_task
 
 from allocations.models import Cluster
+from billing.costs import tasks as costs_tasks  # registers billing.email_monthly_reports with autodiscovery
 from billing.costs.services import monthly_reports_close, previous_month
 from billing.metering.prometheus import PrometheusUnavailable
 from billing.metering.services import HOUR, utilization_health_pull, utilization_pull
@@ -60,7 +61,7 @@ def pull_utilization_all() -> list[int]:
 
 @shared_task(name="billing.close_previous_month", acks_late=True)
 def close_previous_month() -> dict[str, object]:
-    """Close last month's reports (beat: 1st of the month); re-running it leaves closed reports as they are."""
+    """Close last month's reports (beat: 1st of the month) and queue their email; re-running changes nothing closed."""
     result = monthly_reports_close(month=previous_month())
     return {
         "month": f"{result.month:%Y-%m}",
@@ -68,3 +69,6 @@ def close_previous_month() -> dict[str, object]:
         "already_closed": result.already_closed,
         "failed": result.failed,
     }
+
+
+__all__ = ["close_previous_month", "costs_tasks", "pull_utilization", "pull_utilization_all"]

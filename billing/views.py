@@ -19,21 +19,17 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
-from allocations.models import Team
 from billing import charts
 from billing.costs import dashboards
-from billing.costs.reports import live_report_payload, report_csv, report_pdf, stored_report_payload
+from billing.costs.reports import live_report_payload, month_reports, report_csv, report_pdf
 from billing.costs.selectors import (
     cost_teams_visible_to,
-    month_bounds,
     month_chargeback,
     monthly_reports_visible_to,
     next_month,
     user_can_view_all_costs,
 )
-from billing.models import MonthlyReport
 from billing.utilization.selectors import capacity_forecast, platform_utilization, pool_forecasts
-from gpucore.chargeback import TeamCharge
 from gpucore.exports import csv_text
 from gpucore.months import MonthError, parse_month
 
@@ -81,18 +77,10 @@ def _report_payload(request: HttpRequest, slug: str, year: int, month: int) -> d
         first = date(year, month, 1)
     except ValueError as exc:
         raise Http404("No such month.") from exc
-    stored = (
-        MonthlyReport.objects.filter(team=team, month=first).select_related("team").prefetch_related("lines").first()
-    )
-    if stored is not None:
-        return stored_report_payload(stored)
-    if month_bounds(first)[0] > timezone.now():
+    reports = month_reports(teams=[team], month=first)
+    if not reports:
         raise Http404("That month has not started.")
-    return live_report_payload(team=team, month=first, charge=_team_charge(team, first))
-
-
-def _team_charge(team: Team, month: date) -> Any:
-    return month_chargeback(month=month).teams.get(team.slug) or TeamCharge(team.slug)
+    return reports[0]
 
 
 @login_required

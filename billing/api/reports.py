@@ -12,7 +12,6 @@ from datetime import date
 from typing import Any
 
 from django.http import HttpResponse
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -24,11 +23,9 @@ from rest_framework.views import APIView
 
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.serializers import MoneySerializer
-from billing.costs.reports import live_reports, report_csv, stored_report_payload
+from billing.costs.reports import month_reports, report_csv, stored_report_payload
 from billing.costs.selectors import (
     cost_teams_visible_to,
-    month_bounds,
-    month_chargeback,
     monthly_reports_visible_to,
     price_book_in_effect,
 )
@@ -99,14 +96,11 @@ class ReportListView(APIView):
             teams = teams.filter(slug=slug)
             if not teams.exists():
                 raise NotFound("No such team among yours.")
-        reports = monthly_reports_visible_to(user=request.user).filter(team__in=teams).prefetch_related("lines")
         if month is not None:
-            reports = reports.filter(month=month)
-        payloads = [stored_report_payload(r) for r in reports.order_by("-month", "team__slug")]
-        if month is not None and month_bounds(month)[0] <= timezone.now():
-            missing = teams.exclude(pk__in=reports.values("team_id"))
-            if missing.exists():
-                payloads += live_reports(teams=missing, month=month, chargeback=month_chargeback(month=month))
+            payloads = month_reports(teams=teams, month=month)
+        else:
+            reports = monthly_reports_visible_to(user=request.user).filter(team__in=teams).prefetch_related("lines")
+            payloads = [stored_report_payload(r) for r in reports.order_by("-month", "team__slug")]
         if request.accepted_renderer.format == "csv":
             response = HttpResponse(report_csv(payloads), content_type="text/csv; charset=utf-8")
             name = f"reports-{slug or 'all'}-{month:%Y-%m}" if month else f"reports-{slug or 'all'}"

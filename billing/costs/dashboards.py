@@ -15,8 +15,9 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from allocations.models import GpuRequest, NodePool, SharingMode, Team
-from billing.costs.selectors import month_bounds, month_chargeback
+from allocations.models import NodePool, SharingMode, Team
+from allocations.selectors import allocation_intervals
+from billing.costs.selectors import closed_reports, month_bounds, month_chargeback
 from billing.metering.selectors import rollups_between, utilization_samples, utilization_weighted_sum
 from billing.models import ImportedUsage, MonthlyReport, MonthlyReportLine, OrganisationMonthSummary, ReportStatus
 from gpucore.chargeback import Chargeback
@@ -63,10 +64,12 @@ class ChargebackMemo:
 def month_rows(
     *, month: date, teams: QuerySet[Team], now: datetime, show_idle: bool, memo: ChargebackMemo | None = None
 ) -> MonthRows:
-    """The month's lines (stored if every visible team's report is closed, else live) for these teams."""
+    """The month's lines for these teams: from the stored report where closed, else live (``closed_reports``)."""
     slugs = set(teams.values_list("slug", flat=True))
-    closed = MonthlyReport.objects.filter(month=month, status=ReportStatus.CLOSED, team__slug__in=slugs)
-    if slugs and closed.count() == len(slugs):
+    closed = closed_reports(month=month, teams=teams)
+    closed_slugs = set(closed.values_list("team__slug", flat=True))
+    rows: list[dict[str, Any]] = []
+    if closed_slugs:
         grouped = (
             MonthlyReportLine.objects.filter(report__in=closed)
             .values("report__team__slug", "request_ref", "name", "strategy", "gpu_model")
@@ -90,13 +93,14 @@ def month_rows(
             }
             for r in grouped
         ]
-        summary = OrganisationMonthSummary.objects.filter(month=month).first()
+    summary = OrganisationMonthSummary.objects.filter(month=month).first()
+    if slugs and closed_slugs == slugs:
         idle = summary.idle_cost if (summary and show_idle) else None
         return MonthRows(month=month, closed=True, rows=rows, idle_cost=idle)
     chargeback = (memo or ChargebackMemo(now)).get(month)
     merged: dict[tuple, dict[str, Any]] = {}
     for slug, charge in chargeback.teams.items():
-        if slug not in slugs:
+        if slug not in slugs or slug in closed_slugs:
             continue
         for line in charge.lines:
             a = line.allocation
@@ -117,8 +121,11 @@ def month_rows(
             row["amount"] += line.amount
             row["dedicated"] += line.dedicated_amount
             row["gpu_hours"] += line.allocated_gpu_hours
-    idle = chargeback.total_idle_cost if show_idle else None
-    return MonthRows(month=month, closed=False, rows=list(merged.values()), idle_cost=idle, chargeback=chargeback)
+    idle_cost = summary.idle_cost if summary else chargeback.total_idle_cost
+    rows += merged.values()
+    return MonthRows(
+        month=month, closed=False, rows=rows, idle_cost=idle_cost if show_idle else None, chargeback=chargeback
+    )
 
 
 def cost_over_time(
@@ -145,11 +152,10 @@ def cost_over_time(
     if show_idle:
         for s in OrganisationMonthSummary.objects.filter(month__in=span):
             idle[s.month] = Decimal(0) if s.idle_shared else s.idle_cost
-    first_activity = month_bounds(span[0])[0]
     for m in span:
         if m in closed_months or month_bounds(m)[0] > now:
             continue
-        if m != span[-1] and not _had_activity(m, first_activity):
+        if m != span[-1] and not _had_activity(m):
             continue
         charge = (memo or ChargebackMemo(now)).get(m)
         for slug in slugs:
@@ -163,10 +169,11 @@ def cost_over_time(
     return ["month", "team", "cost"], rows
 
 
-def _had_activity(month: date, _since: datetime) -> bool:
+def _had_activity(month: date) -> bool:
+    """Whether any request held GPUs in the month (``allocation_intervals``), or imported usage falls in it."""
     start, end = month_bounds(month)
-    requests = GpuRequest.objects.filter(activated_at__lt=end).filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
-    return requests.exists() or ImportedUsage.objects.filter(start__lt=end, end__gt=start).exists()
+    held = allocation_intervals(start=start, end=end)
+    return bool(held) or ImportedUsage.objects.filter(start__lt=end, end__gt=start).exists()
 
 
 def allocation_vs_utilization(*, data: MonthRows, teams: QuerySet[Team]) -> Table:

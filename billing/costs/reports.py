@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
-from datetime import date
+from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 from fpdf import FPDF
 
 from allocations.models import Team
+from billing.costs.selectors import closed_reports, month_bounds, month_chargeback
 from billing.models import MonthlyReport, OrganisationMonthSummary, ReportStatus
 from gpucore.chargeback import Chargeback, TeamCharge
 from gpucore.exports import SafeCsvWriter
@@ -302,3 +304,20 @@ def live_reports(*, teams: Iterable[Team], month: date, chargeback: Chargeback) 
         live_report_payload(team=team, month=month, charge=chargeback.teams.get(team.slug) or TeamCharge(team.slug))
         for team in teams
     ]
+
+
+def month_reports(*, teams: Iterable[Team], month: date, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Each team's report of ``month`` (``closed_reports``'s rule): stored where closed, else an estimate made now.
+
+    Closed reports come first (by team slug), then the estimates of the other teams from one chargeback; a month
+    that has not begun has no estimates.
+    """
+    teams = list(teams)
+    now = now or timezone.now()
+    stored = closed_reports(month=month, teams=teams).select_related("team").prefetch_related("lines")
+    payloads = [stored_report_payload(report) for report in stored.order_by("team__slug")]
+    closed = {payload["team"] for payload in payloads}
+    missing = [team for team in teams if team.slug not in closed]
+    if missing and month_bounds(month)[0] <= now:
+        payloads += live_reports(teams=missing, month=month, chargeback=month_chargeback(month=month, now=now))
+    return payloads

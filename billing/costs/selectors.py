@@ -7,6 +7,7 @@ imported usage, the price books in effect, the capacity of the pools and the mea
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -18,7 +19,7 @@ from django.utils import timezone
 from allocations.models import NodePool, Team
 from allocations.selectors import User, allocation_intervals, catalog_from_db, teams_of, user_is_approver
 from billing.metering.selectors import usage_by_request
-from billing.models import ImportedUsage, MonthlyReport, PriceBook
+from billing.models import ImportedUsage, MonthlyReport, PriceBook, ReportStatus
 from gpucore.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
 from gpucore.pricing import catalog_hourly_rate, to_cents
 
@@ -54,6 +55,16 @@ def cost_teams_visible_to(user: User) -> QuerySet[Team]:
 def monthly_reports_visible_to(*, user: User) -> QuerySet[MonthlyReport]:
     """Monthly reports of the teams the user may see; every report page and endpoint starts here."""
     return MonthlyReport.objects.filter(team__in=cost_teams_visible_to(user)).select_related("team")
+
+
+def closed_reports(*, month: date, teams: Iterable[Team]) -> QuerySet[MonthlyReport]:
+    """The stored reports of ``month`` for these teams: the one rule of which figures a month shows.
+
+    A team whose month is closed is read from its stored report, never recomputed (prices may have changed since);
+    every other team gets a live estimate from the month's chargeback. Report pages, the reports API and the cost
+    dashboards all start here (``billing.costs.reports.month_reports``, ``billing.costs.dashboards.month_rows``).
+    """
+    return MonthlyReport.objects.filter(month=month, status=ReportStatus.CLOSED, team__in=teams)
 
 
 def price_book_in_effect(*, at: datetime | None = None) -> PriceBook | None:

@@ -1,4 +1,7 @@
-"""Cost writes: loading a price book, importing historical usage, and closing a month's immutable reports."""
+"""Cost writes: loading a price book, importing historical usage, and closing a month's immutable reports.
+
+The email of a closed month is sent by its own task (``billing.costs.tasks``, ``billing.costs.emails``).
+"""
 
 from __future__ import annotations
 
@@ -13,15 +16,14 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.mail import EmailMessage
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from allocations.models import GpuModel, Membership, Role, SlaTier, Team
+from allocations.models import GpuModel, SlaTier, Team
 from allocations.selectors import User
-from billing.costs.reports import organisation_csv, report_csv, report_pdf
 from billing.costs.selectors import month_bounds, month_chargeback
+from billing.costs.tasks import email_monthly_reports as email_monthly_reports_task
 from billing.models import (
     GpuPrice,
     ImportedUsage,
@@ -350,7 +352,8 @@ def monthly_reports_close(*, month: date, now: datetime | None = None, send_emai
     """Close a finished month: one immutable report per team and an organisation summary; idempotent.
 
     A report already closed is left as it is (never recomputed with new prices); one team's failure does not
-    stop the others. Reports not yet emailed are then sent to team leads and ``PORTAL_FINANCE_EMAILS``.
+    stop the others. ``send_email`` then queues ``billing.email_monthly_reports``, which sends the reports not yet
+    emailed to team leads and ``PORTAL_FINANCE_EMAILS``.
     """
     now = now or timezone.now()
     month = month.replace(day=1)
@@ -394,52 +397,9 @@ def monthly_reports_close(*, month: date, now: datetime | None = None, send_emai
             )
             result.summary_created = True
     if send_email:
-        reports_email(month=month)
+        # Its own task: a mail server that is down never holds the close back, and the mail alone can be retried.
+        email_monthly_reports_task.delay(f"{month:%Y-%m}")
     return result
-
-
-def reports_email(*, month: date) -> int:
-    """Email the month's closed reports not yet sent (CSV + PDF) to team leads, and the summary to Finance."""
-    sent = 0
-    reports = MonthlyReport.objects.filter(month=month, status=ReportStatus.CLOSED, emailed_at__isnull=True)
-    for report in reports.select_related("team"):
-        leads = list(
-            Membership.objects.filter(team=report.team, role=Role.LEAD)
-            .exclude(user__email="")
-            .values_list("user__email", flat=True)
-        )
-        label = f"{report.team.slug}-{month:%Y-%m}"
-        try:
-            if leads:
-                message = EmailMessage(
-                    subject=f"GPU chargeback {month:%Y-%m}: {report.team.name}",
-                    body=f"The GPU chargeback of {report.team.name} for {month:%B %Y} is closed. "
-                    f"Total: {report.total.quantize(Decimal('0.01'))} {report.currency}. CSV and PDF attached.",
-                    to=leads,
-                )
-                message.attach(f"chargeback-{label}.csv", report_csv([report]), "text/csv")
-                message.attach(f"chargeback-{label}.pdf", report_pdf(report), "application/pdf")
-                message.send()
-                sent += 1
-            # Delivery metadata, not report content: a queryset update leaves the closed report's figures alone.
-            MonthlyReport.objects.filter(pk=report.pk).update(emailed_at=timezone.now())
-        except Exception:
-            logger.exception("Emailing report %s failed", label)
-    finance = list(getattr(settings, "PORTAL_FINANCE_EMAILS", []) or [])
-    if finance and sent:
-        all_reports = list(MonthlyReport.objects.filter(month=month, status=ReportStatus.CLOSED).select_related("team"))
-        message = EmailMessage(
-            subject=f"GPU chargeback {month:%Y-%m}: organisation summary",
-            body=f"The GPU chargeback for {month:%B %Y} is closed for {len(all_reports)} teams. CSVs attached.",
-            to=finance,
-        )
-        message.attach(f"chargeback-summary-{month:%Y-%m}.csv", organisation_csv(month), "text/csv")
-        message.attach(f"chargeback-lines-{month:%Y-%m}.csv", report_csv(all_reports), "text/csv")
-        try:
-            message.send()
-        except Exception:
-            logger.exception("Emailing the %s summary to Finance failed", month)
-    return sent
 
 
 def previous_month(now: datetime | None = None) -> date:
@@ -453,6 +413,5 @@ __all__: list[Any] = [
     "monthly_reports_close",
     "previous_month",
     "price_book_load",
-    "reports_email",
     "usage_import",
 ]

@@ -17,6 +17,7 @@ from allocations.placement import gpu_hourly_rates
 from billing.costs.reports import report_csv, report_pdf
 from billing.costs.selectors import current_gpu_rates, month_chargeback
 from billing.costs.services import monthly_reports_close, price_book_load, usage_import
+from billing.costs.tasks import email_monthly_reports
 from billing.models import ClosedReportError, ImportedUsage, MonthlyReport, MonthlyReportLine, OrganisationMonthSummary
 from billing.tasks import close_previous_month
 from tests.billing.cost_helpers import OCT, held_request, load_book, rollup
@@ -158,6 +159,20 @@ def test_closed_reports_are_immutable_and_never_recomputed(demo_org) -> None:
     assert MonthlyReport.objects.get(pk=report.pk).total.quantize(D("0.01")) == D("20.00")
     call_command("build_monthly_reports", "--month", "2026-10", "--no-email")
     assert MonthlyReport.objects.get(pk=report.pk).lines.get().amount.quantize(D("0.01")) == D("20.00")
+
+
+def test_the_monthly_email_is_its_own_task_and_sends_each_report_once(demo_org, settings) -> None:
+    settings.PORTAL_FINANCE_EMAILS = ["finance@example.com"]
+    load_book({"H100-80GB": "2.00"})
+    held_request(team=demo_org.team, start=OCT, end=OCT + timedelta(hours=10))
+    monthly_reports_close(month=OCTOBER, send_email=False)
+    assert mail.outbox == []
+    assert email_monthly_reports.delay("2026-10").get() == {"month": "2026-10", "sent": 1}
+    assert sorted(m.subject for m in mail.outbox) == [
+        "GPU chargeback 2026-10: Vision",
+        "GPU chargeback 2026-10: organisation summary",
+    ]
+    assert email_monthly_reports("2026-10") == {"month": "2026-10", "sent": 0} and len(mail.outbox) == 2
 
 
 def _fields(line: MonthlyReportLine) -> dict:

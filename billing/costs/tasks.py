@@ -1,0 +1,20 @@
+"""Celery tasks of costs: the monthly email, queued by ``monthly_reports_close`` (registered via ``billing.tasks``).
+
+Services import these tasks at module level as ``..._task``; a task imports what it runs at module level too, since
+what it runs (``billing.costs.emails``) sits below the services.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from celery import shared_task
+
+from billing.costs.emails import reports_email
+
+
+@shared_task(name="billing.email_monthly_reports", acks_late=True)
+def email_monthly_reports(month: str) -> dict[str, object]:
+    """Email a closed month's reports (``YYYY-MM``) not sent yet; re-running it sends nothing twice."""
+    first = date.fromisoformat(f"{month}-01")
+    return {"month": month, "sent": reports_email(month=first)}
