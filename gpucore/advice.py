@@ -19,9 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
+from fractions import Fraction
 
 from gpucore.alerts import MEMORY_PRESSURE_RATIO
-from gpucore.pricing import HOURS_PER_MONTH
+from gpucore.pricing import HOURS_PER_MONTH, fraction_to_decimal, slice_weight
 
 LOW_UTILIZATION_PCT = 30.0  # issue #6: a dedicated GPU averaging under 30 % is oversized
 MIN_OBSERVED_HOURS = 24
@@ -109,11 +110,17 @@ def smallest_fitting(
 
 
 def profile_share(profile: ProfileOption, gpu_compute_slices: int, gpu_memory_slices: int) -> Decimal:
-    """The profile's GPU share: the larger of its compute and memory fractions (DESIGN.md "GPU share")."""
-    compute = Decimal(profile.compute_slices) / Decimal(gpu_compute_slices)
+    """The profile's GPU share as bills count it (``gpucore.pricing.slice_weight``: the larger of its compute and
+    memory fractions); its compute fraction alone when the memory geometry is unknown."""
     if not gpu_memory_slices or not profile.memory_slices:
-        return compute
-    return max(compute, Decimal(profile.memory_slices) / Decimal(gpu_memory_slices))
+        return fraction_to_decimal(Fraction(profile.compute_slices, gpu_compute_slices))
+    weight = slice_weight(
+        profile.compute_slices,
+        profile.memory_slices,
+        gpu_compute_slices=gpu_compute_slices,
+        gpu_memory_slices=gpu_memory_slices,
+    )
+    return fraction_to_decimal(weight)
 
 
 def _monthly(rate: Decimal | None, share: Decimal, units: int) -> Decimal | None:

@@ -127,14 +127,25 @@ def _profile(model: GpuModelSpec, profile: MigProfile | str) -> MigProfile:
         raise PricingError(str(error)) from None
 
 
+def slice_weight(
+    compute_slices: int, memory_slices: int, *, gpu_compute_slices: int, gpu_memory_slices: int
+) -> Fraction:
+    """``max(c/C, m/M)``: the weight of c of a GPU's C compute slices and m of its M memory slices (the one formula)."""
+    if gpu_compute_slices <= 0 or gpu_memory_slices <= 0:
+        raise PricingError("A GPU's MIG geometry needs at least one compute and one memory slice.")
+    return max(Fraction(compute_slices, gpu_compute_slices), Fraction(memory_slices, gpu_memory_slices))
+
+
 def mig_weight(model: GpuModelSpec, profile: MigProfile | str) -> Fraction:
     """A MIG instance's weight ``max(c/C, m/M)`` from the catalog geometry (compute and memory slices)."""
     found = _profile(model, profile)
     if not model.mig_compute_slices or not model.mig_memory_slices:
         raise PricingError(f"{model.name} has no MIG geometry in the catalog.")
-    return max(
-        Fraction(found.compute_slices, model.mig_compute_slices),
-        Fraction(found.memory_slices, model.mig_memory_slices),
+    return slice_weight(
+        found.compute_slices,
+        found.memory_slices,
+        gpu_compute_slices=model.mig_compute_slices,
+        gpu_memory_slices=model.mig_memory_slices,
     )
 
 

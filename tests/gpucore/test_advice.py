@@ -7,7 +7,9 @@ from decimal import Decimal
 
 import pytest
 
-from gpucore.advice import AdviceKind, MeasuredUse, ProfileOption, right_size, smallest_fitting
+from gpucore.advice import AdviceKind, MeasuredUse, ProfileOption, profile_share, right_size, smallest_fitting
+from gpucore.catalog import BUILTIN_CATALOG
+from gpucore.pricing import gpu_share
 
 # The A100-40GB's recommendable partial profiles (catalog): 7 compute slices, 8 memory slices.
 A100 = [
@@ -130,3 +132,12 @@ def test_mig_slice_under_pressure_moves_up_one_size() -> None:
     [advice] = right_size(slice_use, profiles=A100, gpu_hourly_rate=RATE, **SLICES)
     assert advice.kind is AdviceKind.LARGER_MIG and advice.suggested_profile == "2g.10gb"
     assert advice.current_monthly == Decimal("2.00") / 7 * 730  # 1g.5gb: max(1/7, 1/8)
+
+
+@pytest.mark.parametrize("model", [m for m in BUILTIN_CATALOG.models if m.mig_capable], ids=lambda m: m.name)
+def test_advice_prices_every_slice_at_the_gpu_share_bills_use(model) -> None:
+    # One formula (gpucore.pricing): what advice says a slice costs is what the chargeback bills for it.
+    for profile in model.recommendable_profiles():
+        option = ProfileOption(profile.name, profile.memory_gb, profile.compute_slices, profile.memory_slices)
+        billed = gpu_share("mig", model=model, mig_profile=profile.name)
+        assert profile_share(option, model.mig_compute_slices, model.mig_memory_slices) == billed, profile.name
