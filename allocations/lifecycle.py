@@ -51,16 +51,24 @@ def gpu_request_transition(
     comment: str = "",
     actor_label: str | None = None,
     updates: dict[str, Any] | None = None,
+    from_statuses: frozenset[str] | None = None,
+    refusal: str | None = None,
 ) -> GpuRequest:
     """Move a request to a new status under a row lock and write its event, or raise InvalidTransition.
 
     ``acting_user`` is None for the system (a task or a policy); ``actor_label`` then says which. ``updates`` are
-    extra fields saved in the same transaction (e.g. ``status_detail``).
+    extra fields saved in the same transaction (e.g. ``status_detail``). ``from_statuses`` narrows the move to the
+    statuses an action accepts (cancel: not yet approved), checked under the lock so a racing action cannot slip in
+    between; ``refusal`` is then the InvalidTransition's message, formatted with the locked request's ``pk`` and
+    ``status``.
     """
     if to_status not in RequestStatus.values:
         raise InvalidTransition(request, to_status)
     with transaction.atomic():
         locked = GpuRequest.objects.select_for_update().get(pk=request.pk)
+        if from_statuses is not None and locked.status not in from_statuses:
+            message = refusal.format(pk=locked.pk, status=locked.status) if refusal else None
+            raise InvalidTransition(locked, to_status, message)
         if not locked.can_transition_to(to_status):
             raise InvalidTransition(locked, to_status)
         from_status = locked.status

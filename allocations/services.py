@@ -221,35 +221,33 @@ def require_owner_or_lead(acting_user: AbstractBaseUser, request: GpuRequest) ->
 
 
 def gpu_request_cancel(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
-    """Withdraw a request that is not yet approved (it ends as released)."""
+    """Withdraw a request that is not yet approved (it ends as released).
+
+    The status is checked under the request's row lock: a cancel racing an approval either lands first (the approval
+    then gets 409) or is refused with 409 (the approved request must be released, which tears its workload down).
+    """
     require_owner_or_lead(acting_user, request)
-    if request.status not in CANCELLABLE_STATUSES:
-        raise InvalidTransition(
-            request,
-            RequestStatus.RELEASED,
-            f"Only a pending request can be cancelled; #{request.pk} is {request.status} (release it instead).",
-        )
     return gpu_request_transition(
         request=request,
         to_status=RequestStatus.RELEASED,
         acting_user=acting_user,
         comment=comment or "Cancelled before approval",
+        from_statuses=CANCELLABLE_STATUSES,
+        refusal="Only a pending request can be cancelled; #{pk} is {status} (release it instead).",
     )
 
 
 def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
     """Give an approved or running allocation back: it stops counting against the quota at once."""
     require_owner_or_lead(acting_user, request)
-    if request.status not in RELEASABLE_STATUSES:
-        raise InvalidTransition(
-            request,
-            RequestStatus.RELEASED,
-            f"Only an approved, provisioning, active or failed request can be released; #{request.pk} is "
-            f"{request.status}.",
-        )
     with transaction.atomic():
         gpu_request_transition(
-            request=request, to_status=RequestStatus.RELEASED, acting_user=acting_user, comment=comment or "Released"
+            request=request,
+            to_status=RequestStatus.RELEASED,
+            acting_user=acting_user,
+            comment=comment or "Released",
+            from_statuses=RELEASABLE_STATUSES,
+            refusal="Only an approved, provisioning, active or failed request can be released; #{pk} is {status}.",
         )
         transaction.on_commit(lambda: release_request_task.delay(request.pk), robust=True)
     return request

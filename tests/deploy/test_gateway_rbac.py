@@ -19,9 +19,10 @@ import pytest
 
 from allocations.gateways.base import ClusterGateway, NodeMaintenanceGateway
 from allocations.gateways.kubernetes import KubernetesGateway
-from gpucore.manifests import is_request_owned, render_request_objects, workload_name
+from gpucore.manifests import is_request_owned, render_cluster_objects, render_request_objects, workload_name
 from tests.deploy.kustomize import OVERLAYS, by_kind, render
 from tests.gpucore.manifests.cases import context, matrix
+from tests.gpucore.manifests.test_kueue import cluster as kueue_cluster
 from tests.integration.k8s_emulator import APPLY_PATCH, EmulatedCluster
 
 pytestmark = pytest.mark.integration
@@ -65,6 +66,8 @@ def _triples(request: Any) -> set[Triple]:
         return {("", "pods/eviction", "create")}  # the Eviction subresource is authorized on its own
     assert request.resource is not None, f"a non-resource request: {request.method} {request.url.path}"
     group, resource = request.resource.group, request.resource.plural
+    if resource is None:
+        return set()  # API discovery (/apis/<group>/<version>): every authenticated user may (system:discovery)
     method = request.method.value
     if method == "GET":
         verb = "watch" if request.params.get("watch") in ("true", "1") else ("get" if request.name else "list")
@@ -99,6 +102,12 @@ def gateway_calls() -> tuple[set[Triple], set[str]]:
             exercised.add("delete")
         gateway.list_gpu_nodes()
         exercised.add("list_gpu_nodes")
+        # The cluster's own objects (the apply_cluster_objects task and a MIG rollout's mig-parted ConfigMap): every
+        # kind a cluster renders, on a Kueue cluster with MIG and time-sliced pools and the Prometheus Operator.
+        for ctx in (kueue_cluster(monitoring_namespace="monitoring"), kueue_cluster(scheduler="default")):
+            cluster_objects = render_cluster_objects(ctx)
+            gateway.apply(cluster_objects)
+            gateway.apply(cluster_objects)
         # A MIG plan's rollout (NodeMaintenanceGateway): read, cordon and label a node, list and evict its GPU pods.
         cluster.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-node"}, "spec": {}})
         gpu_pod = pending_pod("team-vision", 7)
@@ -131,6 +140,21 @@ def test_the_calls_include_the_reads_that_only_some_paths_make(gateway_calls) ->
     assert {("", "nodes", "get"), ("", "nodes", "patch"), ("", "pods/eviction", "create")} <= triples
     assert {("batch", "jobs", "get"), ("apps", "deployments", "get")} <= triples
     assert ("", "namespaces", "create") in triples
+
+
+def test_the_calls_include_the_cluster_objects(gateway_calls) -> None:
+    triples, _ = gateway_calls
+    kinds = {
+        ("", "configmaps"),
+        ("scheduling.k8s.io", "priorityclasses"),
+        ("kueue.x-k8s.io", "clusterqueues"),
+        ("kueue.x-k8s.io", "localqueues"),
+        ("kueue.x-k8s.io", "resourceflavors"),
+        ("monitoring.coreos.com", "prometheusrules"),
+        ("monitoring.coreos.com", "servicemonitors"),
+    }
+    for group, resource in kinds:
+        assert {(group, resource, "get"), (group, resource, "create"), (group, resource, "patch")} <= triples, resource
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -8,7 +8,8 @@
   merges the body in (200); a no-op apply leaves the object and its ``resourceVersion`` untouched;
 - **Namespace URLs** (``/api/v1/namespaces/<name>``) are read as the Namespace object, not as a namespace prefix;
 - **Kueue's CRDs** (``kueue.x-k8s.io/v1beta2``: ResourceFlavor, ClusterQueue, LocalQueue, WorkloadPriorityClass) in
-  API discovery, or not (``serve_kueue=False``: a cluster without Kueue installed);
+  API discovery, or not (``serve_kueue=False``: a cluster without Kueue installed); likewise the Prometheus
+  Operator's PrometheusRule and ServiceMonitor (``monitoring.coreos.com/v1``);
 - **label and field selectors** on lists: equality (``k=v``, ``k==v``, ``k!=v``) and existence (``k``, ``!k``);
   set-based selectors (``in``, ``notin``) answer 400 rather than a wrong list;
 - **lists** carry ``kind`` (``PodList``) and ``apiVersion``; objects get ``uid``, ``creationTimestamp`` and a
@@ -81,6 +82,11 @@ KUEUE_KINDS: dict[str, tuple[str, str, str, bool]] = {
     "LocalQueue": ("kueue.x-k8s.io", "v1beta2", "localqueues", True),
     "WorkloadPriorityClass": ("kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", False),
 }
+# The Prometheus Operator's CRDs, served with Kueue's (a cluster with a monitoring namespace has them).
+PROMETHEUS_OPERATOR_KINDS: dict[str, tuple[str, str, str, bool]] = {
+    "PrometheusRule": ("monitoring.coreos.com", "v1", "prometheusrules", True),
+    "ServiceMonitor": ("monitoring.coreos.com", "v1", "servicemonitors", True),
+}
 VERBS = {"get", "list", "watch", "create", "patch", "delete"}
 _NAMESPACE_URL = re.compile(r"^/api/v1/namespaces/([^/]+)$")
 _EVICTION_URL = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction$")
@@ -89,7 +95,7 @@ _NAMESPACE_ACTIONS = {method.GET: action.FETCH, method.PATCH: action.UPDATE, met
 
 def resource_of(kind: str) -> kmock.resource:
     """The emulator's resource for a kind."""
-    group, version, plural, _ = {**KINDS, **KUEUE_KINDS}[kind]
+    group, version, plural, _ = {**KINDS, **KUEUE_KINDS, **PROMETHEUS_OPERATOR_KINDS}[kind]
     return kmock.resource(group, version, plural)
 
 
@@ -151,7 +157,7 @@ class PortalKubernetesEmulator(kmock.KubernetesEmulator):
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
-        kinds = {**KINDS, **KUEUE_KINDS} if self.serve_kueue else KINDS
+        kinds = {**KINDS, **KUEUE_KINDS, **PROMETHEUS_OPERATOR_KINDS} if self.serve_kueue else KINDS
         for kind, (group, version, plural, namespaced) in kinds.items():
             info = kmock.ResourceInfo(kind=kind, namespaced=namespaced, verbs=VERBS)
             self.resources[kmock.resource(group, version, plural)] = info
