@@ -33,6 +33,7 @@ from allocations.services import (
     gpu_request_reapply,
     gpu_request_release,
 )
+from audit.admin import AuditedAdminMixin
 
 
 def _reason(error: Exception) -> str:
@@ -104,7 +105,7 @@ class QuotaInline(admin.TabularInline):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = ["name", "slug", "namespace", "cost_center", "monthly_gpu_hour_budget", "member_count"]
     search_fields = ["name", "slug", "namespace", "cost_center"]
     list_filter = ["auto_approve_tiers"]
@@ -121,7 +122,7 @@ class TeamAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = ["user", "team", "role", "created_at"]
     list_filter = ["role", "team"]
     search_fields = ["user__username", "user__email", "team__name", "team__slug"]
@@ -129,7 +130,7 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(SlaTier)
-class SlaTierAdmin(admin.ModelAdmin):
+class SlaTierAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = [
         "name",
         "slug",
@@ -151,7 +152,7 @@ class MigProfileInline(admin.TabularInline):
 
 
 @admin.register(GpuModel)
-class GpuModelAdmin(admin.ModelAdmin):
+class GpuModelAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = [
         "name",
         "family",
@@ -201,7 +202,7 @@ def _gpu_price_text(pool: NodePool) -> str:
 
 
 @admin.register(Cluster)
-class ClusterAdmin(admin.ModelAdmin):
+class ClusterAdmin(AuditedAdminMixin, admin.ModelAdmin):
     form = ClusterAdminForm
     list_display = ["name", "backend", "scheduler", "api_endpoint", "prometheus_url", "pool_count", "is_active"]
     list_filter = ["backend", "scheduler", "is_active"]
@@ -258,7 +259,7 @@ class ClusterAdmin(admin.ModelAdmin):
 
 
 @admin.register(NodePool)
-class NodePoolAdmin(admin.ModelAdmin):
+class NodePoolAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = [
         "__str__",
         "gpu_model",
@@ -280,7 +281,7 @@ class NodePoolAdmin(admin.ModelAdmin):
 
 
 @admin.register(Quota)
-class QuotaAdmin(admin.ModelAdmin):
+class QuotaAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = ["team", "resource_name", "limit", "borrowing_limit", "lending_limit", "cluster", "node_pool"]
     list_filter = ["team", "cluster", "resource_name"]
     search_fields = ["team__name", "team__slug", "resource_name"]
@@ -302,7 +303,7 @@ class RequestEventInline(admin.TabularInline):
 
 
 @admin.register(GpuRequest)
-class GpuRequestAdmin(admin.ModelAdmin):
+class GpuRequestAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "name",

@@ -18,6 +18,7 @@ from django.db.models import Model, ProtectedError
 
 from allocations.models import Cluster, NodePool
 from allocations.selectors import user_is_platform_admin
+from audit.services import audit_record, audit_snapshot
 
 # What the API may write; everything else (observed inventory, timestamps) belongs to the portal.
 CLUSTER_FIELDS = (
@@ -75,13 +76,24 @@ def _apply_fields(
         setattr(target, name, value)
 
 
-def _save_validated(obj: Model) -> None:
+def _save_validated(obj: Model, *, acting_user: AbstractBaseUser, before: dict[str, Any] | None) -> None:
     obj.full_clean()
     try:
         with transaction.atomic():
             obj.save()
     except IntegrityError as exc:  # a concurrent create of the same name won the race
         raise ValidationError({"name": f"{obj} was created by someone else meanwhile; try again."}) from exc
+    audit_record(actor=acting_user, obj=obj, before=before)
+
+
+def _audit_deletion(acting_user: AbstractBaseUser, obj: Cluster | NodePool) -> None:
+    # The cascade takes pools and quotas with it: each gets its own event, so their values stay in the trail.
+    if isinstance(obj, Cluster):
+        for pool in obj.node_pools.all():
+            _audit_deletion(acting_user, pool)
+    for quota in obj.quotas.all():
+        audit_record(actor=acting_user, obj=quota, before=None, deleted=True)
+    audit_record(actor=acting_user, obj=obj, before=None, deleted=True)
 
 
 def cluster_put(
@@ -92,6 +104,7 @@ def cluster_put(
         cluster = Cluster.objects.select_for_update().filter(name=name).first()
         created = cluster is None
         _require_permission(acting_user, "add" if created else "change", Cluster)
+        before = audit_snapshot(cluster)
         if created:
             cluster = Cluster(name=name)
         _apply_fields(
@@ -101,7 +114,7 @@ def cluster_put(
             replace=not partial and not created,
             keep=CLUSTER_SECRET_FIELDS,
         )
-        _save_validated(cluster)
+        _save_validated(cluster, acting_user=acting_user, before=before)
     return cluster, created
 
 
@@ -119,8 +132,11 @@ def cluster_delete(*, acting_user: AbstractBaseUser, cluster: Cluster) -> None:
     """Delete a cluster with its pools and quotas; refused while any request, past or present, ran on it."""
     _require_permission(acting_user, "delete", Cluster)
     with transaction.atomic():
+        locked = Cluster.objects.select_for_update().get(pk=cluster.pk)
         try:
-            Cluster.objects.select_for_update().get(pk=cluster.pk).delete()
+            with transaction.atomic():
+                _audit_deletion(acting_user, locked)
+                locked.delete()
         except ProtectedError as exc:
             count = cluster.gpu_requests.count()
             raise InUse(
@@ -139,10 +155,11 @@ def node_pool_put(
         _require_permission(acting_user, "add" if created else "change", NodePool)
         if not partial and "gpu_model" not in fields:
             raise ValidationError({"gpu_model": "This field is required."})
+        before = audit_snapshot(pool)
         if created:
             pool = NodePool(cluster=cluster, name=name)
         _apply_fields(pool, fields=fields, allowed=NODE_POOL_FIELDS, replace=not partial and not created)
-        _save_validated(pool)
+        _save_validated(pool, acting_user=acting_user, before=before)
     return pool, created
 
 
@@ -164,8 +181,11 @@ def node_pool_delete(*, acting_user: AbstractBaseUser, pool: NodePool) -> None:
     """Delete a pool and its quotas; refused while any request was placed on it."""
     _require_permission(acting_user, "delete", NodePool)
     with transaction.atomic():
+        locked = NodePool.objects.select_for_update().get(pk=pool.pk)
         try:
-            NodePool.objects.select_for_update().get(pk=pool.pk).delete()
+            with transaction.atomic():
+                _audit_deletion(acting_user, locked)
+                locked.delete()
         except ProtectedError as exc:
             count = pool.gpu_requests.count()
             raise InUse(f"Pool {pool} has {count} request(s) placed on it; it cannot be deleted.") from exc

@@ -28,6 +28,7 @@ from allocations.models import (
 from allocations.notifications import approver_emails, send_email
 from allocations.selectors import user_is_approver
 from allocations.services import require_owner_or_lead
+from audit.services import audit_record, audit_snapshot
 
 
 def hours_text(hours: Decimal) -> str:
@@ -99,6 +100,7 @@ def allocation_extension_request(
                 extension.save()
         except IntegrityError as exc:  # the partial unique index: another pending one won a race without the lock
             raise ValidationError({"request": ["This request already has a pending extension."]}) from exc
+        audit_record(actor=acting_user, obj=extension, before=None)
         _timeline_note(locked, acting_user, f"Extension of {hours_text(value)} h requested: {reason}")
         _notify_requested_on_commit(extension)
     return extension
@@ -150,6 +152,7 @@ def allocation_extension_decide(
             )
         now = timezone.now()
         verdict = "approved" if approve else "rejected"
+        extension_before = audit_snapshot(locked)
         if approve:
             if refusal := extension_refusal(request):
                 raise InvalidTransition(request, request.status, refusal)
@@ -162,6 +165,7 @@ def allocation_extension_decide(
         locked.decision_comment = comment
         locked.full_clean()
         locked.save(update_fields=["status", "decided_by", "decided_at", "decision_comment"])
+        audit_record(actor=acting_user, obj=locked, before=extension_before, comment=comment)
         if approve and comment:
             event_comment = f"{event_comment} {comment}"
         _timeline_note(request, acting_user, event_comment)
@@ -173,6 +177,7 @@ def allocation_extension_decide(
 
 def _extend(request: GpuRequest, hours: Decimal, now: datetime, acting_user: AbstractBaseUser) -> str:
     """Add the hours to the locked request and save it; returns the timeline comment."""
+    before = audit_snapshot(request)
     changed = {"updated_at"}
     if request.duration_hours:
         # The rendered Job's activeDeadlineSeconds comes from the duration: keep it in step with the expiry (the
@@ -189,6 +194,7 @@ def _extend(request: GpuRequest, hours: Decimal, now: datetime, acting_user: Abs
         until = f"to {hours_text(request.duration_hours)} h in all, counted from activation"
     request.full_clean(exclude=["team", "requester", "sla_tier", "cluster", "node_pool"])
     request.save(update_fields=sorted(changed))
+    audit_record(actor=acting_user, obj=request, before=before, comment=f"Extension of {hours_text(hours)} h approved")
     return f"Extended by {hours_text(hours)} h {until} (approved by {acting_user.get_username()})."
 
 

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.models import ALLOWED_TRANSITIONS, TERMINAL_STATUSES, GpuRequest, RequestEvent, RequestStatus
+from audit.services import audit_record, audit_snapshot
 
 
 class InvalidTransition(Exception):
@@ -72,6 +73,7 @@ def gpu_request_transition(
         if not locked.can_transition_to(to_status):
             raise InvalidTransition(locked, to_status)
         from_status = locked.status
+        before = audit_snapshot(locked)
         now = timezone.now()
         locked.status = to_status
         changed = {"status", "updated_at"}
@@ -94,6 +96,7 @@ def gpu_request_transition(
             to_status=to_status,
             comment=comment,
         )
+        audit_record(actor=acting_user, obj=locked, before=before, actor_label=actor_label or "system", comment=comment)
     # Keep the caller's instance in step with the database.
     for name in changed:
         setattr(request, name, getattr(locked, name))

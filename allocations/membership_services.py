@@ -13,6 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from allocations.models import Membership, Role, Team
+from audit.services import audit_record, audit_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -32,11 +33,13 @@ def membership_set(
         if membership is not None and membership.role == role:
             return membership, False
         before = membership.role if membership is not None else None
+        snapshot = audit_snapshot(membership)
         if membership is None:
             membership = Membership(team=team, user=user, role=role)
         membership.role = role
         membership.full_clean(validate_unique=membership.pk is None)
         membership.save()
+        audit_record(actor=acting_user, obj=membership, before=snapshot, actor_label=via)
     logger.info(
         "membership %s in %s: %s -> %s (by %s)", user.get_username(), team.slug, before, role, _actor(acting_user, via)
     )
@@ -52,6 +55,7 @@ def membership_delete(
         if membership is None:
             return False
         before = membership.role
+        audit_record(actor=acting_user, obj=membership, before=None, deleted=True, actor_label=via)
         membership.delete()
     logger.info(
         "membership %s in %s: %s -> removed (by %s)", user.get_username(), team.slug, before, _actor(acting_user, via)

@@ -35,6 +35,7 @@ from allocations.tasks import apply_cluster_objects as apply_cluster_objects_tas
 from allocations.tasks import provision_request as provision_request_task
 from allocations.tasks import release_request as release_request_task
 from allocations.tasks import sync_inventory as sync_inventory_task
+from audit.services import audit_record
 from gpucore.decision import ProfileError, WorkloadProfile
 
 # --- Submission, approval and the user's own actions -------------------------------------------------------------
@@ -115,6 +116,7 @@ def gpu_request_submit(
         _require_quota_fits(request, team=locked_team)
         request.full_clean()
         request.save()
+        audit_record(actor=acting_user, obj=request, before=None)
         gpu_request_transition(
             request=request, to_status=RequestStatus.PENDING_APPROVAL, acting_user=acting_user, comment="Submitted"
         )

@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from audit.admin import AuditedAdminMixin
 from billing.models import (
     GpuPrice,
     ImportedUsage,
@@ -41,7 +42,7 @@ class SlaMultiplierInline(ReadOnlyInline):
 
 
 @admin.register(PriceBook)
-class PriceBookAdmin(admin.ModelAdmin):
+class PriceBookAdmin(AuditedAdminMixin, admin.ModelAdmin):
     """Price books are loaded with ``manage.py load_price_book`` (or the API) so every version has its YAML."""
 
     list_display = ["version", "effective_from", "currency", "loaded_at", "loaded_by"]

@@ -21,6 +21,8 @@ app.conf.beat_schedule = {
     # PriorityClasses, GPU Operator ConfigMaps and Kueue queues follow pool and quota edits within five minutes.
     "apply-cluster-objects": {"task": "allocations.apply_cluster_objects", "schedule": 300.0},
     "pull-utilization": {"task": "billing.pull_utilization_all", "schedule": 300.0},
+    # The audit trail keeps AUDIT_RETENTION_DAYS; older events are deleted once a day.
+    "prune-audit-events": {"task": "audit.prune_events", "schedule": crontab(minute=15, hour=3)},
     "close-monthly-reports": {
         "task": "billing.close_previous_month",
         "schedule": crontab(minute=30, hour=2, day_of_month=1),

@@ -16,6 +16,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("", include("allocations.urls")),
     path("", include("portal.tokens.urls")),
+    path("", include("audit.urls")),
     path("billing/", include("billing.urls")),
     path("accounts/login/", views.PortalLoginView.as_view(redirect_authenticated_user=True), name="login"),
     # Single sign-on: /accounts/sso/login/oidc/ starts it; /accounts/sso/complete/oidc/ is the redirect URI.
@@ -25,6 +26,7 @@ urlpatterns = [
     path("api/v1/", include("allocations.api.urls")),
     path("api/v1/", include("billing.api.urls")),
     path("api/v1/", include("portal.tokens.api_urls")),
+    path("api/v1/", include("audit.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from allocations.models import GpuModel, SlaTier, Team
 from allocations.selectors import User
+from audit.services import audit_record
 from billing.costs.selectors import month_bounds, month_chargeback
 from billing.costs.tasks import email_monthly_reports as email_monthly_reports_task
 from billing.models import (
@@ -121,6 +122,7 @@ def price_book_load(*, text: str | None, acting_user: User | None = None) -> tup
         )
         book.full_clean()
         book.save()
+        audit_record(actor=acting_user, obj=book, before=None, actor_label="load_price_book")
         for price in spec.gpu_prices:
             tco = price.tco
             row = GpuPrice(

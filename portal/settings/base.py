@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "social_django",
     "portal",
     "portal.tokens",
+    "audit",
     "allocations",
     "billing",
 ]
@@ -65,6 +66,8 @@ MIDDLEWARE = [
     # Before anything reads the input: a NUL (which PostgreSQL text refuses) is a 400 naming the field, once.
     "portal.middleware.RejectNulCharactersMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Audited writes say where they came from (browser, API, admin) and the client's address.
+    "portal.audit_middleware.AuditContextMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # A failed single sign-on (denied at the provider, a bad token) returns to the login page with a message.
     "portal.sso.middleware.SsoErrorMiddleware",
@@ -264,6 +267,9 @@ REST_FRAMEWORK = {
     # Proxies in front of the app that append to X-Forwarded-For (0: the client is REMOTE_ADDR).
     "NUM_PROXIES": env_int("TRUSTED_PROXY_COUNT", 0),
 }
+# Days the audit trail keeps an event; the daily audit.prune_events task deletes older ones (0: keep everything).
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 400)
+
 # Failed token authentications allowed per client IP before the API answers 429 for the rest of the window.
 API_TOKEN_FAILURE_RATE = env_str("API_TOKEN_FAILURE_RATE") or "10/minute"
 

@@ -1,0 +1,109 @@
+"""``GET /api/v1/audit-events/`` (DESIGN.md, "Audit"): platform admins read the trail, filtered, paged, or as CSV."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import HttpResponse
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions, mixins, serializers, viewsets
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audit.filtersets import AuditEventFilterSet
+from audit.models import AuditEvent
+from audit.selectors import CSV_HEADER, audit_csv_rows, audit_events_visible_to, user_can_read_audit
+from gpucore.exports import csv_text
+
+ONLY_ADMINS = "Only platform admins can read the audit trail."
+
+
+class AuditCsvRenderer(BaseRenderer):
+    """Lets ``?format=csv`` through content negotiation; the view writes the CSV itself."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
+        return data if isinstance(data, bytes) else str(data).encode()
+
+
+class AuditEventPagination(PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+class AuditEventSerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor_label", help_text="The username then, or the system part that acted.")
+    object = serializers.CharField(source="object_repr")
+    before = serializers.JSONField(help_text="Changed fields' old values; every field of a deleted object.")
+    after = serializers.JSONField(help_text="Changed fields' new values; every field of a created object.")
+
+    class Meta:
+        model = AuditEvent
+        fields = [
+            "id",
+            "at",
+            "actor",
+            "source",
+            "source_detail",
+            "ip",
+            "action",
+            "object_type",
+            "object_id",
+            "object",
+            "before",
+            "after",
+            "comment",
+        ]
+        read_only_fields = fields
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="The audit trail (platform admins), newest first",
+        parameters=[
+            OpenApiParameter("format", str, enum=["json", "csv"], description="`csv`: every matching event as CSV")
+        ],
+        responses={
+            200: AuditEventSerializer(many=True),
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV, formulas neutralised"),
+            400: OpenApiResponse(description='A bad filter: `{"since": ["Enter a valid date/time."]}`'),
+            403: OpenApiResponse(description="Not a platform admin"),
+        },
+    )
+)
+@extend_schema(tags=["audit"])
+class AuditEventViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Who changed what, from where, with before/after values; filters ``actor``, ``object_type``, ``since``..."""
+
+    serializer_class = AuditEventSerializer
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = AuditEventFilterSet
+    pagination_class = AuditEventPagination
+    renderer_classes = [JSONRenderer, BrowsableAPIRenderer, AuditCsvRenderer]
+
+    def get_queryset(self) -> QuerySet[AuditEvent]:
+        return audit_events_visible_to(user=self.request.user)
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if not user_can_read_audit(request.user):
+            raise exceptions.PermissionDenied(ONLY_ADMINS)
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        events = self.filter_queryset(self.get_queryset())
+        if request.accepted_renderer.format == "csv":
+            response = HttpResponse(
+                csv_text(CSV_HEADER, audit_csv_rows(events)), content_type="text/csv; charset=utf-8"
+            )
+            response["Content-Disposition"] = 'attachment; filename="audit-events.csv"'
+            return response
+        return super().list(request, *args, **kwargs)

@@ -1,0 +1,10 @@
+"""API route of the audit trail under /api/v1/."""
+
+from rest_framework.routers import DefaultRouter
+
+from audit.api import AuditEventViewSet
+
+router = DefaultRouter()
+router.include_root_view = False
+router.register("audit-events", AuditEventViewSet, basename="audit-event")
+urlpatterns = router.urls
