@@ -82,3 +82,13 @@ def test_over_budget_is_said_in_the_queue(budgeted):
     )
     queue = client_for(budgeted.approver).get(reverse("allocations:approvals")).content.decode()
     assert "Over budget by 92.0 GPU-h" in queue
+
+
+def test_the_form_preview_refuses_more_gpus_per_replica_than_a_node_has(budgeted):
+    # The demo pool's nodes have 8 H100s: the preview names gpu_count before anything is submitted.
+    client = client_for(budgeted.member)
+    body = {"team": "vision", "workload_type": "training", "gpu_memory_gb": "640", "gpu_count": "16", "replicas": "1"}
+    response = client.post("/requests/preview/", body)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert 'data-field="gpu_count"' in html and "at most 8 GPUs" in html
