@@ -262,8 +262,9 @@ class GpuRequestSerializer(serializers.ModelSerializer):
         return obj.spec
 
 
-# Both refer to the request's StatusEnum: spectacular would otherwise name the same choice set three times.
-_STATUS_REF = {"$ref": "#/components/schemas/StatusEnum"}
+# Both refer to the request's status enum (named in SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]): spectacular would
+# otherwise name the same choice set three times. tests/allocations/api/test_schema.py checks that no $ref dangles.
+_STATUS_REF = {"$ref": "#/components/schemas/RequestStatusEnum"}
 
 
 @extend_schema_field(_STATUS_REF)

@@ -7,6 +7,9 @@ from allocations.api import cluster_manifests, clusters, extensions, mig_plans, 
 
 router = DefaultRouter()
 router.include_root_view = False
+# No format suffixes (`/events.json`): the viewsets' actions take no `format` argument (a suffix answered 500);
+# clients choose the format with the Accept header or `?format=`. tests/portal/test_api_format_suffixes.py.
+router.include_format_suffixes = False
 router.register("recommendations", views.RecommendationViewSet, basename="recommendation")
 router.register("requests", views.GpuRequestViewSet, basename="gpu-request")
 router.register("teams", views.TeamViewSet, basename="team")

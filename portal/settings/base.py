@@ -315,6 +315,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Every operation documents the 400 that NUL characters get (portal.middleware), besides its own answers.
+    # One name for the request status enum, so the events' hand-written $ref (allocations.api.serializers) resolves:
+    # spectacular otherwise names it from the colliding "status" fields (GpuStatusEnum), and the ref dangled.
+    "ENUM_NAME_OVERRIDES": {"RequestStatusEnum": "allocations.choices.RequestStatus"},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "portal.api_schema.document_bad_input"],
 }
 

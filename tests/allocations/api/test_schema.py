@@ -38,3 +38,26 @@ def test_the_mig_plan_preview_is_documented(tmp_path):
     preview = schema["paths"]["/api/v1/mig-plans/preview/"]["post"]
     assert preview["responses"].keys() >= {"200", "400", "403"}
     assert schema["components"]["schemas"]["MigPlanPreview"]["properties"].keys() == {"gpu_model", "gpu_count", "gpus"}
+
+
+def _refs(node: object) -> list[str]:
+    """Every ``$ref`` anywhere in a schema tree."""
+    if isinstance(node, dict):
+        own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return own + [ref for value in node.values() for ref in _refs(value)]
+    if isinstance(node, list):
+        return [ref for value in node for ref in _refs(value)]
+    return []
+
+
+def test_the_schema_has_no_dangling_refs(client) -> None:
+    """Every ``$ref`` in the served schema (the one clients and schemathesis read) points at a component it defines."""
+    schema = yaml.safe_load(client.get("/api/schema/").content)
+    refs = _refs(schema)
+    components = {
+        f"#/components/{section}/{name}" for section, entries in schema["components"].items() for name in entries
+    }
+    dangling = sorted({ref for ref in refs if ref not in components})
+    print(f"\n{len(refs)} $refs to {len(components)} components, {len(dangling)} dangling")
+    assert len(refs) > 50
+    assert dangling == []
