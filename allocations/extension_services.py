@@ -26,8 +26,8 @@ from allocations.models import (
     RequestEvent,
 )
 from allocations.notifications import approver_emails, send_email
-from allocations.selectors import user_is_approver
-from allocations.services import require_owner_or_lead
+from allocations.selectors import User, user_is_approver
+from allocations.services import owner_or_lead_refusal, require_owner_or_lead
 from audit.services import audit_record, audit_snapshot
 
 
@@ -44,6 +44,24 @@ def extension_refusal(request: GpuRequest) -> str | None:
         )
     if request.expires_at is None and not request.duration_hours:
         return f"Request #{request.pk} has no expiry or duration: it runs until released and needs no extension."
+    return None
+
+
+def extend_refusal(*, user: User, request: GpuRequest) -> str | None:
+    """Why ``user`` may not ask for more hours on ``request`` now (who they are, its status or no end, one already
+    pending), or None: what ``allocation_extension_request`` refuses and whether the request page offers it."""
+    refusal = owner_or_lead_refusal(user=user, request=request) or extension_refusal(request)
+    if refusal is None and (pending := request.extensions.filter(status=ExtensionStatus.PENDING).first()):
+        refusal = _pending_message(pending)
+    return refusal
+
+
+def extension_decide_refusal(*, user: User, extension: AllocationExtension) -> str | None:
+    """Why ``user`` may not approve or reject ``extension`` (not an approver, or their own request), or None."""
+    if not user_is_approver(user):
+        return "Only platform approvers can approve or reject extensions."
+    if user.pk in (extension.request.requester_id, extension.requested_by_id):
+        return "You cannot approve or reject an extension of your own request."
     return None
 
 
@@ -119,10 +137,8 @@ def _timeline_note(request: GpuRequest, acting_user: AbstractBaseUser, comment: 
 
 
 def _require_extension_approver(acting_user: AbstractBaseUser, extension: AllocationExtension) -> None:
-    if not user_is_approver(acting_user):
-        raise PermissionDenied("Only platform approvers can approve or reject extensions.")
-    if acting_user.pk in (extension.request.requester_id, extension.requested_by_id):
-        raise PermissionDenied("You cannot approve or reject an extension of your own request.")
+    if refusal := extension_decide_refusal(user=acting_user, extension=extension):
+        raise PermissionDenied(refusal)
 
 
 def allocation_extension_decide(

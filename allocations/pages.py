@@ -6,17 +6,15 @@ Selectors stay plain reads scoped to the user; the shape of a page (rows, button
 
 from __future__ import annotations
 
-from allocations.extension_services import extension_refusal
+from allocations.extension_services import extend_refusal, extension_decide_refusal
 from allocations.models import (
-    CANCELLABLE_STATUSES,
     POLLING_STATUSES,
     QUOTA_HOLDING_STATUSES,
-    RELEASABLE_STATUSES,
+    AllocationExtension,
     ExtensionStatus,
     GpuRequest,
     NodePool,
     RequestStatus,
-    Role,
 )
 from allocations.placement import gpu_hourly_rates, gpu_price
 from allocations.provisioning import pool_context
@@ -27,12 +25,14 @@ from allocations.selectors import (
     clusters_visible_to,
     gpu_requests_visible_to,
     membership_role,
+    pending_extensions_queue,
     quota_usage_by_quota,
     teams_of,
     teams_visible_to,
     units_allocated_by_pool,
     user_is_approver,
 )
+from allocations.services import approve_refusal, cancel_refusal, reapply_refusal, release_refusal
 from gpucore.manifests import ManifestError, render_mig_parted_configmap, render_time_slicing_configmap, to_yaml
 from gpucore.troubleshooting import troubleshoot
 from gpucore.vocabulary import SharingMode
@@ -76,6 +76,7 @@ def team_overview(*, user: User, slug: str) -> dict[str, object]:
     allocations = (
         gpu_requests_visible_to(user=user)
         .filter(team=team, status__in=QUOTA_HOLDING_STATUSES)
+        .select_related("node_pool__cluster")  # each row names its pool and cluster: one query, not one per row
         .order_by("-approved_at", "-id")
     )
     return {
@@ -91,20 +92,39 @@ def team_overview(*, user: User, slug: str) -> dict[str, object]:
 
 
 def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
-    """Which buttons the detail page shows this user; the services enforce the same rules on submit."""
-    role = membership_role(user=user, team=request.team)
+    """Which buttons the detail page shows this user: exactly those whose service would not refuse (the predicates)."""
     approver = user_is_approver(user)
-    owner_or_lead = (request.requester_id == user.pk and role is not None) or role == Role.LEAD or approver
-    pending = request.status in CANCELLABLE_STATUSES
-    releasable = request.status in RELEASABLE_STATUSES
-    review = approver and request.status == RequestStatus.PENDING_APPROVAL
     return {
-        "cancel": owner_or_lead and pending,
-        "release": owner_or_lead and releasable,
-        "review": review and request.requester_id != user.pk,
-        "own_request_pending_review": review and request.requester_id == user.pk,
-        "extend": owner_or_lead and _extendable_now(request),
+        "cancel": cancel_refusal(user=user, request=request) is None,
+        "release": release_refusal(user=user, request=request) is None,
+        "review": approve_refusal(user=user, request=request) is None,
+        "own_request_pending_review": (
+            approver and request.status == RequestStatus.PENDING_APPROVAL and request.requester_id == user.pk
+        ),
+        "extend": extend_refusal(user=user, request=request) is None,
+        "reapply": reapply_refusal(user=user, request=request) is None,
     }
+
+
+def gpu_request_extension_rows(*, user: User, request: GpuRequest) -> list[dict[str, object]]:
+    """The request's extensions, newest first, each with whether this user may decide it (pending, not their own)."""
+    extensions = request.extensions.select_related("requested_by", "decided_by", "request")
+    return [
+        {
+            "extension": extension,
+            "decide": extension.status == ExtensionStatus.PENDING
+            and extension_decide_refusal(user=user, extension=extension) is None,
+        }
+        for extension in extensions
+    ]
+
+
+def pending_extension_rows(*, user: User) -> list[AllocationExtension]:
+    """Pending extensions for the approval queue, each with ``decide_refusal``: why this user may not decide it."""
+    extensions = pending_extensions_queue(user=user)
+    for extension in extensions:
+        extension.decide_refusal = extension_decide_refusal(user=user, extension=extension)
+    return extensions
 
 
 def approval_queue(*, user: User) -> list[dict[str, object]]:
@@ -121,15 +141,9 @@ def approval_queue(*, user: User) -> list[dict[str, object]]:
     for request in pending:
         headroom = headroom_by_request[request.pk]
         fits = bool(headroom) and all(item.available >= request.resource_units for item in headroom)
-        rows.append({"request": request, "headroom": headroom, "fits": fits})
+        refusal = approve_refusal(user=user, request=request)
+        rows.append({"request": request, "headroom": headroom, "fits": fits, "review_refusal": refusal})
     return rows
-
-
-def _extendable_now(request: GpuRequest) -> bool:
-    # The service's own rule (status, an end to extend), plus "no extension pending" (one at a time).
-    if extension_refusal(request) is not None:
-        return False
-    return not request.extensions.filter(status=ExtensionStatus.PENDING).exists()
 
 
 def gpu_request_manifests_yaml(*, request: GpuRequest) -> str:

@@ -28,7 +28,7 @@ from allocations.models import (
 from allocations.notifications import notify_on_commit
 from allocations.placement import place
 from allocations.quotas import QuotaExceeded, quota_check
-from allocations.selectors import membership_role, user_is_approver
+from allocations.selectors import User, membership_role, user_is_approver
 
 # Services queue tasks; tasks import services only inside their bodies (HackSoft's Django styleguide, "Celery").
 from allocations.tasks import apply_cluster_objects as apply_cluster_objects_task
@@ -182,27 +182,114 @@ def _approve_locked(
     return request
 
 
-def _require_approver(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
-    if not user_is_approver(acting_user):
-        raise PermissionDenied("Only platform approvers can approve or reject requests.")
-    if request.requester_id == acting_user.pk:
-        raise PermissionDenied("You cannot approve or reject your own request.")
+# --- Refusals: one predicate per action decides both the service's refusal and the button a page shows ----------
+# Each ``<action>_refusal(user=, request=)`` says why ``user`` may not do it now (who they are, or the request's
+# status), or None. The services raise PermissionDenied for the first kind and InvalidTransition for the second;
+# ``allocations.pages`` shows a button only where the predicate says None.
+
+
+def _reviewer_refusal(user: User, request: GpuRequest) -> str | None:
+    if not user_is_approver(user):
+        return "Only platform approvers can approve or reject requests."
+    if request.requester_id == user.pk:
+        return "You cannot approve or reject your own request."
+    return None
+
+
+def _pending_refusal(request: GpuRequest, to_status: str) -> str | None:
+    if request.status != RequestStatus.PENDING_APPROVAL:
+        return str(InvalidTransition(request, to_status))
+    return None
+
+
+def approve_refusal(*, user: User, request: GpuRequest) -> str | None:
+    """Why ``user`` may not approve ``request`` now (not an approver, their own, not pending), or None."""
+    return _reviewer_refusal(user, request) or _pending_refusal(request, RequestStatus.APPROVED)
+
+
+def reject_refusal(*, user: User, request: GpuRequest) -> str | None:
+    """Why ``user`` may not reject ``request`` now (as for approving; the comment is checked on submit), or None."""
+    return _reviewer_refusal(user, request) or _pending_refusal(request, RequestStatus.REJECTED)
+
+
+def owner_or_lead_refusal(*, user: User, request: GpuRequest) -> str | None:
+    """Why ``user`` is not the requester (still a member), a lead of the team or an approver; None when they are."""
+    role = membership_role(user=user, team=request.team)
+    if request.requester_id == user.pk and role is not None:
+        return None
+    if role == Role.LEAD or user_is_approver(user):
+        return None
+    return "Only the requester, a lead of the team or a platform approver can do that."
+
+
+# The status refusals' wording, formatted with the request's pk and status: by the predicates for the pages, and by
+# gpu_request_transition under the row lock for the services (so a racing action cannot slip in between).
+CANCEL_REFUSAL = "Only a pending request can be cancelled; #{pk} is {status} (release it instead)."
+RELEASE_REFUSAL = "Only an approved, provisioning, active or failed request can be released; #{pk} is {status}."
+
+
+def _cancel_status_refusal(request: GpuRequest) -> str | None:
+    if request.status not in CANCELLABLE_STATUSES:
+        return CANCEL_REFUSAL.format(pk=request.pk, status=request.status)
+    return None
+
+
+def cancel_refusal(*, user: User, request: GpuRequest) -> str | None:
+    """Why ``user`` may not withdraw ``request`` now (who they are, or it is past approval), or None."""
+    return owner_or_lead_refusal(user=user, request=request) or _cancel_status_refusal(request)
+
+
+def _release_status_refusal(request: GpuRequest) -> str | None:
+    if request.status not in RELEASABLE_STATUSES:
+        return RELEASE_REFUSAL.format(pk=request.pk, status=request.status)
+    return None
+
+
+def release_refusal(*, user: User, request: GpuRequest) -> str | None:
+    """Why ``user`` may not give ``request``'s allocation back now (who they are, or its status), or None."""
+    return owner_or_lead_refusal(user=user, request=request) or _release_status_refusal(request)
+
+
+def _reapplier_refusal(user: User) -> str | None:
+    return None if user_is_approver(user) else "Only platform approvers can re-apply a request to its cluster."
+
+
+def _reapply_status_refusal(request: GpuRequest) -> str | None:
+    if request.status not in REAPPLICABLE_STATUSES:
+        return f"Only a failed or active request can be re-applied; #{request.pk} is {request.status}."
+    return None
+
+
+def reapply_refusal(*, user: User, request: GpuRequest) -> str | None:
+    """Why ``user`` may not hand ``request`` back to provisioning now (not an approver, or its status), or None."""
+    return _reapplier_refusal(user) or _reapply_status_refusal(request)
+
+
+def require_owner_or_lead(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
+    """Raise PermissionDenied with the reason unless ``owner_or_lead_refusal`` says None."""
+    if refusal := owner_or_lead_refusal(user=acting_user, request=request):
+        raise PermissionDenied(refusal)
+
+
+def _require_reviewer(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
+    if refusal := _reviewer_refusal(acting_user, request):
+        raise PermissionDenied(refusal)
 
 
 def gpu_request_approve(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
     """Approve a pending request if it still fits the team's quota, then hand it to provisioning."""
-    _require_approver(acting_user, request)
+    _require_reviewer(acting_user, request)
     with transaction.atomic():
         _lock_team(request.team)
         request.refresh_from_db()
-        if request.status != RequestStatus.PENDING_APPROVAL:
+        if _pending_refusal(request, RequestStatus.APPROVED):
             raise InvalidTransition(request, RequestStatus.APPROVED)
         return _approve_locked(request=request, acting_user=acting_user, actor_label=None, comment=comment)
 
 
 def gpu_request_reject(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str) -> GpuRequest:
     """Reject a pending request; the requester is told why."""
-    _require_approver(acting_user, request)
+    _require_reviewer(acting_user, request)
     if not comment or not comment.strip():
         raise ValidationError({"comment": ["Say why the request is rejected: the requester sees it."]})
     with transaction.atomic():
@@ -211,15 +298,6 @@ def gpu_request_reject(*, request: GpuRequest, acting_user: AbstractBaseUser, co
         )
         notify_on_commit("rejected", request, comment.strip())
     return request
-
-
-def require_owner_or_lead(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
-    role = membership_role(user=acting_user, team=request.team)
-    if request.requester_id == acting_user.pk and role is not None:
-        return
-    if role == Role.LEAD or user_is_approver(acting_user):
-        return
-    raise PermissionDenied("Only the requester, a lead of the team or a platform approver can do that.")
 
 
 def gpu_request_cancel(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
@@ -235,7 +313,7 @@ def gpu_request_cancel(*, request: GpuRequest, acting_user: AbstractBaseUser, co
         acting_user=acting_user,
         comment=comment or "Cancelled before approval",
         from_statuses=CANCELLABLE_STATUSES,
-        refusal="Only a pending request can be cancelled; #{pk} is {status} (release it instead).",
+        refusal=CANCEL_REFUSAL,
     )
 
 
@@ -249,7 +327,7 @@ def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, c
             acting_user=acting_user,
             comment=comment or "Released",
             from_statuses=RELEASABLE_STATUSES,
-            refusal="Only an approved, provisioning, active or failed request can be released; #{pk} is {status}.",
+            refusal=RELEASE_REFUSAL,
         )
         transaction.on_commit(lambda: release_request_task.delay(request.pk), robust=True)
     return request
@@ -260,14 +338,10 @@ def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, c
 
 def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
     """Hand a failed or active request back to provisioning (platform approvers), re-checking quota for a failed one."""
-    if not user_is_approver(acting_user):
-        raise PermissionDenied("Only platform approvers can re-apply a request to its cluster.")
-    if request.status not in REAPPLICABLE_STATUSES:
-        raise InvalidTransition(
-            request,
-            RequestStatus.PROVISIONING,
-            f"Only a failed or active request can be re-applied; #{request.pk} is {request.status}.",
-        )
+    if refusal := _reapplier_refusal(acting_user):
+        raise PermissionDenied(refusal)
+    if refusal := _reapply_status_refusal(request):
+        raise InvalidTransition(request, RequestStatus.PROVISIONING, refusal)
     with transaction.atomic():
         team = _lock_team(request.team)
         request.refresh_from_db()

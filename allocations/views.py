@@ -26,7 +26,6 @@ from allocations.forms import (
 )
 from allocations.lifecycle import InvalidTransition
 from allocations.models import (
-    REAPPLICABLE_STATUSES,
     AllocationExtension,
     Cluster,
     ClusterBackend,
@@ -39,8 +38,10 @@ from allocations.pages import (
     cluster_detail_overview,
     cluster_overview_rows,
     gpu_request_actions,
+    gpu_request_extension_rows,
     gpu_request_live_status,
     gpu_request_manifests_yaml,
+    pending_extension_rows,
     team_overview,
 )
 from allocations.placement import place
@@ -49,7 +50,6 @@ from allocations.selectors import (
     clusters_visible_to,
     gpu_request_detail,
     gpu_requests_visible_to,
-    pending_extensions_queue,
     teams_of,
     teams_visible_to,
     user_is_approver,
@@ -172,18 +172,13 @@ def _visible_request(request: HttpRequest, pk: int) -> GpuRequest:
 def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One request: profile, frozen spec, live cluster status with fixes, manifests, timeline, and the actions."""
     gpu_request = _visible_request(request, pk)
-    approver = user_is_approver(request.user)
     context = {
         "gpu_request": gpu_request,
         "spec": gpu_request.spec or {},
         "events": gpu_request.events.all(),
-        "actions": {
-            **gpu_request_actions(user=request.user, request=gpu_request),
-            "reapply": approver and gpu_request.status in REAPPLICABLE_STATUSES,
-        },
+        "actions": gpu_request_actions(user=request.user, request=gpu_request),
         "comment_form": CommentForm(),
-        "extensions": gpu_request.extensions.select_related("requested_by", "decided_by"),
-        "can_decide_extensions": approver,
+        "extension_rows": gpu_request_extension_rows(user=request.user, request=gpu_request),
         "live": gpu_request_live_status(request=gpu_request),
         "manifests_yaml": gpu_request_manifests_yaml(request=gpu_request),
     }
@@ -286,7 +281,7 @@ def approval_list(request: HttpRequest) -> HttpResponse:
     """Pending requests, oldest first, with quota headroom; approve or reject one by one or in bulk."""
     _require_approver(request)
     rows = approval_queue(user=request.user)
-    extension_rows = pending_extensions_queue(user=request.user)
+    extension_rows = pending_extension_rows(user=request.user)
     return render(request, "allocations/approval_queue.html", {"rows": rows, "extension_rows": extension_rows})
 
 
