@@ -77,6 +77,7 @@ class AuditEventSerializer(serializers.ModelSerializer):
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="CSV, formulas neutralised"),
             400: OpenApiResponse(description='A bad filter: `{"since": ["Enter a valid date/time."]}`'),
             403: OpenApiResponse(description="Not a platform admin"),
+            404: OpenApiResponse(description="An unknown `format` (DRF's answer to one it cannot render)"),
         },
     )
 )

@@ -5,11 +5,12 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
+from audit.admin import AuditedAdminMixin
 from portal.models import GroupMapping, GroupSyncPolicy
 
 
 @admin.register(GroupMapping)
-class GroupMappingAdmin(admin.ModelAdmin):
+class GroupMappingAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = ["group", "include_subgroups", "team", "role", "access_group"]
     list_filter = ["team", "role", "access_group"]
     search_fields = ["group", "team__name", "team__slug"]
@@ -18,7 +19,7 @@ class GroupMappingAdmin(admin.ModelAdmin):
 
 
 @admin.register(GroupSyncPolicy)
-class GroupSyncPolicyAdmin(admin.ModelAdmin):
+class GroupSyncPolicyAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = ["__str__", "empty_claim_removes", "updated_at"]
     fields = ["empty_claim_removes"]
 

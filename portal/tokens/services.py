@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from audit.services import audit_record, audit_snapshot
 from portal.tokens.models import KEY_PREFIX, ApiToken, key_digest
 
 EXPIRY_DAYS = (7, 30, 90, 365)
@@ -62,6 +63,7 @@ def api_token_create(*, acting_user: AbstractBaseUser, name: str, expires_in_day
         )
         token.full_clean()
         token.save()
+        audit_record(actor=acting_user, obj=token, before=None)
     return NewToken(token=token, key=key)
 
 
@@ -70,8 +72,10 @@ def api_token_revoke(*, acting_user: AbstractBaseUser, token_id: int) -> ApiToke
     with transaction.atomic():
         token = api_tokens_of(user=acting_user).select_for_update().get(pk=token_id)
         if token.revoked_at is None:
+            before = audit_snapshot(token)
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])
+            audit_record(actor=acting_user, obj=token, before=before)
     return token
 
 

@@ -237,3 +237,16 @@ def test_the_audit_api_is_in_the_openapi_schema(tmp_path) -> None:
     operation = schema["paths"]["/api/v1/audit-events/"]["get"]
     assert {p["name"] for p in operation["parameters"]} >= {"actor", "object_type", "since", "format", "page"}
     assert schema["components"]["schemas"]["AuditEvent"]["properties"].keys() >= {"actor", "at", "before", "after"}
+
+
+def test_an_sso_group_mapping_added_in_the_admin_is_recorded(demo_org: DemoOrg) -> None:
+    browser = Client(REMOTE_ADDR="192.0.2.44")
+    browser.force_login(demo_org.platform_admin)
+    form = {"group": "/ml/vision", "team": demo_org.team.pk, "role": "member", "access_group": ""}
+
+    response = browser.post("/admin/portal/groupmapping/add/", form)
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    event = AuditEvent.objects.get(object_type="portal.groupmapping")
+    assert (event.action, event.source, event.ip) == ("create", "admin", "192.0.2.44")
+    assert event.after["group"] == "/ml/vision" and event.after["team_id"] == demo_org.team.pk

@@ -14,6 +14,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from audit.models import AuditEvent
 from portal.tokens.models import ApiToken
 from portal.tokens.services import api_token_create
 from tests.factories import ROLES, DemoOrg
@@ -58,6 +59,10 @@ def test_a_created_token_is_shown_once_stored_hashed_and_works(demo_org: DemoOrg
     assert answer.status_code == 200 and [t["slug"] for t in answer.json()["results"]] == ["vision"]
     token.refresh_from_db()
     assert token.last_used_at is not None and token.last_used_ip == "10.1.2.3"
+    # Creating it is in the audit trail, from the browser, with the digest as a fingerprint and never the key.
+    created_event = AuditEvent.objects.get(object_type="tokens.apitoken", action="create")
+    assert (created_event.actor, created_event.source) == (demo_org.member, "browser")
+    assert created_event.after["digest"].startswith("sha256:") and key not in json.dumps(created_event.after)
     assert "from 10.1.2.3" in browser.get(PAGE).content.decode()
 
 
@@ -68,6 +73,8 @@ def test_several_named_tokens_each_revoked_on_its_own(demo_org: DemoOrg) -> None
     response = browser_of(demo_org.member).post(reverse("tokens:revoke", args=[first.token.pk]), follow=True)
 
     assert "was revoked" in response.content.decode()
+    revoked = AuditEvent.objects.get(object_type="tokens.apitoken", action="update")
+    assert revoked.before == {"revoked_at": None} and revoked.object_id == str(first.token.pk)
     assert with_token(first.key).get("/api/v1/teams/").status_code == 401
     assert with_token(second.key).get("/api/v1/teams/").status_code == 200
     # The name is free again once its token is revoked.
