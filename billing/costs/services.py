@@ -252,19 +252,10 @@ def usage_import(*, csv_text: str, source_name: str = "", acting_user: User | No
             problems.append(f"start: {last_closed:%Y-%m} and earlier months are closed; their reports never change.")
         if not problems and fields["start"] > now:
             problems.append("start: is in the future; only usage that happened can be imported.")
-        if not problems:
-            duplicate = ImportedUsage.objects.filter(
-                team=fields["team"],
-                request_label=fields["request_label"],
-                resource_name=fields["resource_name"],
-                start=fields["start"],
-                end=fields["end"],
-            ).exists()
-            if duplicate:
-                problems.append("request: this allocation (team, request, resource, start, end) is already imported.")
         errors.extend(f"line {line}: {problem}" for problem in problems)
         if not problems:
             rows.append(ImportedUsage(**fields, source_file=source_name[:255], line_number=line, imported_at=now))
+    errors.extend(_usage_overlaps(rows))
     if not rows and not errors:
         errors.append("line 2: the file has a header but no rows.")
     if errors:
@@ -275,6 +266,52 @@ def usage_import(*, csv_text: str, source_name: str = "", acting_user: User | No
         ImportedUsage.objects.bulk_create(rows)
     logger.info("Imported %s usage rows from %s by %s", len(rows), source_name or "CSV", acting_user)
     return len(rows)
+
+
+def _span(start: datetime, end: datetime) -> str:
+    return f"{start:%Y-%m-%dT%H:%MZ}..{end:%Y-%m-%dT%H:%MZ}"
+
+
+def _usage_overlaps(rows: list[ImportedUsage]) -> list[str]:
+    """One error per row that overlaps another of the file or an earlier import for the same team, request and
+    resource (one allocation billed twice), naming both lines; rows that only touch (end == next start) are fine."""
+    if not rows:
+        return []
+    by_key: dict[tuple[int, str, str], list[tuple[datetime, datetime, str, int]]] = {}
+    for obj in rows:
+        key = (obj.team_id, obj.request_label, obj.resource_name)
+        by_key.setdefault(key, []).append((obj.start, obj.end, "", obj.line_number))
+    earlier = ImportedUsage.objects.filter(
+        team_id__in={key[0] for key in by_key},
+        request_label__in={key[1] for key in by_key},
+        start__lt=max(obj.end for obj in rows),
+        end__gt=min(obj.start for obj in rows),
+    ).values_list("team_id", "request_label", "resource_name", "start", "end", "source_file", "line_number")
+    for team_id, label, resource, start, end, source, line in earlier.iterator():
+        if (team_id, label, resource) in by_key:
+            by_key[(team_id, label, resource)].append((start, end, source or "an earlier file", line))
+    errors: list[tuple[int, str]] = []
+    for intervals in by_key.values():
+        # Sorted by start, a row overlaps the one (of those before it) that ends last, if that ends after it starts.
+        intervals.sort(key=lambda item: (item[0], item[2] == "", item[3]))
+        latest: tuple[datetime, datetime, str, int] | None = None
+        for interval in intervals:
+            if latest is not None and interval[0] < latest[1]:
+                # The file's row is named first; "" marks a row of this file, else the earlier import's file.
+                mine, other = (interval, latest) if interval[2] == "" else (latest, interval)
+                if mine[2] == "":
+                    where = f"line {other[3]} of {other[2]}, already imported," if other[2] else f"line {other[3]}"
+                    errors.append(
+                        (
+                            mine[3],
+                            f"line {mine[3]}: request: {_span(mine[0], mine[1])} overlaps {where} "
+                            f"({_span(other[0], other[1])}) for the same team, request and resource_name; "
+                            "it would be billed twice.",
+                        )
+                    )
+            if latest is None or interval[1] > latest[1]:
+                latest = interval
+    return [message for _, message in sorted(errors)]
 
 
 # --- closing a month -------------------------------------------------------------------------------------------
