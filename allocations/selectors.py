@@ -68,7 +68,9 @@ def gpu_requests_visible_to(*, user: User) -> QuerySet[GpuRequest]:
         return qs
     if not user.is_authenticated:
         return qs.none()
-    return qs.filter(team__memberships__user=user).distinct()
+    # team_id IN (the user's teams): a semi-join on the membership index, no join on the rows and no DISTINCT over
+    # every column (which cost ~70 % of a list call and made COUNT(*) sort the whole visible set; issue #15).
+    return qs.filter(team_id__in=Membership.objects.filter(user=user).values("team_id"))
 
 
 def membership_role(*, user: User, team: Team) -> str | None:

@@ -7,7 +7,7 @@ the core and answers its ``ProfileError`` in DRF's ``{"field": ["message"]}`` sh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -203,7 +203,26 @@ class RecommendationSerializer(_AllocationCoreSerializer):
 
 
 class GpuRequestSerializer(serializers.ModelSerializer):
-    """A GPU request as the API shows it: who, what was asked, the spec frozen at submission, status and times."""
+    """A GPU request as the API shows it: who, what was asked, the spec frozen at submission, status and times.
+
+    ``fields`` keeps only the named fields (the view's ``?brief=``, ``?fields=`` and ``?omit=``, as NetBox does).
+    """
+
+    BRIEF_FIELDS = (
+        "id",
+        "name",
+        "status",
+        "team",
+        "requester",
+        "workload_type",
+        "gpu_model",
+        "resource_name",
+        "resource_units",
+        "cluster",
+        "node_pool",
+        "created_at",
+        "updated_at",
+    )
 
     team = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     requester = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -255,6 +274,13 @@ class GpuRequestSerializer(serializers.ModelSerializer):
             name: {"coerce_to_string": False}
             for name in ("gpu_memory_gb", "latency_p99_ms", "expected_utilization_pct", "duration_hours")
         }
+
+    def __init__(self, *args: Any, fields: Iterable[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if fields is not None:
+            keep = set(fields)
+            for name in [name for name in self.fields if name not in keep]:
+                self.fields.pop(name)
 
     @extend_schema_field(RecommendationSerializer)
     def get_spec(self, obj: GpuRequest) -> dict[str, Any]:

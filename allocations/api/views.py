@@ -31,6 +31,7 @@ from rest_framework.response import Response
 
 from allocations import extension_services, services
 from allocations.api import serializers as api
+from allocations.api.pagination import KeysetPageNumberPagination
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.renderers import KubernetesYamlRenderer
 from allocations.filtersets import GpuRequestFilterSet
@@ -156,13 +157,41 @@ def _action_schema(summary: str, ok: int) -> Callable[[Any], Any]:
     return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[_COMMENT_BODY])
 
 
+_FIELD_SELECTION = [
+    OpenApiParameter(
+        "brief",
+        OpenApiTypes.BOOL,
+        description=(
+            "The summary representation: "
+            + ", ".join(f"`{name}`" for name in api.GpuRequestSerializer.BRIEF_FIELDS)
+            + " (no frozen `spec`, whose rationale and alternatives weigh about 4 KB a request)."
+        ),
+    ),
+    OpenApiParameter(
+        "fields", OpenApiTypes.STR, description="Comma-separated fields to answer, e.g. `id,status,spec`."
+    ),
+    OpenApiParameter("omit", OpenApiTypes.STR, description="Comma-separated fields to leave out, e.g. `spec,purpose`."),
+]
+# Columns worth not reading when the answer does not show them (the spec is ~4 KB of JSON a row).
+_DEFERRABLE = {"spec": "spec", "purpose": "purpose", "command": "command", "status_detail": "status_detail"}
+_RELATED = ("team", "requester", "sla_tier", "cluster", "node_pool")
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="List the requests you may see",
+        description=(
+            "Paginated (`count`, `next`, `previous`, `results`), 25 a page, `page_size` up to 200. `?after=<id>` "
+            "pages by ascending id at a constant cost (`count` null). Each item is the full request, as the detail; "
+            "`?brief=true`, `?fields=` or `?omit=` answer less, and read less."
+        ),
+        parameters=_FIELD_SELECTION,
         responses={200: api.GpuRequestSerializer(many=True), 400: _FIELD_ERRORS, 404: _ERROR, **_AUTH_ERRORS},
     ),
     retrieve=extend_schema(
-        summary="One request", responses={200: api.GpuRequestSerializer, 404: _ERROR, **_AUTH_ERRORS}
+        summary="One request",
+        parameters=_FIELD_SELECTION,
+        responses={200: api.GpuRequestSerializer, 404: _ERROR, **_AUTH_ERRORS},
     ),
 )
 @extend_schema(tags=["requests"])
@@ -177,8 +206,45 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
     ordering_fields = ["id", "created_at", "updated_at", "submitted_at", "approved_at", "status", "name"]
     ordering = ["-created_at", "-id"]
 
+    pagination_class = KeysetPageNumberPagination
+
     def get_queryset(self) -> QuerySet[GpuRequest]:
-        return gpu_requests_visible_to(user=self.request.user)
+        qs = gpu_requests_visible_to(user=self.request.user)
+        fields = self._selected_fields()
+        if fields is None:
+            return qs
+        # Join and read only what the answer shows.
+        return (
+            qs.select_related(None)
+            .select_related(*(name for name in _RELATED if name in fields))
+            .defer(*(column for name, column in _DEFERRABLE.items() if name not in fields))
+        )
+
+    def _selected_fields(self) -> list[str] | None:
+        """The fields ``?brief=``, ``?fields=`` and ``?omit=`` ask for on list and detail; None for all of them."""
+        if self.action not in ("list", "retrieve"):
+            return None
+        params = self.request.query_params
+        every = list(api.GpuRequestSerializer.Meta.fields)
+        chosen: list[str] | None = None
+        if params.get("brief", "").lower() in ("1", "true", "yes"):
+            chosen = list(api.GpuRequestSerializer.BRIEF_FIELDS)
+        for param in ("fields", "omit"):
+            if param not in params:
+                continue
+            names = [name.strip() for name in params[param].split(",") if name.strip()]
+            if unknown := sorted(set(names) - set(every)):
+                raise exceptions.ValidationError({param: [f"Unknown field(s): {', '.join(unknown)}."]})
+            if param == "fields":
+                chosen = [name for name in every if name in names]
+            else:
+                chosen = [name for name in (chosen or every) if name not in names]
+        return chosen
+
+    def get_serializer(self, *args: Any, **kwargs: Any) -> api.GpuRequestSerializer:
+        if (fields := self._selected_fields()) is not None:
+            kwargs.setdefault("fields", fields)
+        return super().get_serializer(*args, **kwargs)
 
     def _answer(self, request_obj: GpuRequest, code: int = status.HTTP_200_OK) -> Response:
         # Re-read through the selector: the services refresh the row and drop the related objects it had.

@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from allocations.api.serializers import GpuRequestSerializer
 from allocations.models import GpuRequest, RequestStatus
 from tests.factories import ROLES, GpuRequestFactory
 
@@ -188,19 +189,93 @@ def test_filters_never_widen_the_scope(client_as, two_teams_requests):
     assert response.json()["results"] == []
 
 
-@pytest.mark.parametrize("count", [5, 30])
-def test_list_query_count_does_not_grow_with_rows(client_as, demo_org, django_assert_max_num_queries, count):
-    for index in range(count):
-        requester = demo_org.member if index % 2 else demo_org.team_lead
-        GpuRequestFactory(team=demo_org.team, requester=requester, cluster=demo_org.cluster, node_pool=demo_org.pool)
+@pytest.mark.parametrize("count", [1, 100])
+@pytest.mark.parametrize(
+    ("query", "budget"),
+    [
+        # Permissions (user and group perms for the approver check), count, page.
+        ("", 5),
+        ("?brief=true", 5),
+        ("?fields=id,status,spec", 5),
+        ("?omit=spec", 5),
+        # Keyset mode: no COUNT(*).
+        ("?after=0&page_size=200", 4),
+    ],
+)
+def test_list_query_count_does_not_grow_with_rows(
+    client_as, demo_org, django_assert_max_num_queries, count, query, budget
+):
+    GpuRequestFactory.create_batch(
+        count, team=demo_org.team, requester=demo_org.member, cluster=demo_org.cluster, node_pool=demo_org.pool
+    )
     client = client_as("member")
 
-    # Permissions (user and group perms for the approver check), count, page: the same budget for 5 or 30 rows.
-    with django_assert_max_num_queries(5):
-        response = client.get(URL)
+    with django_assert_max_num_queries(budget):
+        response = client.get(URL + query)
 
     assert response.status_code == 200
-    assert response.json()["count"] == count
+    assert len(response.json()["results"]) == min(count, 25 if "page_size" not in query else 200)
+
+
+@pytest.mark.parametrize("query", ["", "?brief=true", "?omit=spec"])
+def test_detail_query_count(client_as, demo_org, django_assert_max_num_queries, query):
+    obj = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, cluster=demo_org.cluster)
+
+    with django_assert_max_num_queries(4):
+        response = client_as("member").get(f"{URL}{obj.pk}/{query}")
+
+    assert response.status_code == 200
+    assert response.json()["id"] == obj.pk
+
+
+def test_list_is_the_full_representation_unless_asked_for_less(client_as, demo_org):
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
+    client = client_as("member")
+
+    full = client.get(URL).json()["results"][0]
+    brief = client.get(f"{URL}?brief=true").json()["results"][0]
+    chosen = client.get(f"{URL}?fields=id,spec").json()["results"][0]
+    omitted = client.get(f"{URL}?omit=spec,purpose").json()["results"][0]
+
+    assert {"id", "status", "team", "requester", "spec", "created_at"} <= set(full)
+    assert set(brief) == set(GpuRequestSerializer.BRIEF_FIELDS)
+    assert set(chosen) == {"id", "spec"} and chosen["spec"] == full["spec"]
+    assert set(omitted) == set(full) - {"spec", "purpose"}
+
+
+@pytest.mark.parametrize(
+    ("query", "parameter"),
+    [("?fields=id,secret", "fields"), ("?omit=nope", "omit"), ("?brief=true&fields=bogus", "fields")],
+)
+def test_unknown_field_selection_is_400_naming_the_parameter(client_as, demo_org, query, parameter):
+    response = client_as("member").get(URL + query)
+
+    assert response.status_code == 400
+    assert set(response.json()) == {parameter}
+
+
+def test_page_size_is_bounded(client_as, demo_org):
+    GpuRequestFactory.create_batch(3, team=demo_org.team, requester=demo_org.member)
+    client = client_as("member")
+
+    assert len(client.get(f"{URL}?page_size=2").json()["results"]) == 2
+    assert len(client.get(f"{URL}?page_size=100000").json()["results"]) == 3
+
+
+def test_keyset_mode_pages_through_everything_visible_once(client_as, two_teams_requests, demo_org):
+    GpuRequestFactory.create_batch(4, team=demo_org.team, requester=demo_org.member)
+    client = client_as("member")
+    expected = sorted(GpuRequest.objects.filter(team__slug="vision").values_list("pk", flat=True))
+
+    seen, url = [], f"{URL}?after=0&page_size=2&brief=1"
+    while url:
+        body = client.get(url).json()
+        assert body["count"] is None
+        seen += [row["id"] for row in body["results"]]
+        url = body["next"]
+
+    assert seen == expected
+    assert client.get(f"{URL}?after=zero").status_code == 400
 
 
 def test_anonymous_list_is_401(two_teams_requests):
