@@ -320,6 +320,18 @@ def test_approval_is_provisioned_by_a_worker_and_release_deletes_the_workload(
     assert request.observed_phase == "Running" and request.activated_at is not None
     assert request.last_task_id, "the task id is kept on the request"
     assert _transitions(request) == PROVISIONED_ONCE, workers.logs()
+    # The audit trail says the worker's writes came from the task (its own process, through Celery's task signals).
+    from audit.models import AuditEvent
+
+    by_worker = AuditEvent.objects.filter(
+        object_type="allocations.gpurequest", object_id=str(request.pk), source="task"
+    )
+    assert {e.after.get("status") for e in by_worker} >= {"provisioning", "active"}, workers.logs()
+    assert {e.source_detail for e in by_worker} == {"allocations.provision_request"}
+    approved = AuditEvent.objects.get(
+        object_type="allocations.gpurequest", object_id=str(request.pk), after__status="approved"
+    )
+    assert (approved.actor, approved.source) == (org.approver, "system")  # called from this test: no request, no task
 
     gpu_request_release(request=request, acting_user=org.member, comment="done")
 
