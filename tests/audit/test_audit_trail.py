@@ -250,3 +250,19 @@ def test_an_sso_group_mapping_added_in_the_admin_is_recorded(demo_org: DemoOrg) 
     event = AuditEvent.objects.get(object_type="portal.groupmapping")
     assert (event.action, event.source, event.ip) == ("create", "admin", "192.0.2.44")
     assert event.after["group"] == "/ml/vision" and event.after["team_id"] == demo_org.team.pk
+
+
+def test_the_list_and_the_page_stay_within_a_query_budget(demo_org: DemoOrg, django_assert_max_num_queries) -> None:
+    for index in range(30):
+        role = Role.LEAD if index % 2 else Role.MEMBER
+        membership_set(team=demo_org.team, user=demo_org.outsider, role=role, acting_user=demo_org.team_lead)
+    admin = APIClient()
+    admin.force_authenticate(demo_org.platform_admin)
+    browser = Client()
+    browser.force_login(demo_org.platform_admin)
+    with django_assert_max_num_queries(6):
+        assert admin.get(API).json()["count"] == 30
+    with django_assert_max_num_queries(6):
+        assert len(admin.get(API, {"format": "csv"}).content.decode().splitlines()) == 31
+    with django_assert_max_num_queries(12):
+        assert browser.get(PAGE).status_code == 200

@@ -237,3 +237,12 @@ def test_the_clusters_api_is_in_the_openapi_schema(tmp_path) -> None:
     pool = schema["components"]["schemas"]["NodePoolRequest"]["properties"]
     assert {"name", "gpu_model", "node_count", "gpus_per_node", "sharing_mode", "time_slice_replicas"} <= pool.keys()
     assert {"mig_devices", "node_labels", "taints"} <= pool.keys()
+
+
+def test_the_cluster_list_stays_within_a_query_budget(client_as, demo_org, django_assert_max_num_queries) -> None:
+    from tests.factories import ClusterFactory, NodePoolFactory
+
+    for index in range(10):
+        NodePoolFactory(cluster=ClusterFactory(name=f"c{index}"), name="pool")
+    with django_assert_max_num_queries(4):
+        assert len(client_as("approver").get(CLUSTERS).json()) == 11
