@@ -33,3 +33,5 @@ urlpatterns = [
 
 # A BadRequest raised by a page (a malformed ?month=, a NUL in a form) is answered with its message.
 handler400 = "portal.views.bad_request"
+handler403 = "portal.views.permission_denied"
+handler404 = "portal.views.page_not_found"

@@ -31,6 +31,17 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     return render(request, "400.html", {"message": message}, status=400)
 
 
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 403 page, with the reason the code gave (``PermissionDenied("Only platform approvers can ...")``)."""
+    # The messages our views raise are written for the user; an empty one gets the page's general sentence.
+    return render(request, "403.html", {"reason": str(exception)}, status=403)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 404 page. It never says whether the object exists in another team: that would leak it."""
+    return render(request, "404.html", {"path": request.path}, status=404)
+
+
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     """Readiness: the database and the cache answer (the middleware serves it first; this is its URL name)."""

@@ -99,3 +99,20 @@ def test_no_table_spills_out_of_its_card_at_1440px(new_page) -> None:
     assert not page.get_by_role("button", name="Menu").is_visible()
     assert page.get_by_role("navigation", name="Main").is_visible()
     assert _visit_all(page, ADMIN_PAGES, "carol", 1440) == {}
+
+
+def test_the_403_and_404_pages_give_the_reason_and_a_way_back(new_page) -> None:
+    page = new_page("alice")  # a member, not an approver
+    for width, height in ((1440, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        response = page.goto("/approvals/")
+        assert response is not None and response.status == 403
+        assert page.get_by_role("alert").inner_text() == "Only platform approvers can see the approval queue."
+        assert _sideways_overflow(page) <= 0
+        page.screenshot(path=str(SCREENSHOTS / f"error-403-{width}.png"), full_page=True)
+        response = page.goto("/requests/987654/")
+        assert response is not None and response.status == 404
+        assert _sideways_overflow(page) <= 0
+        page.screenshot(path=str(SCREENSHOTS / f"error-404-{width}.png"), full_page=True)
+    page.get_by_role("link", name="Back to the overview").click()
+    page.get_by_text("Hello, Alice").wait_for()
