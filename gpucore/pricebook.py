@@ -68,6 +68,10 @@ class PriceBookSpec:
     notes: str = ""
 
 
+MAX_DIGITS_BEFORE_POINT = 9
+MAX_DECIMAL_PLACES = 10
+
+
 def _decimal(value: Any, path: str, errors: dict[str, list[str]], *, minimum: Decimal | None = None) -> Decimal | None:
     if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
         errors.setdefault(path, []).append(f'must be a number such as "2.00", not {value!r}.')
@@ -80,6 +84,14 @@ def _decimal(value: Any, path: str, errors: dict[str, list[str]], *, minimum: De
         return None
     if not number.is_finite():
         errors.setdefault(path, []).append("must be a finite number.")
+        return None
+    # Beyond what a price book can hold (the stored prices keep 10 decimals): refused here with the field's path,
+    # never an arithmetic error (1e400) or a database column overflow later.
+    if number.adjusted() >= MAX_DIGITS_BEFORE_POINT:
+        errors.setdefault(path, []).append(f"is too large: at most {MAX_DIGITS_BEFORE_POINT} digits before the point.")
+        return None
+    if number and number.adjusted() < -MAX_DECIMAL_PLACES:
+        errors.setdefault(path, []).append(f"is too small: at least 1e-{MAX_DECIMAL_PLACES}, or 0.")
         return None
     if minimum is not None and number < minimum:
         errors.setdefault(path, []).append(f"must be at least {minimum}, not {number}.")

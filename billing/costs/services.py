@@ -68,6 +68,22 @@ def _last_closed_month() -> date | None:
     return MonthlyReport.objects.filter(status=ReportStatus.CLOSED).aggregate(last=Max("month"))["last"]
 
 
+# The price book file's key for a stored price's column (the TCO inputs keep their names).
+_PRICE_BOOK_KEYS = {"list_hourly": "hourly", "hourly_rate": "hourly", "multiplier": ""}
+
+
+def _clean_as(row: Any, path: str, *, exclude: list[str]) -> None:
+    """full_clean, with errors under the price book file's path (``gpu_models.T4.hourly``), not the column's."""
+    try:
+        row.full_clean(exclude=exclude)
+    except ValidationError as exc:
+        errors: dict[str, list[str]] = {}
+        for column, messages in exc.message_dict.items():
+            key = _PRICE_BOOK_KEYS.get(column, column)
+            errors.setdefault(f"{path}.{key}" if key else path, []).extend(messages)
+        raise ValidationError(errors) from exc
+
+
 def price_book_load(*, text: str | None, acting_user: User | None = None) -> tuple[PriceBook, bool]:
     """Validate a price book YAML and store it as the next version; ``(book, created)``, idempotent per file.
 
@@ -141,14 +157,21 @@ def price_book_load(*, text: str | None, acting_user: User | None = None) -> tup
             )
             # The rate is stored unrounded beyond 10 places; quantize so full_clean accepts it.
             row.hourly_rate = row.hourly_rate.quantize(Decimal("1e-10"))
-            row.full_clean(exclude=["price_book"])
+            _clean_as(row, f"gpu_models.{price.gpu_model}", exclude=["price_book"])
             row.save()
         for slug, multiplier in spec.sla_multipliers.items():
-            SlaMultiplier.objects.create(price_book=book, tier_slug=slug, multiplier=multiplier)
+            row = SlaMultiplier(price_book=book, tier_slug=slug, multiplier=multiplier)
+            _clean_as(row, f"sla_multipliers.{slug}", exclude=["price_book"])
+            row.save()
     return book, True
 
 
 # --- usage import ----------------------------------------------------------------------------------------------
+
+
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,12}")  # ASCII digits only: str.isdigit() also accepts "\u0661" and "²"
+MAX_USAGE_QUANTITY = 100_000  # GPUs or slices in one row: far beyond any cluster, well inside the column
+MAX_TIME_SLICE_REPLICAS = 1_000
 
 
 def _parse_time(value: str, column: str, problems: list[str]) -> datetime | None:
@@ -166,6 +189,10 @@ def _parse_time(value: str, column: str, problems: list[str]) -> datetime | None
 def _usage_row(row: dict[str, str], teams: dict[str, Team], catalog: dict[str, GpuModel]) -> tuple[dict, list[str]]:
     problems: list[str] = []
     value = {k: (row.get(k) or "").strip() for k in USAGE_HEADER}
+    for column, text in value.items():
+        if "\x00" in text:
+            problems.append(f"{column}: contains a NUL character; remove it.")
+            value[column] = text.replace("\x00", "")
     team = teams.get(value["team"])
     if team is None:
         problems.append(f"team: '{value['team']}' is not a team slug.")
@@ -192,13 +219,14 @@ def _usage_row(row: dict[str, str], teams: dict[str, Team], catalog: dict[str, G
             except CatalogError as exc:
                 problems.append(f"resource_name: {exc}")
     quantity = None
-    if not value["quantity"].isdigit() or int(value["quantity"]) < 1:
-        problems.append(f"quantity: '{value['quantity']}' must be a whole number >= 1.")
+    if not _WHOLE_NUMBER.fullmatch(value["quantity"]) or not 1 <= int(value["quantity"]) <= MAX_USAGE_QUANTITY:
+        problems.append(f"quantity: '{value['quantity']}' must be a whole number from 1 to {MAX_USAGE_QUANTITY}.")
     else:
         quantity = int(value["quantity"])
     replicas = None
     if strategy == "time-slicing":
-        if not value["time_slice_replicas"].isdigit() or int(value["time_slice_replicas"]) < 2:
+        replicas_text = value["time_slice_replicas"]
+        if not _WHOLE_NUMBER.fullmatch(replicas_text) or not 2 <= int(replicas_text) <= MAX_TIME_SLICE_REPLICAS:
             problems.append("time_slice_replicas: a time-sliced share needs the replicas per GPU (>= 2).")
         else:
             replicas = int(value["time_slice_replicas"])

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from billing.costs.services import price_book_load
+from gpucore.textfiles import NotUtf8Error, decode_utf8
 
 
 class Command(BaseCommand):
@@ -20,9 +21,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, file: Path, **options: Any) -> None:
         try:
-            text = file.read_text(encoding="utf-8")
+            text = decode_utf8(file.read_bytes(), name=str(file))
         except OSError as exc:
             raise CommandError(f"Cannot read {file}: {exc}") from exc
+        except NotUtf8Error as exc:
+            raise CommandError(f"{exc} Nothing was loaded.") from exc
         try:
             book, created = price_book_load(text=text)
         except ValidationError as exc:

@@ -1,0 +1,21 @@
+"""Operator files as text: UTF-8 or a named error with the line and column of the first byte that is not."""
+
+from __future__ import annotations
+
+
+class NotUtf8Error(ValueError):
+    """The file is not UTF-8; the message names the line and column of the first bad byte."""
+
+
+def decode_utf8(data: bytes, *, name: str = "the file") -> str:
+    """``data`` decoded as UTF-8 (a leading byte-order mark dropped), or NotUtf8Error naming line and column."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        column = exc.start - (before.rfind(b"\n") + 1) + 1
+        raise NotUtf8Error(
+            f"{name} is not UTF-8: line {line}, column {column} has the byte 0x{data[exc.start]:02x}. "
+            "Save it as UTF-8 (in Excel: CSV UTF-8)."
+        ) from exc
