@@ -23,7 +23,7 @@ migrate: install
 seed: migrate
 	$(BIN)/python manage.py seed_demo
 
-run: seed ## Migrate, seed the demo organisation and serve http://127.0.0.1:8000 (alice / demo).
+run: seed ## Migrate, seed the demo organisation and serve http://127.0.0.1:8000 (alice / demo); PORT=8080 / HOST=0.0.0.0 to change.
 	@echo "GPU Portal on http://$(HOST):$(PORT)/  (users: alice, dave, bob, carol; password: demo)"
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 

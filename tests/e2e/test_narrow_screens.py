@@ -101,6 +101,16 @@ def test_no_table_spills_out_of_its_card_at_1440px(new_page) -> None:
     assert _visit_all(page, ADMIN_PAGES, "carol", 1440) == {}
 
 
+def test_every_page_names_the_svg_favicon_and_it_is_served(new_page) -> None:
+    page = new_page("alice")
+    href = page.locator("link[rel=icon]").get_attribute("href")
+    assert href and href.endswith(".svg")
+    icon = page.request.get(href)
+    assert icon.status == 200
+    assert icon.headers["content-type"].startswith("image/svg+xml")
+    assert b"<svg" in icon.body()
+
+
 def test_the_403_and_404_pages_give_the_reason_and_a_way_back(new_page) -> None:
     page = new_page("alice")  # a member, not an approver
     for width, height in ((1440, 900), (390, 844)):

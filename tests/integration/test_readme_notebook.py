@@ -31,6 +31,7 @@ def test_the_readme_notebook_example_runs_end_to_end(live_server) -> None:
 
     code = notebook_example()
     assert 'PORTAL = "http://127.0.0.1:8000/api/v1"' in code and "<your token>" in code
+    assert "while True" not in code and "deadline" in code  # the polling loop gives up: a notebook never hangs
     code = code.replace("http://127.0.0.1:8000", live_server.url).replace("<your token>", token.key)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
 
