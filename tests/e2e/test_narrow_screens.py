@@ -126,3 +126,14 @@ def test_the_403_and_404_pages_give_the_reason_and_a_way_back(new_page) -> None:
         page.screenshot(path=str(SCREENSHOTS / f"error-404-{width}.png"), full_page=True)
     page.get_by_role("link", name="Back to the overview").click()
     page.get_by_text("Hello, Alice").wait_for()
+
+
+def test_the_400_page_names_the_input_it_could_not_read(new_page) -> None:
+    page = new_page("alice")
+    for width, height in ((1440, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        response = page.goto("/billing/dashboards/?month=26-1")
+        assert response is not None and response.status == 400
+        assert page.get_by_role("alert").inner_text() == "month: Use YYYY-MM, not '26-1'."
+        assert _sideways_overflow(page) <= 0
+        page.screenshot(path=str(SCREENSHOTS / f"error-400-{width}.png"), full_page=True)
