@@ -41,24 +41,33 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     )
 
 
-@pytest.fixture(autouse=True)
-def _reference_data_after_flush(request: pytest.FixtureRequest) -> None:
-    """Transactional tests flush every table, including the rows the data migration seeded; put them back."""
-    marker = request.node.get_closest_marker("django_db")
-    transactional = (marker is not None and marker.kwargs.get("transaction")) or any(
-        name in request.fixturenames for name in ("transactional_db", "live_server")
-    )
-    if not transactional:
+@pytest.fixture(autouse=True, scope="session")
+def _reference_data_after_every_flush(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Transactional tests end with a flush of every table, including the rows the data migration seeded; put them back.
+
+    The flush sends ``post_migrate``, so the rows return right after it. Doing it then (not when the next transactional
+    test starts) matters under pytest-xdist, where a test process may run ordinary tests after a transactional one.
+    """
+    if not request.config.pluginmanager.hasplugin("django"):
+        yield  # the pure-core run (`pytest -p no:django`)
         return
-    request.getfixturevalue("transactional_db")
     import importlib
 
     from django.apps import apps
+    from django.db.models.signals import post_migrate
 
     seed = importlib.import_module("allocations.migrations.0002_seed_tiers_catalog_approvers")
-    seed.seed_tiers(apps, None)
-    seed.seed_catalog(apps, None)
-    seed.seed_approvers_group(apps, None)
+    # The last app's signal comes after every app's content types and permissions exist again.
+    last_app = list(apps.get_app_configs())[-1]
+
+    def reseed(**_: Any) -> None:
+        seed.seed_tiers(apps, None)
+        seed.seed_catalog(apps, None)
+        seed.seed_approvers_group(apps, None)
+
+    post_migrate.connect(reseed, sender=last_app, dispatch_uid="tests-reference-data-after-flush")
+    yield
+    post_migrate.disconnect(dispatch_uid="tests-reference-data-after-flush", sender=last_app)
 
 
 if TYPE_CHECKING:
