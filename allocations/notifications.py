@@ -31,6 +31,9 @@ def send_email(subject: str, template: str, request: GpuRequest, recipients: lis
     if not recipients:
         return
     body = render_to_string(template, {"request": request, **extra})
+    # One line: a newline in a subject is a header injection, which Django refuses (BadHeaderError), and the mail was
+    # then lost in the on-commit hook. Names with newlines are refused now, but older ones may hold them.
+    subject = " ".join(subject.split())
     try:
         send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
     except OSError:

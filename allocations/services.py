@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -11,15 +12,18 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import (
     CANCELLABLE_STATUSES,
+    QUOTA_HOLDING_STATUSES,
     REAPPLICABLE_STATUSES,
     RELEASABLE_STATUSES,
     Cluster,
     GpuRequest,
+    NodePool,
     RequestStatus,
     Role,
     SlaTier,
@@ -68,6 +72,8 @@ def gpu_request_submit(
     errors: dict[str, list[str]] = {}
     if not name or not name.strip():
         errors["name"] = ["Give the request a name."]
+    elif any(unicodedata.category(char) in ("Cc", "Zl", "Zp") for char in name):
+        errors["name"] = ["The name must be one line: no newlines, tabs or other control characters."]
     if expires_at is not None and expires_at <= timezone.now():
         errors["expires_at"] = ["The expiry must be in the future."]
     try:
@@ -164,11 +170,42 @@ def _require_quota_fits(request: GpuRequest, *, team: Team) -> bool:
     return request.borrowed
 
 
+def _require_pool_capacity(request: GpuRequest) -> None:
+    """Raise a ValidationError on ``capacity`` unless the request's units fit what its node pool physically has.
+
+    Quotas are allowances and may add up to more than the hardware; the pool's units (whole GPUs, MIG slices per
+    profile or time-sliced shares, ``NodePool.capacity``) are what can exist. The pool's row lock serializes approvals
+    of every team on one pool (taken after the team lock, in that order everywhere).
+    """
+    if request.node_pool_id is None:
+        return
+    pool = NodePool.objects.select_for_update().select_related("cluster").get(pk=request.node_pool_id)
+    capacity = pool.capacity().get(request.resource_name, 0)
+    held = (
+        GpuRequest.objects.filter(
+            node_pool=pool, resource_name=request.resource_name, status__in=QUOTA_HOLDING_STATUSES
+        )
+        .exclude(pk=request.pk)
+        .aggregate(total=Sum("resource_units"))["total"]
+        or 0
+    )
+    if held + request.resource_units > capacity:
+        raise ValidationError(
+            {
+                "capacity": [
+                    f"Node pool {pool} has {capacity} {request.resource_name} in all: {held} held, "
+                    f"{request.resource_units} asked. Approve it when others are released, or add nodes to the pool."
+                ]
+            }
+        )
+
+
 def _approve_locked(
     *, request: GpuRequest, acting_user: AbstractBaseUser | None, actor_label: str | None, comment: str
 ) -> GpuRequest:
-    # The caller holds the team lock: re-check the quota against what is held now, then approve.
+    # The caller holds the team lock: re-check the quota and the pool's capacity against what is held now, then approve.
     borrowed = _require_quota_fits(request, team=request.team)
+    _require_pool_capacity(request)
     gpu_request_transition(
         request=request,
         to_status=RequestStatus.APPROVED,
