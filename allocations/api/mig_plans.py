@@ -188,7 +188,15 @@ def _plan_call(call: Any, **kwargs: Any) -> MigPlan:
 class MigPlanListView(ServiceApiMixin, APIView):
     """A pool's MIG plans (approvers), and a new plan from its demand (approvers and admins)."""
 
-    @extend_schema(tags=["mig-plans"], summary="A pool's MIG plans", responses={200: MigPlanSerializer(many=True)})
+    @extend_schema(
+        tags=["mig-plans"],
+        summary="A pool's MIG plans",
+        responses={
+            200: MigPlanSerializer(many=True),
+            403: OpenApiResponse(description="Not an approver or platform admin"),
+            404: OpenApiResponse(description="No such cluster or MIG pool"),
+        },
+    )
     def get(self, request: Request, name: str, pool: str) -> Response:
         node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool)
         return Response(MigPlanSerializer(mig_plans_of_pool(pool=node_pool), many=True).data)
@@ -213,7 +221,15 @@ class MigPlanListView(ServiceApiMixin, APIView):
 class MigPlanDetailView(ServiceApiMixin, APIView):
     """One plan: per-GPU current and proposed layouts, the nodes to drain, the rollout's progress and events."""
 
-    @extend_schema(tags=["mig-plans"], summary="A MIG plan", responses={200: MigPlanSerializer})
+    @extend_schema(
+        tags=["mig-plans"],
+        summary="A MIG plan",
+        responses={
+            200: MigPlanSerializer,
+            403: OpenApiResponse(description="Not an approver or platform admin"),
+            404: OpenApiResponse(description="No such cluster, MIG pool or plan"),
+        },
+    )
     def get(self, request: Request, name: str, pool: str, pk: int) -> Response:
         node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool)
         plan = get_object_or_404(mig_plans_of_pool(pool=node_pool), pk=pk)
