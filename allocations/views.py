@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -34,6 +34,7 @@ from allocations.models import (
     Team,
 )
 from allocations.pages import (
+    REQUEST_LIST_DEFAULT_SORT,
     approval_queue,
     cluster_detail_overview,
     cluster_overview_rows,
@@ -42,6 +43,8 @@ from allocations.pages import (
     gpu_request_live_status,
     gpu_request_manifests_yaml,
     pending_extension_rows,
+    request_list_columns,
+    request_list_ordering,
     team_overview,
 )
 from allocations.placement import place
@@ -145,7 +148,12 @@ def request_list(request: HttpRequest) -> HttpResponse:
         queryset = queryset.filter(requester=request.user)
     filterset = GpuRequestFilterSet(request.GET, queryset=queryset)
     filterset.filters["team"].queryset = teams_visible_to(request.user)
-    results = filterset.qs if filterset.is_valid() else queryset.none()
+    sort = request.GET.get("sort") or REQUEST_LIST_DEFAULT_SORT
+    try:
+        ordering = request_list_ordering(sort)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from exc
+    results = filterset.qs.order_by(*ordering) if filterset.is_valid() else queryset.none()
     page = Paginator(results, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -153,8 +161,11 @@ def request_list(request: HttpRequest) -> HttpResponse:
         "filterset": filterset,
         "page": page,
         "mine": mine,
-        "filtered": any(value for key, value in request.GET.items() if key != "page"),
+        "filtered": any(value for key, value in request.GET.items() if key not in ("page", "sort")),
         "querystring": query.urlencode(),
+        "columns": request_list_columns(
+            sort=sort, query=[(name, value) for name, values in query.lists() for value in values]
+        ),
         "has_teams": teams_of(request.user).exists() or user_is_approver(request.user),
     }
     return render(request, "allocations/request_list.html", context)

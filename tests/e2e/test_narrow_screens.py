@@ -137,3 +137,20 @@ def test_the_400_page_names_the_input_it_could_not_read(new_page) -> None:
         assert page.get_by_role("alert").inner_text() == "month: Use YYYY-MM, not '26-1'."
         assert _sideways_overflow(page) <= 0
         page.screenshot(path=str(SCREENSHOTS / f"error-400-{width}.png"), full_page=True)
+
+
+def test_request_list_headers_sort_on_the_server(new_page) -> None:
+    page = new_page("alice")
+    page.goto("/requests/")
+    page.locator("thead").get_by_role("link", name="Name").click()
+    page.wait_for_url("**/requests/?sort=name")
+    names = page.locator("tbody tr td:nth-child(2)").all_inner_texts()
+    assert names == sorted(names) and len(names) >= 3
+    # The header's text is upper-cased by the stylesheet.
+    assert page.locator("th[aria-sort=ascending]").inner_text().upper().startswith("NAME")
+    page.locator("thead").get_by_role("link", name="Name").click()
+    page.wait_for_url("**/requests/?sort=-name")
+    assert page.locator("tbody tr td:nth-child(2)").all_inner_texts() == sorted(names, reverse=True)
+    for width, height in ((1440, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.screenshot(path=str(SCREENSHOTS / f"requests-sorted-{width}.png"), full_page=True)
