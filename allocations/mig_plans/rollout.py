@@ -22,6 +22,7 @@ from allocations.gateways.base import ClusterGateway, GatewayError
 from allocations.mig_plans.events import move_plan, record_plan_event
 from allocations.models import ClusterBackend, DrainPolicy, MigNodeLayout, MigPlan, MigPlanStatus, NodeStep
 from allocations.provisioning import cluster_gateway, cluster_objects
+from audit.services import audit_record, audit_snapshot
 from gpucore.manifests import ManifestError, mig_node_config_name
 from gpucore.manifests.gpu_operator import MIG_CONFIG_LABEL, MIG_PARTED_CONFIGMAP
 
@@ -140,6 +141,7 @@ def mig_plan_rollout_step(*, plan_id: int, gateway: ClusterGateway | None = None
         plan_ = MigPlan.objects.select_for_update().select_related("pool__cluster", "pool__gpu_model").get(pk=plan_id)
         if plan_.status != MigPlanStatus.APPLYING:
             return plan_.status
+        before = audit_snapshot(plan_)
         gateway = gateway or cluster_gateway(plan_.pool.cluster)
         progress = plan_.progress or {}
         nodes = progress.setdefault("nodes", {})
@@ -165,6 +167,8 @@ def mig_plan_rollout_step(*, plan_id: int, gateway: ClusterGateway | None = None
             move_plan(plan_, MigPlanStatus.APPLIED, message=f"{len(nodes)} nodes reconfigured")
             plan_.finished_at = timezone.now()
         plan_.save(update_fields=["status", "progress", "error", "finished_at"])
+        if plan_.status != MigPlanStatus.APPLYING:  # the audit trail keeps the outcome, not every heartbeat
+            audit_record(actor=None, actor_label="rollout", obj=plan_, before=before)
         return plan_.status
 
 

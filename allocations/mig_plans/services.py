@@ -39,6 +39,7 @@ from allocations.models import (
 from allocations.placement import gpu_price
 from allocations.provisioning import cluster_gateway
 from allocations.selectors import user_is_approver
+from audit.services import audit_record, audit_snapshot
 from gpucore.catalog import GpuModelSpec, mig_profile_of_resource
 from gpucore.mig_planner import CurrentGpu, MigPlanError, plan
 
@@ -199,6 +200,7 @@ def mig_plan_create(
             actor=acting_user,
             message=f"{result.gpu_count} GPUs for the demand, {result.gpus_changed} to change",
         )
+        audit_record(actor=acting_user, obj=new, before=None)
     return new
 
 
@@ -208,9 +210,11 @@ def mig_plan_approve(*, plan_: MigPlan, acting_user: AbstractBaseUser, comment: 
         raise PermissionDenied(ONLY_ADMINS)
     with transaction.atomic():
         locked = MigPlan.objects.select_for_update().get(pk=plan_.pk)
+        before = audit_snapshot(locked)
         move_plan(locked, MigPlanStatus.APPROVED, actor=acting_user, message=comment)
         locked.approved_by, locked.approved_at = acting_user, timezone.now()
         locked.save(update_fields=["status", "approved_by", "approved_at"])
+        audit_record(actor=acting_user, obj=locked, before=before, comment=comment)
     return locked
 
 
@@ -220,9 +224,11 @@ def mig_plan_cancel(*, plan_: MigPlan, acting_user: AbstractBaseUser, comment: s
         raise PermissionDenied(ONLY_ADMINS)
     with transaction.atomic():
         locked = MigPlan.objects.select_for_update().get(pk=plan_.pk)
+        before = audit_snapshot(locked)
         move_plan(locked, MigPlanStatus.CANCELLED, actor=acting_user, message=comment)
         locked.finished_at = timezone.now()
         locked.save(update_fields=["status", "finished_at"])
+        audit_record(actor=acting_user, obj=locked, before=before, comment=comment)
     return locked
 
 
@@ -232,6 +238,7 @@ def mig_plan_apply(*, plan_: MigPlan, acting_user: AbstractBaseUser) -> MigPlan:
         raise PermissionDenied(ONLY_ADMINS)
     with transaction.atomic():
         locked = MigPlan.objects.select_for_update().get(pk=plan_.pk)
+        before = audit_snapshot(locked)
         busy = MigPlan.objects.filter(pool=locked.pool, status=MigPlanStatus.APPLYING).exclude(pk=locked.pk)
         if busy.exists():
             raise InvalidPlanTransition(f"Another MIG plan of pool {locked.pool} is being applied.")
@@ -243,6 +250,7 @@ def mig_plan_apply(*, plan_: MigPlan, acting_user: AbstractBaseUser) -> MigPlan:
                 state.update(step=NodeStep.WAITING, since=None)
         locked.error = ""
         locked.save(update_fields=["status", "progress", "error"])
+        audit_record(actor=acting_user, obj=locked, before=before)
         plan_id = locked.pk
         transaction.on_commit(lambda: apply_mig_plan.delay(plan_id), robust=True)
     return locked

@@ -157,3 +157,27 @@ def test_a_gitops_rollout_writes_the_configmap_and_node_labels_to_the_tree(
     assert set(yaml.safe_load(configmap["data"]["config.yaml"])["mig-configs"]) >= {
         MigNodeLayout.objects.get(pool=pool, node=n).config_name for n in NODES
     }
+
+
+def test_every_plan_decision_and_the_rollout_outcome_are_in_the_audit_trail(
+    client_as, pool, settings, tmp_path: Path, django_capture_on_commit_callbacks
+):
+    from audit.models import AuditEvent
+
+    settings.PORTAL_GITOPS_ROOT = tmp_path
+    admin = client_as("platform_admin")
+    plan_id = admin.post(url(pool), {"nodes": NODES}, format="json").json()["id"]
+    admin.post(url(pool, f"{plan_id}/approve/"), {"comment": "fits the demand"}, format="json")
+    with django_capture_on_commit_callbacks(execute=False):
+        admin.post(url(pool, f"{plan_id}/apply/"), {}, format="json")
+    mig_plan_rollout_step(plan_id=plan_id)
+    trail = AuditEvent.objects.filter(object_type="allocations.migplan", object_id=str(plan_id)).order_by("at", "pk")
+    statuses = [(e.action, (e.before or {}).get("status"), (e.after or {}).get("status")) for e in trail]
+    assert [s[1:] for s in statuses] == [
+        (None, "proposed"),
+        ("proposed", "approved"),
+        ("approved", "applying"),
+        ("applying", "applied"),
+    ], statuses
+    assert [e.actor_label for e in trail][-1] == "rollout"
+    assert trail[1].comment == "fits the demand"
