@@ -73,6 +73,9 @@ class GpuRequestForm(forms.Form):
     command = forms.CharField(
         required=False, label="Command", help_text="Shell-style, e.g. python train.py --epochs 10"
     )
+    # One-time token of this form page: a second post of the same page lands on the request it made
+    # (allocations.services.form_submission_claim).
+    submission_token = forms.UUIDField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, user: AbstractBaseUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

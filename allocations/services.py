@@ -10,6 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Sum
@@ -136,6 +137,34 @@ def gpu_request_submit(
         else:
             notify_on_commit("submitted", request)
     return request
+
+
+# --- One submission per form page ---------------------------------------------------------------------------------
+
+_SUBMISSION_TTL = 24 * 3600
+
+
+def _submission_key(acting_user: AbstractBaseUser, token: str) -> str:
+    return f"form-submission:{acting_user.pk}:{token}"
+
+
+def form_submission_claim(*, acting_user: AbstractBaseUser, token: str) -> int | None:
+    """Claim a form page's one-time token: None on its first use, else the id of the request it made (0 while that
+    first submission is still running). ``cache.add`` is atomic in the shared cache (Redis), so two gunicorn
+    workers given the same post cannot both claim it."""
+    key = _submission_key(acting_user, token)
+    if cache.add(key, 0, timeout=_SUBMISSION_TTL):
+        return None
+    return int(cache.get(key) or 0)
+
+
+def form_submission_done(*, acting_user: AbstractBaseUser, token: str, request_id: int | None) -> None:
+    """Record the request a claimed token made, or (None: the submission was refused) free it for a corrected post."""
+    key = _submission_key(acting_user, token)
+    if request_id is None:
+        cache.delete(key)
+    else:
+        cache.set(key, request_id, timeout=_SUBMISSION_TTL)
 
 
 def _priced_until(profile: WorkloadProfile, expires_at: datetime | None) -> WorkloadProfile:

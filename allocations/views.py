@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -59,6 +60,8 @@ from allocations.selectors import (
 )
 from allocations.services import (
     cluster_inventory_sync_queue,
+    form_submission_claim,
+    form_submission_done,
     gpu_request_approve,
     gpu_request_cancel,
     gpu_request_reapply,
@@ -84,13 +87,27 @@ def _error_text(error: Exception) -> str:
 @login_required
 def request_new(request: HttpRequest) -> HttpResponse:
     """Describe a workload, preview the recommendation live, and submit the request for approval."""
-    form = GpuRequestForm(request.POST or None, user=request.user, initial=_initial_from_query(request))
+    initial = {**_initial_from_query(request), "submission_token": uuid.uuid4()}
+    form = GpuRequestForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
+        token = str(form.cleaned_data.get("submission_token") or "")
+        earlier = form_submission_claim(acting_user=request.user, token=token) if token else None
+        if earlier is not None:
+            # The same page posted again (a double click, a reload, a replay): no second request.
+            if earlier:
+                messages.info(request, f"This form was already submitted as request #{earlier}.")
+                return redirect("allocations:request-detail", pk=earlier)
+            messages.info(request, "This form is already being submitted; your requests are listed here.")
+            return redirect("allocations:request-list")
         try:
             gpu_request = gpu_request_submit(acting_user=request.user, **form.service_kwargs())
         except ValidationError as exc:
+            if token:
+                form_submission_done(acting_user=request.user, token=token, request_id=None)
             form.add_service_errors(exc)
         else:
+            if token:
+                form_submission_done(acting_user=request.user, token=token, request_id=gpu_request.pk)
             messages.success(
                 request,
                 f"Request #{gpu_request.pk} “{gpu_request.name}” was submitted: "
