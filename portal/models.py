@@ -12,7 +12,7 @@ from allocations.choices import Role
 from allocations.models import Team
 from allocations.selectors import APPROVERS_GROUP
 from billing.costs.selectors import FINANCE_GROUP
-from portal.sso.claims import MappingRule, normalize_group
+from portal.group_claims import MappingRule, normalize_group
 
 # Platform groups single sign-on may grant: approving requests, and reading every team's costs.
 GRANTABLE_GROUPS = (APPROVERS_GROUP, FINANCE_GROUP)

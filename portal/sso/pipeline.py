@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from social_core.backends.open_id_connect import OpenIdConnectAuth
 
-from portal.sso.claims import groups_from_claims
+from portal.group_claims import groups_from_claims
 from portal.sso.services import sso_groups_apply
 
 

@@ -10,8 +10,8 @@ from django.db import transaction
 
 from allocations.membership_services import membership_delete, membership_set
 from allocations.models import Membership, Team
+from portal.group_claims import desired_access
 from portal.models import GroupMapping, GroupSyncPolicy
-from portal.sso.claims import desired_access
 
 logger = logging.getLogger(__name__)
 VIA = "sso"

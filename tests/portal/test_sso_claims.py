@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.sso.claims import MappingRule, desired_access, groups_from_claims, is_guid, normalize_group
+from portal.group_claims import MappingRule, desired_access, groups_from_claims, is_guid, normalize_group
 
 GUID = "1b2c3d4e-0000-4000-8000-00000000abcd"
 
