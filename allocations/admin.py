@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
+from allocations.cluster_services import CLUSTER_FIELDS
 from allocations.lifecycle import InvalidTransition
 from allocations.models import (
     AllocationExtension,
@@ -53,20 +54,7 @@ class SecretReferenceWidget(forms.PasswordInput):
 class ClusterAdminForm(forms.ModelForm):
     class Meta:
         model = Cluster
-        fields = [
-            "name",
-            "description",
-            "backend",
-            "api_endpoint",
-            "kubeconfig_secret_ref",
-            "gitops_path",
-            "gitops_commit",
-            "prometheus_url",
-            "prometheus_auth_secret_ref",
-            "scheduler",
-            "monitoring_namespace",
-            "is_active",
-        ]
+        fields = ["name", *CLUSTER_FIELDS]  # the same fields the clusters API writes
         widgets = {
             "kubeconfig_secret_ref": SecretReferenceWidget(),
             "prometheus_auth_secret_ref": SecretReferenceWidget(),

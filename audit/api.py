@@ -48,21 +48,7 @@ class AuditEventSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = AuditEvent
-        fields = [
-            "id",
-            "at",
-            "actor",
-            "source",
-            "source_detail",
-            "ip",
-            "action",
-            "object_type",
-            "object_id",
-            "object",
-            "before",
-            "after",
-            "comment",
-        ]
+        fields = ["id", *CSV_HEADER]  # the API and the CSV carry the same columns
         read_only_fields = fields
 
 
