@@ -10,6 +10,7 @@ import io
 from collections.abc import Iterable
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -237,34 +238,59 @@ def organisation_csv(month: date) -> str:
     return out.getvalue()
 
 
-def _latin1(text: object) -> str:
-    # fpdf2's core fonts are Latin-1: anything else is replaced, never dropped silently.
-    return str(text).encode("latin-1", "replace").decode("latin-1")
+UNICODE_FONT = "portal-unicode"
+
+
+def _unicode_font_path() -> Path | None:
+    """The TrueType font for text beyond Latin-1 (CJK names), when installed: ``PDF_UNICODE_FONT``."""
+    path = Path(getattr(settings, "PDF_UNICODE_FONT", "") or "/nonexistent")
+    return path if path.is_file() else None
+
+
+class _ReportPdf(FPDF):
+    """Helvetica for Latin-1 text (small, searchable), the Unicode font for anything else (a team or request named in
+    Chinese or Japanese). Without the font installed, other characters become '?', never dropped silently."""
+
+    def __init__(self) -> None:
+        super().__init__(orientation="L", format="A4")
+        self.unicode_font = _unicode_font_path()
+        if self.unicode_font is not None:
+            for style in ("", "B", "I"):  # one face: WenQuanYi Micro Hei has no bold or italic
+                self.add_font(UNICODE_FONT, style, str(self.unicode_font))
+
+    def text_in(self, text: object, style: str, size: float) -> str:
+        """Select the font for ``text`` and return the text to write with it."""
+        value = str(text)
+        try:
+            value.encode("latin-1")
+        except UnicodeEncodeError:
+            if self.unicode_font is not None:
+                self.set_font(UNICODE_FONT, style, size)
+                return value
+            value = value.encode("latin-1", "replace").decode("latin-1")
+        self.set_font("Helvetica", style, size)
+        return value
 
 
 def report_pdf(report: MonthlyReport | dict[str, Any]) -> bytes:
     """One report as a one-table PDF (uncompressed, so the figures are searchable in the bytes)."""
     payload = _payloads([report])[0]
     currency = payload["total"]["currency"]
-    pdf = FPDF(orientation="L", format="A4")
+    pdf = _ReportPdf()
     pdf.set_compression(False)
     pdf.set_title(f"GPU chargeback {payload['team']} {payload['month']}")
     pdf.add_page()
-    pdf.set_font("Helvetica", "B", 16)
-    pdf.cell(
-        0, 10, _latin1(f"GPU chargeback - {payload['team_name']} - {payload['month']}"), new_x="LMARGIN", new_y="NEXT"
-    )
-    pdf.set_font("Helvetica", "", 10)
+    title = pdf.text_in(f"GPU chargeback - {payload['team_name']} - {payload['month']}", "B", 16)
+    pdf.cell(0, 10, title, new_x="LMARGIN", new_y="NEXT")
     status = "closed" if payload["status"] == ReportStatus.CLOSED else "open (estimate, not final)"
-    pdf.cell(0, 6, _latin1(f"Status: {status}.  Currency: {currency}."), new_x="LMARGIN", new_y="NEXT")
+    status_text = pdf.text_in(f"Status: {status}.  Currency: {currency}.", "", 10)
+    pdf.cell(0, 6, status_text, new_x="LMARGIN", new_y="NEXT")
     pdf.ln(3)
     headers = ["Request", "Name", "GPU model", "Strategy", "Resource", "Qty", "GPU-h", "Rate/GPU-h", "Amount", "Util %"]
     widths = [18, 52, 26, 24, 46, 12, 24, 24, 26, 18]
-    pdf.set_font("Helvetica", "B", 9)
     for header, width in zip(headers, widths, strict=True):
-        pdf.cell(width, 7, header, border=1)
+        pdf.cell(width, 7, pdf.text_in(header, "B", 9), border=1)
     pdf.ln()
-    pdf.set_font("Helvetica", "", 8)
     for line in payload["lines"]:
         util = "" if line["avg_utilization_pct"] is None else f"{line['avg_utilization_pct']:.1f}"
         cells = [
@@ -280,21 +306,20 @@ def report_pdf(report: MonthlyReport | dict[str, Any]) -> bytes:
             util,
         ]
         for value, width in zip(cells, widths, strict=True):
-            pdf.cell(width, 6, _latin1(value), border=1)
+            pdf.cell(width, 6, pdf.text_in(value, "", 8), border=1)
         pdf.ln()
     pdf.ln(3)
-    pdf.set_font("Helvetica", "", 10)
     for label, key in (
         ("Allocations", "lines_total"),
         ("Share of idle capacity", "idle_share"),
         ("Saving vs all-dedicated", "saving_vs_dedicated"),
     ):
-        pdf.cell(0, 6, _latin1(f"{label}: {payload[key]['amount']} {currency}"), new_x="LMARGIN", new_y="NEXT")
-    pdf.set_font("Helvetica", "B", 12)
-    pdf.cell(0, 8, _latin1(f"Total: {payload['total']['amount']} {currency}"), new_x="LMARGIN", new_y="NEXT")
+        text = pdf.text_in(f"{label}: {payload[key]['amount']} {currency}", "", 10)
+        pdf.cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
+    total = pdf.text_in(f"Total: {payload['total']['amount']} {currency}", "B", 12)
+    pdf.cell(0, 8, total, new_x="LMARGIN", new_y="NEXT")
     for warning in payload["warnings"]:
-        pdf.set_font("Helvetica", "I", 9)
-        pdf.cell(0, 6, _latin1(warning), new_x="LMARGIN", new_y="NEXT")
+        pdf.cell(0, 6, pdf.text_in(warning, "I", 9), new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())
 
 

@@ -300,6 +300,9 @@ AXES_HTTP_RESPONSE_CODE = 429
 # The client's address: REMOTE_ADDR, or the TRUSTED_PROXY_COUNT-th address from the right of X-Forwarded-For.
 AXES_CLIENT_IP_CALLABLE = "portal.throttling.client_ip"
 
+# A TrueType font with CJK glyphs for the monthly PDF (names beyond Latin-1); Debian's fonts-wqy-microhei (README).
+PDF_UNICODE_FONT = env_str("PDF_UNICODE_FONT") or "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU Portal API",
     "DESCRIPTION": (
