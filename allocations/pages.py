@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.db.models import Q
+
 from allocations.extension_services import extend_refusal, extension_decide_refusal
 from allocations.models import (
     POLLING_STATUSES,
@@ -339,3 +341,27 @@ def request_list_columns(*, sort: str, query: list[tuple[str, str]]) -> list[dic
         href = "?" + urlencode([*kept, ("sort", next_sort)])
         columns.append({"label": label, "href": href, "aria_sort": aria_sort})
     return columns
+
+
+SEARCH_LIMIT = 20
+
+
+def global_search(*, user: User, query: str) -> dict[str, object]:
+    """The header's search: requests by name or id (``42`` or ``#42``), teams by name or slug, clusters by name,
+    each drawn only from what the user may see (the same selectors as the lists: no other team's request)."""
+    query = query.strip()
+    if not query:
+        return {"query": "", "requests": [], "teams": [], "clusters": []}
+    request_match = Q(name__icontains=query)
+    number = query.removeprefix("#")
+    if number.isdigit() and len(number) < 10:
+        request_match |= Q(pk=int(number))
+    requests = gpu_requests_visible_to(user=user).filter(request_match).order_by("-created_at", "-id")
+    teams = teams_visible_to(user).filter(Q(name__icontains=query) | Q(slug__icontains=query)).order_by("name")
+    clusters = clusters_visible_to(user=user).filter(name__icontains=query).order_by("name")
+    return {
+        "query": query,
+        "requests": list(requests[:SEARCH_LIMIT]),
+        "teams": list(teams[:SEARCH_LIMIT]),
+        "clusters": list(clusters[:SEARCH_LIMIT]),
+    }

@@ -7,6 +7,7 @@ from allocations.mig_plans import views as mig_views
 
 app_name = "allocations"
 urlpatterns = [
+    path("search/", views.search, name="search"),
     path("requests/", views.request_list, name="request-list"),
     path("requests/new/", views.request_new, name="request-new"),
     path("requests/preview/", views.request_preview, name="request-preview"),

@@ -39,6 +39,7 @@ from allocations.pages import (
     approval_queue,
     cluster_detail_overview,
     cluster_overview_rows,
+    global_search,
     gpu_request_actions,
     gpu_request_extension_rows,
     gpu_request_live_status,
@@ -500,3 +501,10 @@ def cluster_sync(request: HttpRequest, name: str) -> HttpResponse:
             "Reload in a moment to see the result.",
         )
     return _redirect_next(request, "allocations:cluster-detail", name=cluster.name)
+
+
+@login_required
+@require_GET
+def search(request: HttpRequest) -> HttpResponse:
+    """The header's search box: requests, teams and clusters the user may see, by name (requests also by id)."""
+    return render(request, "allocations/search.html", global_search(user=request.user, query=request.GET.get("q", "")))

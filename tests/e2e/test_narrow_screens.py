@@ -154,3 +154,25 @@ def test_request_list_headers_sort_on_the_server(new_page) -> None:
     for width, height in ((1440, 900), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         page.screenshot(path=str(SCREENSHOTS / f"requests-sorted-{width}.png"), full_page=True)
+
+
+def test_the_header_search_finds_a_request_by_id_and_only_the_users_own(new_page) -> None:
+    from allocations.models import GpuRequest
+
+    theirs = GpuRequest.objects.filter(team__slug="nlp").first()
+    ours = GpuRequest.objects.get(name="resnet50-training")
+    page = new_page("alice")
+    page.get_by_role("searchbox", name="Search requests, teams and clusters").fill(f"#{ours.pk}")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/search/?q=*")
+    assert page.locator("#search-requests").get_by_role("link", name="resnet50-training").is_visible()
+    page.screenshot(path=str(SCREENSHOTS / "search-1440.png"), full_page=True)
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.get_by_role("button", name="Menu").click()
+    page.get_by_role("searchbox", name="Search requests, teams and clusters").fill(f"#{theirs.pk}")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/search/?q=*")
+    assert page.locator("#search-requests").inner_text().endswith("No request matches.")
+    assert _sideways_overflow(page) <= 0
+    page.screenshot(path=str(SCREENSHOTS / "search-390.png"), full_page=True)
