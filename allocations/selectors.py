@@ -25,6 +25,7 @@ from allocations.models import (
     SlaTier,
     Team,
 )
+from allocations.reference_cache import built_once
 from gpucore.catalog import Catalog
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import IsolationFloor
@@ -91,7 +92,14 @@ def quota_usage(*, team: Team, resource_name: str, quota: Quota | None = None) -
 
 
 def catalog_from_db() -> Catalog:
-    """The GPU catalog as the decision framework takes it, built from the GpuModel table (admins may edit it)."""
+    """The GPU catalog as the decision framework takes it, from the GpuModel table (admins may edit it).
+
+    Built once per process and rebuilt after a change (``allocations.reference_cache``); the Catalog is frozen.
+    """
+    return built_once("catalog", _read_catalog)
+
+
+def _read_catalog() -> Catalog:
     rows = GpuModel.objects.prefetch_related("mig_profiles").order_by("name")
     return Catalog(tuple(row.to_spec() for row in rows))
 
@@ -114,8 +122,9 @@ def tier_spec(tier: SlaTier) -> SlaTierSpec:
 
 
 def tiers_by_slug() -> dict[str, SlaTierSpec]:
-    """Every SLA tier, keyed by slug."""
-    return {tier.slug: tier_spec(tier) for tier in SlaTier.objects.all()}
+    """Every SLA tier, keyed by slug (built once per process and rebuilt after a change, as the catalog)."""
+    frozen = built_once("tiers", lambda: tuple((tier.slug, tier_spec(tier)) for tier in SlaTier.objects.all()))
+    return dict(frozen)  # a fresh dict: callers may change theirs
 
 
 def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA_HOLDING_STATUSES) -> dict[int, int]:

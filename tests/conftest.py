@@ -41,6 +41,19 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     )
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    """Each test starts with an empty cache: a rolled-back test must not leave throttle counters or the catalog
+    version token (allocations.reference_cache) of rows that no longer exist."""
+    from django.conf import settings
+
+    if not settings.configured:  # the pure core's tests run without Django (make test-core)
+        return
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _reference_data_after_every_flush(request: pytest.FixtureRequest) -> Iterator[None]:
     """Transactional tests end with a flush of every table, including the rows the data migration seeded; put them back.

@@ -1,0 +1,55 @@
+"""The catalog and the SLA tiers, built once per process and rebuilt when either changes (issue #15).
+
+Every recommendation used to read the GPU models, their MIG profiles and the tiers (three queries and a few hundred
+ORM objects) although admins change them a few times a year. Each process keeps the pure, frozen values it built
+under a version token kept in the shared cache (Redis in production, so every gunicorn worker and Celery process
+sees a change); a save or delete of those models replaces the token at once and again when its transaction commits
+(a process that rebuilt in between from the not yet committed rows rebuilds once more). A cleared cache is a new
+token: nothing survives it.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.core.cache import cache
+from django.db import transaction
+
+VERSION_KEY = "allocations:reference-data-version"
+_T = TypeVar("_T")
+_built: dict[str, tuple[str, Any]] = {}
+_lock = threading.Lock()
+
+
+def reference_version() -> str:
+    """The current version token, creating one when the cache has none."""
+    token = cache.get(VERSION_KEY)
+    if token is None:
+        cache.add(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+        token = cache.get(VERSION_KEY)
+    return token
+
+
+def bump_reference_version(**_: Any) -> None:
+    """Invalidate every process's copies now and once more when the current transaction commits."""
+
+    def bump() -> None:
+        cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+
+    bump()
+    transaction.on_commit(bump)
+
+
+def built_once(name: str, build: Callable[[], _T]) -> _T:
+    """``build()``'s value, reused while the version token is unchanged; the value must be immutable."""
+    token = reference_version()
+    hit = _built.get(name)
+    if hit is not None and hit[0] == token:
+        return hit[1]
+    value = build()
+    with _lock:
+        _built[name] = (token, value)
+    return value
