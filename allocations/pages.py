@@ -53,11 +53,34 @@ def home_overview(*, user: User) -> dict[str, object]:
     teams = list(teams_of(user).prefetch_related("quotas__cluster", "quotas__node_pool__cluster"))
     usage = quota_usage_by_quota(quotas=[quota for team in teams for quota in team.quotas.all()])
     team_rows = [
-        {"team": team, "quotas": [{"quota": quota, "used": usage[quota.pk]} for quota in team.quotas.all()]}
+        {
+            "team": team,
+            "quotas": [
+                {"quota": quota, "used": usage[quota.pk], "free": max(quota.limit - usage[quota.pk], 0)}
+                for quota in team.quotas.all()
+            ],
+        }
         for team in teams
     ]
     recent = gpu_requests_visible_to(user=user).filter(team__in=teams)[:10] if teams else []
-    return {"team_rows": team_rows, "recent_requests": recent}
+    return {"team_rows": team_rows, "recent_requests": recent, "platform": platform_overview(user=user)}
+
+
+def platform_overview(*, user: User) -> dict[str, object] | None:
+    """An approver's or admin's home: pending approvals (count, the oldest) and every pool's capacity and allocation.
+    None for everyone else."""
+    if not user_is_approver(user):
+        return None
+    pending = gpu_requests_visible_to(user=user).filter(status=RequestStatus.PENDING_APPROVAL)
+    oldest = pending.order_by("submitted_at", "created_at", "id").first()
+    clusters = list(clusters_visible_to(user=user).prefetch_related("node_pools__gpu_model").order_by("name"))
+    held = units_allocated_by_pool(cluster_ids=[cluster.pk for cluster in clusters])
+    pools = [
+        node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {}))
+        for cluster in clusters
+        for pool in cluster.node_pools.all()
+    ]
+    return {"pending_count": pending.count(), "oldest_pending": oldest, "pools": pools}
 
 
 def team_overview(*, user: User, slug: str) -> dict[str, object]:

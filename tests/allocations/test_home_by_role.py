@@ -1,0 +1,43 @@
+"""The home page per role: approvers and admins see pending approvals and fleet capacity, members their headroom."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from allocations.models import RequestStatus
+from tests.factories import DemoOrg, GpuRequestFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_approver_without_a_team_sees_pending_approvals_and_fleet_capacity(client, demo_org: DemoOrg) -> None:
+    now = timezone.now()
+    GpuRequestFactory(team=demo_org.team, name="newer-ask", submitted_at=now - timedelta(hours=1))
+    GpuRequestFactory(team=demo_org.other_team, name="oldest-ask", submitted_at=now - timedelta(days=2))
+    GpuRequestFactory(team=demo_org.team, name="running", status=RequestStatus.ACTIVE, node_pool=demo_org.pool)
+    client.force_login(demo_org.approver)
+
+    body = client.get(reverse("home")).content.decode()
+
+    assert "You are not in a team yet" not in body
+    approvals = body.partition('id="home-approvals"')[2].partition("</article>")[0]
+    assert '<p class="kpi">2</p>' in approvals
+    assert "oldest-ask" in approvals and "newer-ask" not in approvals
+    fleet = body.partition('id="home-fleet"')[2].partition("</article>")[0]
+    assert f"{demo_org.cluster.name}/{demo_org.pool.name}" in fleet
+    assert "1 / " in fleet  # the active request's unit is allocated on the pool
+
+
+def test_a_member_sees_no_platform_panel_but_their_teams_free_quota(client, demo_org: DemoOrg) -> None:
+    GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE, resource_units=2, node_pool=demo_org.pool)
+    client.force_login(demo_org.member)
+
+    body = client.get(reverse("home")).content.decode()
+
+    assert 'id="home-approvals"' not in body
+    assert 'id="home-fleet"' not in body
+    assert '<td class="num headroom-free">6</td>' in body  # vision's quota of 8, 2 held
