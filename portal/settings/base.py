@@ -321,7 +321,11 @@ SPECTACULAR_SETTINGS = {
     # One name for the request status enum, so the events' hand-written $ref (allocations.api.serializers) resolves:
     # spectacular otherwise names it from the colliding "status" fields (GpuStatusEnum), and the ref dangled.
     "ENUM_NAME_OVERRIDES": {"RequestStatusEnum": "allocations.choices.RequestStatus"},
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "portal.api_schema.document_bad_input"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api_schema.document_bad_input",
+        "portal.api_schema.document_field_selection",
+    ],
 }
 
 LOGGING = {

@@ -61,3 +61,22 @@ def test_the_schema_has_no_dangling_refs(client) -> None:
     print(f"\n{len(refs)} $refs to {len(components)} components, {len(dangling)} dangling")
     assert len(refs) > 50
     assert dangling == []
+
+
+def test_field_selection_answers_are_documented_as_partial_and_the_rest_stay_strict(client) -> None:
+    """``?fields=``/``?omit=`` may leave any field out: the list and detail say so; submitting still answers it all."""
+    schema = yaml.safe_load(client.get("/api/schema/").content)
+    components = schema["components"]["schemas"]
+    answers = {
+        (path, method): operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+        if path in ("/api/v1/requests/", "/api/v1/requests/{id}/") and method == "get"
+    }
+    assert answers == {
+        ("/api/v1/requests/", "get"): "#/components/schemas/PaginatedGpuRequestSelectableList",
+        ("/api/v1/requests/{id}/", "get"): "#/components/schemas/GpuRequestSelectable",
+    }
+    assert "required" not in components["GpuRequestSelectable"]
+    assert components["GpuRequestSelectable"]["properties"] == components["GpuRequest"]["properties"]
+    assert "activated_at" in components["GpuRequest"]["required"]  # the full answer (submit, actions) stays strict
