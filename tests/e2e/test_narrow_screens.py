@@ -164,7 +164,7 @@ def test_the_header_search_finds_a_request_by_id_and_only_the_users_own(new_page
     page = new_page("alice")
     page.get_by_role("searchbox", name="Search requests, teams and clusters").fill(f"#{ours.pk}")
     page.keyboard.press("Enter")
-    page.wait_for_url("**/search/?q=*")
+    page.wait_for_url(f"**/search/?q=%23{ours.pk}")
     assert page.locator("#search-requests").get_by_role("link", name="resnet50-training").is_visible()
     page.screenshot(path=str(SCREENSHOTS / "search-1440.png"), full_page=True)
 
@@ -172,7 +172,7 @@ def test_the_header_search_finds_a_request_by_id_and_only_the_users_own(new_page
     page.get_by_role("button", name="Menu").click()
     page.get_by_role("searchbox", name="Search requests, teams and clusters").fill(f"#{theirs.pk}")
     page.keyboard.press("Enter")
-    page.wait_for_url("**/search/?q=*")
+    page.wait_for_url(f"**/search/?q=%23{theirs.pk}")  # the new results, not the page already open
     assert page.locator("#search-requests").inner_text().endswith("No request matches.")
     assert _sideways_overflow(page) <= 0
     page.screenshot(path=str(SCREENSHOTS / "search-390.png"), full_page=True)
