@@ -22,6 +22,23 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"{SKIP_PREFIX} {problem}")
 
 
+def _is_transactional(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    fixtures = getattr(item, "fixturenames", ())
+    return bool(marker is not None and marker.kwargs.get("transaction")) or any(
+        name in fixtures for name in ("transactional_db", "live_server")
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test`), every transactional test runs in one process, in the order a one-process run
+    gives them: each ends with a flush, and a test restoring a serialized database must not follow another kind of
+    flush in the same database. The other processes share the rest of the suite."""
+    for item in items:
+        if _is_transactional(item):
+            item.add_marker(pytest.mark.xdist_group("transactional"))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     skipped = [
         report
@@ -54,33 +71,28 @@ def _fresh_cache() -> None:
     cache.clear()
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _reference_data_after_every_flush(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Transactional tests end with a flush of every table, including the rows the data migration seeded; put them back.
+@pytest.fixture(autouse=True)
+def _reference_data_after_flush(request: pytest.FixtureRequest) -> None:
+    """Transactional tests flush every table, including the rows the data migration seeded; put them back.
 
-    The flush sends ``post_migrate``, so the rows return right after it. Doing it then (not when the next transactional
-    test starts) matters under pytest-xdist, where a test process may run ordinary tests after a transactional one.
+    pytest-django runs ordinary tests before transactional ones; `make test` keeps that order in every xdist process
+    (`--dist load` hands each process its tests in collection order), so no ordinary test runs after a flush.
     """
-    if not request.config.pluginmanager.hasplugin("django"):
-        yield  # the pure-core run (`pytest -p no:django`)
+    marker = request.node.get_closest_marker("django_db")
+    transactional = (marker is not None and marker.kwargs.get("transaction")) or any(
+        name in request.fixturenames for name in ("transactional_db", "live_server")
+    )
+    if not transactional:
         return
+    request.getfixturevalue("transactional_db")
     import importlib
 
     from django.apps import apps
-    from django.db.models.signals import post_migrate
 
     seed = importlib.import_module("allocations.migrations.0002_seed_tiers_catalog_approvers")
-    # The last app's signal comes after every app's content types and permissions exist again.
-    last_app = list(apps.get_app_configs())[-1]
-
-    def reseed(**_: Any) -> None:
-        seed.seed_tiers(apps, None)
-        seed.seed_catalog(apps, None)
-        seed.seed_approvers_group(apps, None)
-
-    post_migrate.connect(reseed, sender=last_app, dispatch_uid="tests-reference-data-after-flush")
-    yield
-    post_migrate.disconnect(dispatch_uid="tests-reference-data-after-flush", sender=last_app)
+    seed.seed_tiers(apps, None)
+    seed.seed_catalog(apps, None)
+    seed.seed_approvers_group(apps, None)
 
 
 if TYPE_CHECKING:

@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.e2e,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "var" / "screenshots" / "dashboards.png"
 CHARTS = ["cost-over-time", "allocation-vs-utilization", "strategy-mix", "pool-heatmap", "cost-per-request"]
