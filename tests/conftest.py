@@ -36,7 +36,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     flush in the same database. The other processes share the rest of the suite."""
     for item in items:
         if _is_transactional(item):
-            item.add_marker(pytest.mark.xdist_group("transactional"))
+            # The Chromium tests get a process of their own: after the other transactional tests, the what-if test's
+            # request got a 400 (state leaking between transactional tests, not yet found); alone they all pass.
+            group = "e2e" if item.get_closest_marker("e2e") else "transactional"
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
