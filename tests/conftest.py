@@ -36,8 +36,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     flush in the same database. The other processes share the rest of the suite."""
     for item in items:
         if _is_transactional(item):
-            # The Chromium tests get a process of their own: after the other transactional tests, the what-if test's
-            # request got a 400 (state leaking between transactional tests, not yet found); alone they all pass.
+            # The Chromium tests get a process of their own, beside the other transactional tests: the two groups are
+            # the slowest part of the suite and run in parallel this way.
             group = "e2e" if item.get_closest_marker("e2e") else "transactional"
             item.add_marker(pytest.mark.xdist_group(group))
 
@@ -76,7 +76,7 @@ def _fresh_cache() -> None:
 
 @pytest.fixture(autouse=True)
 def _reference_data_after_flush(request: pytest.FixtureRequest) -> None:
-    """Transactional tests flush every table, including the rows the data migration seeded; put them back.
+    """Transactional tests flush every table, including the rows the data migrations seeded; put them back.
 
     pytest-django runs ordinary tests before transactional ones; `make test` keeps that order in every xdist process
     (`--dist load` hands each process its tests in collection order), so no ordinary test runs after a flush.
@@ -92,10 +92,21 @@ def _reference_data_after_flush(request: pytest.FixtureRequest) -> None:
 
     from django.apps import apps
 
-    seed = importlib.import_module("allocations.migrations.0002_seed_tiers_catalog_approvers")
-    seed.seed_tiers(apps, None)
-    seed.seed_catalog(apps, None)
-    seed.seed_approvers_group(apps, None)
+    for module, functions in _DATA_MIGRATIONS:
+        migration = importlib.import_module(module)
+        for function in functions:
+            getattr(migration, function)(apps, None)
+
+
+# Every data migration's forward functions, in migration order: what a flushed database must get back.
+_DATA_MIGRATIONS = (
+    (
+        "allocations.migrations.0002_seed_tiers_catalog_approvers",
+        ("seed_tiers", "seed_catalog", "seed_approvers_group"),
+    ),
+    ("allocations.migrations.0006_catalog_price_sources_and_throughput", ("seed_price_sources",)),
+    ("billing.migrations.0002_cost_price_books_reports", ("seed_finance_group",)),
+)
 
 
 if TYPE_CHECKING:

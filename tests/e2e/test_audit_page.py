@@ -10,7 +10,7 @@ import pytest
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.e2e,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"

@@ -9,7 +9,7 @@ import pytest
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.e2e,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 PENDING = "Pending: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."

@@ -7,7 +7,7 @@ import pytest
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.e2e,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 
