@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -113,6 +114,41 @@ class UtilizationWatermark(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster_id} through {self.last_complete_hour:%Y-%m-%d %H:00}"
+
+
+class GpuHealthHour(models.Model):
+    """One GPU's error signals during one UTC hour on one cluster: the XID codes DCGM reported and its driver.
+
+    Read from ``DCGM_FI_DEV_XID_ERRORS`` (a gauge holding the last XID code, 0 for none) at one-minute points; the
+    driver version is the exporter's ``DCGM_FI_DRIVER_VERSION`` label. One row per GPU that reported in the hour,
+    also without an XID, so "no XID" is evidence and a driver mismatch between nodes can be seen.
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="gpu_health_hours")
+    hour = models.DateTimeField(help_text="Start of the UTC hour.")
+    gpu_uuid = models.CharField(max_length=64)
+    hostname = models.CharField(max_length=253, blank=True)
+    gpu_index = models.PositiveSmallIntegerField(null=True, blank=True)
+    gpu_model_name = models.CharField(max_length=100, blank=True)
+    driver_version = models.CharField(max_length=32, blank=True)
+    reported_minutes = models.PositiveSmallIntegerField(default=0, help_text="Minutes the GPU reported the field.")
+    xid_minutes = models.PositiveSmallIntegerField(default=0, help_text="Minutes showing a non-zero XID code.")
+    xid_events = models.PositiveSmallIntegerField(default=0, help_text="Minutes whose code differed from the last.")
+    xid_codes = ArrayField(
+        models.PositiveIntegerField(), default=list, blank=True, help_text="Codes, first seen first."
+    )
+    last_xid = models.PositiveIntegerField(null=True, blank=True, help_text="The last non-zero code of the hour.")
+    pulled_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "hour", "gpu_uuid"], name="unique_gpu_health_hour"),
+        ]
+        indexes = [models.Index(fields=["cluster", "hour"])]
+        ordering = ["hour", "gpu_uuid"]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} {self.hour:%Y-%m-%d %H:00} {self.gpu_uuid} xid={self.last_xid or 0}"
 
 
 # --- Cost: price books, imported usage and monthly chargeback reports (issue #7) --------------------------------

@@ -9,6 +9,7 @@ from celery import shared_task
 from allocations.models import Cluster
 from billing.costs import tasks as costs_tasks  # registers billing.email_monthly_reports with autodiscovery
 from billing.costs.services import monthly_reports_close, previous_month
+from billing.metering.gpu_health import gpu_health_pull
 from billing.metering.prometheus import PrometheusUnavailable
 from billing.metering.services import HOUR, utilization_health_pull, utilization_pull
 
@@ -36,6 +37,8 @@ def pull_utilization(cluster_id: int) -> dict[str, object]:
         # The alert inputs (hottest minute, minutes of memory pressure) for the same hours the pull just read.
         end = result.watermark + HOUR
         utilization_health_pull(cluster=cluster, start=end - result.hours * HOUR, end=end)
+        # XID codes and driver versions per GPU (the troubleshooting tree on the request and cluster pages).
+        gpu_health_pull(cluster=cluster, start=end - result.hours * HOUR, end=end)
     return {
         "cluster": cluster.name,
         "hours": result.hours,

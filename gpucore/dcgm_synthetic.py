@@ -20,6 +20,7 @@ HELP = {
     "DCGM_FI_DEV_POWER_USAGE": "Power draw (in W).",
     "DCGM_FI_DEV_MEMORY_TEMP": "Memory temperature (in C).",
     "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "Total energy consumption since boot (in mJ).",
+    "DCGM_FI_DEV_XID_ERRORS": "Value of the last XID error encountered.",
 }
 
 
@@ -44,6 +45,8 @@ class FakeDevice:
     fb_used_mib: float = 0.0
     fb_total_mib: float = 81559.0
     power_w: float = 0.0
+    xid: int = 0  # the last XID error code the GPU reported (0: none)
+    driver_version: str = DRIVER_VERSION
 
     @property
     def is_mig(self) -> bool:
@@ -61,7 +64,7 @@ class FakeDevice:
         if self.is_mig:
             labels |= {"GPU_I_PROFILE": self.mig_profile, "GPU_I_ID": self.mig_id}
         labels[self.host_label] = self.host
-        labels["DCGM_FI_DRIVER_VERSION"] = DRIVER_VERSION
+        labels["DCGM_FI_DRIVER_VERSION"] = self.driver_version
         if self.pod:
             labels |= {"container": self.container, "namespace": self.namespace, "pod": self.pod}
         if stored:
@@ -85,6 +88,8 @@ class FakeDevice:
                 "DCGM_FI_DEV_GPU_UTIL": self.util_pct,
                 "DCGM_FI_DEV_POWER_USAGE": self.power_w,
                 "DCGM_FI_DEV_MEMORY_TEMP": float(NOT_SUPPORTED),
+                # A device field: reported for the GPU, not for each MIG instance (reference sample-metrics.txt).
+                "DCGM_FI_DEV_XID_ERRORS": float(self.xid),
             }
             del values["DCGM_FI_PROF_GR_ENGINE_ACTIVE"]  # whole GPUs here report GPU_UTIL only
         return values

@@ -81,10 +81,20 @@ DEVICES = [
     ),
     replace(A100, mig_profile="1g.5gb", mig_id="8"),
     replace(A100, mig_profile="1g.5gb", mig_id="9", namespace="research", pod=f"gpr-{VISION_REQUEST}-q", util_pct=50),
-    # An idle whole GPU.
-    FakeDevice(uuid="GPU-00000000-0000-0000-0000-00000000a004", gpu=3, power_w=60),
+    # An idle whole GPU on a node whose driver was upgraded apart from the others (a driver mismatch).
+    FakeDevice(
+        uuid="GPU-00000000-0000-0000-0000-00000000a004",
+        gpu=3,
+        host="gpu-node-3",
+        driver_version="550.54.15",
+        power_w=60,
+    ),
 ]
 SENTINEL_HOUR = 2  # the first device reports DCGM's "not supported" utilization for 10 minutes of this hour
+# DCGM_FI_DEV_XID_ERRORS of DEVICES[2] (a gauge: the last code, 0 for none), as minute -> code from hour 3 on:
+# XID 13 for three minutes, again after a gap, then 79 across the hour boundary into hour 4.
+XID_HOUR = 3
+XID_MINUTES = {10: 13, 11: 13, 12: 13, 20: 13, 58: 79, 59: 79, 60: 79, 61: 79}
 
 
 @dataclass
@@ -114,6 +124,9 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         values = device.readings()
         if device is DEVICES[0] and sentinel_start <= at < sentinel_start + timedelta(minutes=10):
             values["DCGM_FI_DEV_GPU_UTIL"] = float(NOT_SUPPORTED)
+        if device is DEVICES[2]:
+            minute = int((at - first_hour - timedelta(hours=XID_HOUR)).total_seconds() // 60)
+            values["DCGM_FI_DEV_XID_ERRORS"] = float(XID_MINUTES.get(minute, 0))
         return values
 
     exporter = DcgmExporter(DEVICES)
@@ -219,6 +232,38 @@ def test_utilization_lands_on_the_right_team_and_request(rig: Rig, org) -> None:
     assert usage["incomplete_hours"] == [] and usage["complete"] is True
 
 
+def test_xid_errors_and_driver_versions_land_per_gpu_and_hour(rig: Rig, org) -> None:
+    from billing.metering.gpu_health import gpu_health_pull
+    from billing.models import GpuHealthHour
+
+    whole_gpus = [device for device in DEVICES if not device.is_mig]  # MIG instances report no XID field
+    written = gpu_health_pull(cluster=org.cluster, start=rig.hour(2), end=rig.hour(6), now=rig.now)
+    assert written == 4 * len(whole_gpus)
+    rows = {(row.hour, row.gpu_uuid): row for row in GpuHealthHour.objects.filter(cluster=org.cluster)}
+
+    def xid(hour: int, device: FakeDevice = DEVICES[2]) -> tuple:
+        row = rows[(rig.hour(hour), device.uuid)]
+        return row.xid_codes, row.last_xid, row.xid_events, row.xid_minutes
+
+    # Hour 3: 13 for 3 minutes, 13 again (a second event), 79 for the last 2 minutes (a third).
+    assert xid(XID_HOUR) == ([13, 79], 79, 3, 6)
+    # Hour 4: 79 still showing for 2 minutes: the same event, not a new one.
+    assert xid(XID_HOUR + 1) == ([79], 79, 0, 2)
+    assert xid(XID_HOUR + 2) == xid(2) == ([], None, 0, 0)
+    assert xid(XID_HOUR, DEVICES[0]) == ([], None, 0, 0)
+    quiet = rows[(rig.hour(XID_HOUR), DEVICES[0].uuid)]
+    assert (quiet.reported_minutes, quiet.hostname, quiet.gpu_index) == (60, "gpu-node-1", 0)
+    assert quiet.gpu_model_name == "NVIDIA H100 80GB HBM3"
+    drivers = {row.hostname: row.driver_version for row in rows.values()}
+    assert drivers == {"gpu-node-1": "535.129.03", "gpu-node-3": "550.54.15"}
+
+    # A pull that starts at hour 4 still sees that 79 was showing the minute before: no event either.
+    gpu_health_pull(cluster=org.cluster, start=rig.hour(4), end=rig.hour(5), now=rig.now)
+    again = GpuHealthHour.objects.get(cluster=org.cluster, hour=rig.hour(4), gpu_uuid=DEVICES[2].uuid)
+    assert (again.xid_codes, again.xid_events, again.xid_minutes) == ([79], 0, 2)
+    assert GpuHealthHour.objects.filter(cluster=org.cluster).count() == written  # replaced, never doubled
+
+
 def test_pulling_twice_gives_the_same_rows(rig: Rig, org) -> None:
     from billing.metering.services import utilization_pull
 
@@ -302,6 +347,11 @@ def test_tasks_pull_every_cluster_with_prometheus(rig: Rig, org) -> None:
     assert pull_utilization_all.delay().get() == [org.cluster.pk]  # eager: runs the per-cluster task too
     mark = UtilizationWatermark.objects.get(cluster=org.cluster).last_complete_hour
     assert mark >= rig.hour(HOURS - 1)  # caught up to the real clock's last complete hour
+    from billing.models import GpuHealthHour
+
+    # The task also reads the XID and driver signals of the same hours.
+    whole_gpus = [device for device in DEVICES if not device.is_mig]
+    assert GpuHealthHour.objects.filter(cluster=org.cluster, hour=rig.hour(HOURS - 1)).count() == len(whole_gpus)
     assert pull_utilization.delay(10**9).get()["skipped"]
 
 
