@@ -25,8 +25,9 @@ from django.utils import timezone
 from audit.context import current_context
 from audit.models import AuditAction, AuditEvent
 
-# Fields that name where a secret lives: recorded as a fingerprint, so a change shows without the value.
-SECRET_FIELD_SUFFIXES = ("secret_ref", "password", "digest")
+# Fields that hold or name a secret (a chat webhook URL carries its token): recorded as a fingerprint, so a change
+# shows without the value.
+SECRET_FIELD_SUFFIXES = ("secret_ref", "password", "digest", "webhook_url")
 PRUNE_BATCH = 5000
 
 

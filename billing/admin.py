@@ -9,6 +9,7 @@ from django.http import HttpRequest
 
 from audit.admin import AuditedAdminMixin
 from billing.models import (
+    BudgetNotice,
     GpuPrice,
     ImportedUsage,
     MonthlyReport,
@@ -17,6 +18,7 @@ from billing.models import (
     PriceBook,
     ReportStatus,
     SlaMultiplier,
+    TeamBudget,
 )
 
 
@@ -101,4 +103,31 @@ class OrganisationMonthSummaryAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(TeamBudget)
+class TeamBudgetAdmin(AuditedAdminMixin, admin.ModelAdmin):
+    """A team's monthly money budget and its thresholds; audited like every write to a team's settings."""
+
+    list_display = ["team", "monthly_amount", "currency", "thresholds_pct", "has_chat"]
+    fields = ["team", "monthly_amount", "thresholds_pct", "chat_webhook_url"]
+    autocomplete_fields = ["team"]
+
+    @admin.display(boolean=True, description="chat")
+    def has_chat(self, obj: TeamBudget) -> bool:
+        return bool(obj.chat_webhook_url)
+
+
+@admin.register(BudgetNotice)
+class BudgetNoticeAdmin(admin.ModelAdmin):
+    """Thresholds crossed and their delivery, written by ``billing.check_team_budgets``; read here."""
+
+    list_display = ["month", "team", "threshold_pct", "spent", "budget", "crossed_at", "emailed_at", "chat_sent_at"]
+    list_filter = ["month", "threshold_pct"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

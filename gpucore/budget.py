@@ -4,13 +4,18 @@ A team's budget is in GPU-hours per calendar month (whole-GPU equivalents: a MIG
 counts its GPU share, as in the monthly report). A request that would start now holds its GPU share per unit x its
 units every hour until it ends (its duration, its expiry, or with neither, the month's end); only the hours that fall
 in this month count against this month's budget. Money is ``Decimal``, rounded only at presentation.
+
+A team may also have a budget in money per calendar month (``MoneyBudgetState``): spend so far against it, the
+thresholds crossed (50/80/100 % by default) and a run-rate projection to the month's end.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
+from enum import StrEnum
 
 from gpucore.pricing import HOURS_PER_MONTH
 
@@ -97,4 +102,106 @@ def budget_effect(
         month_to_date_cost=month_to_date_cost,
         budget_gpu_hours=budget_gpu_hours,
         runs_to_month_end=open_ended,
+    )
+
+
+# --- A team's budget in money: spend so far, the run-rate projection to month end, thresholds crossed -------------
+
+DEFAULT_THRESHOLDS_PCT: tuple[int, ...] = (50, 80, 100)
+
+
+class BudgetLevel(StrEnum):
+    """How a team's month stands against its money budget, from calm to over."""
+
+    NONE = "none"  # no budget set
+    OK = "ok"
+    PROJECTED_OVER = "projected_over"  # under budget now, over by the month's end at the current run rate
+    WARNING = "warning"  # a threshold below 100 % crossed
+    OVER = "over"  # the whole budget spent (or more)
+
+
+@dataclass(frozen=True, slots=True)
+class MoneyBudgetState:
+    """A team's spend this month against its money budget, with the month-end projection at the month's run rate."""
+
+    spent: Decimal
+    budget: Decimal | None  # None: no budget
+    projected: Decimal  # spend at month end if the month-to-date run rate holds
+    thresholds_pct: tuple[int, ...]
+    elapsed_hours: Decimal
+    month_hours: Decimal
+
+    @property
+    def used_pct(self) -> Decimal | None:
+        """Spend as a percentage of the budget (None without a budget or with a zero budget)."""
+        return None if not self.budget else self.spent / self.budget * 100
+
+    @property
+    def projected_pct(self) -> Decimal | None:
+        """The month-end projection as a percentage of the budget."""
+        return None if not self.budget else self.projected / self.budget * 100
+
+    @property
+    def left(self) -> Decimal | None:
+        """Budget left this month (negative: over)."""
+        return None if self.budget is None else self.budget - self.spent
+
+    @property
+    def crossed_pct(self) -> tuple[int, ...]:
+        """The thresholds the spend has reached, lowest first."""
+        if self.budget is None:
+            return ()
+        return thresholds_crossed(spent=self.spent, budget=self.budget, thresholds_pct=self.thresholds_pct)
+
+    @property
+    def level(self) -> BudgetLevel:
+        """The one word a page colours the budget by."""
+        if self.budget is None:
+            return BudgetLevel.NONE
+        if self.spent > 0 and self.spent >= self.budget:
+            return BudgetLevel.OVER  # the whole budget is spent
+        if any(pct < 100 for pct in self.crossed_pct):
+            return BudgetLevel.WARNING
+        if self.projected > self.budget:
+            return BudgetLevel.PROJECTED_OVER
+        return BudgetLevel.OK
+
+
+def run_rate_projection(*, spent: Decimal, elapsed_hours: Decimal, month_hours: Decimal) -> Decimal:
+    """Spend at month end if the month so far is the pace: spent / elapsed hours x the month's hours.
+
+    Before the first hour has passed there is no pace to extrapolate, so the projection is what was spent.
+    """
+    if elapsed_hours < 1 or month_hours <= elapsed_hours:
+        return spent
+    return spent * month_hours / elapsed_hours  # multiply first: 240 x 720 / 180 is exactly 960
+
+
+def thresholds_crossed(*, spent: Decimal, budget: Decimal, thresholds_pct: Iterable[int]) -> tuple[int, ...]:
+    """Thresholds (percent of ``budget``) that ``spent`` has reached; a zero budget is crossed by any spend."""
+    if budget <= 0:
+        return tuple(sorted(set(thresholds_pct))) if spent > 0 else ()
+    return tuple(pct for pct in sorted(set(thresholds_pct)) if spent * 100 >= budget * pct)
+
+
+def money_budget_state(
+    *,
+    spent: Decimal,
+    budget: Decimal | None,
+    month_start: datetime,
+    month_end: datetime,
+    now: datetime,
+    thresholds_pct: Iterable[int] = DEFAULT_THRESHOLDS_PCT,
+) -> MoneyBudgetState:
+    """The state of a month's money budget at ``now`` (clamped to the month)."""
+    month_hours = Decimal(str((month_end - month_start).total_seconds())) / SECONDS_PER_HOUR
+    clamped = min(max(now, month_start), month_end)
+    elapsed = Decimal(str((clamped - month_start).total_seconds())) / SECONDS_PER_HOUR
+    return MoneyBudgetState(
+        spent=spent,
+        budget=budget,
+        projected=run_rate_projection(spent=spent, elapsed_hours=elapsed, month_hours=month_hours),
+        thresholds_pct=tuple(sorted(set(thresholds_pct))),
+        elapsed_hours=elapsed,
+        month_hours=month_hours,
     )

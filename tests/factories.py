@@ -25,6 +25,7 @@ from allocations.models import (
     WorkloadType,
 )
 from allocations.selectors import APPROVERS_GROUP
+from billing.models import TeamBudget
 
 
 class UserFactory(DjangoModelFactory):
@@ -127,6 +128,16 @@ class GpuRequestFactory(DjangoModelFactory):
     resource_name = "nvidia.com/gpu"
     resource_units = 1
     status = RequestStatus.PENDING_APPROVAL
+
+
+class TeamBudgetFactory(DjangoModelFactory):
+    class Meta:
+        model = TeamBudget
+        django_get_or_create = ("team",)
+
+    team = factory.SubFactory(TeamFactory)
+    monthly_amount = Decimal("1000.00")
+    thresholds_pct = factory.LazyFunction(lambda: [50, 80, 100])
 
 
 @dataclass

@@ -19,7 +19,8 @@ from django.utils import timezone
 from allocations.models import NodePool, Team
 from allocations.selectors import User, allocation_intervals, catalog_from_db, teams_of, user_is_approver
 from billing.metering.selectors import usage_by_request
-from billing.models import ImportedUsage, MonthlyReport, PriceBook, ReportStatus
+from billing.models import ImportedUsage, MonthlyReport, PriceBook, ReportStatus, TeamBudget
+from gpucore.budget import MoneyBudgetState, money_budget_state
 from gpucore.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
 from gpucore.pricing import catalog_hourly_rate, to_cents
 
@@ -207,11 +208,39 @@ def month_chargeback(*, month: date, now: datetime | None = None, share_idle: bo
     return chargeback_between(start=start, end=min(end, max(now, start)), share_idle=share_idle)
 
 
-def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, Any]:
-    """The team's allocated GPU-hours and estimated cost this month so far, against its monthly GPU-hour budget."""
+def team_budget_states(
+    *, teams: Iterable[Team], now: datetime | None = None, chargeback: Chargeback | None = None
+) -> dict[int, MoneyBudgetState]:
+    """Team id -> this month's spend against its money budget (``None`` budget when it has none), with the run-rate
+    projection to month end; one chargeback of the month for all of them (pass ``chargeback`` when already made)."""
+    teams = list(teams)
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
-    charge = month_chargeback(month=month, now=now).teams.get(team.slug)
+    start, end = month_bounds(month)
+    charge = chargeback or month_chargeback(month=month, now=now)
+    budgets = {b.team_id: b for b in TeamBudget.objects.filter(team__in=[team.pk for team in teams])}
+    states = {}
+    for team in teams:
+        team_charge = charge.teams.get(team.slug)
+        budget = budgets.get(team.pk)
+        states[team.pk] = money_budget_state(
+            spent=to_cents(team_charge.total) if team_charge else Decimal("0.00"),
+            budget=budget.monthly_amount if budget else None,
+            month_start=start,
+            month_end=end,
+            now=now,
+            **({"thresholds_pct": budget.thresholds_pct} if budget else {}),
+        )
+    return states
+
+
+def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, Any]:
+    """The team's allocated GPU-hours and estimated cost this month so far, against its monthly GPU-hour budget and
+    its money budget (``money``: a ``MoneyBudgetState`` with the run-rate projection to month end)."""
+    now = now or timezone.now()
+    month = now.astimezone(UTC).date().replace(day=1)
+    chargeback = month_chargeback(month=month, now=now)
+    charge = chargeback.teams.get(team.slug)
     gpu_hours = charge.allocated_gpu_hours if charge else Decimal(0)
     budget = team.monthly_gpu_hour_budget
     return {
@@ -222,4 +251,5 @@ def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, 
         "budget": budget,
         "budget_used_pct": round(gpu_hours / budget * 100, 1) if budget else None,
         "over_budget": bool(budget is not None and gpu_hours > budget),
+        "money": team_budget_states(teams=[team], now=now, chargeback=chargeback)[team.pk],
     }

@@ -36,7 +36,7 @@ from allocations.services import (
 )
 from billing.costs.services import monthly_reports_close, previous_month, price_book_load
 from billing.metering.demo_usage import generate_demo_usage
-from billing.models import PriceBook
+from billing.models import PriceBook, TeamBudget
 
 # One basis for every model (cloud on-demand price per GPU-hour, from the reference catalog), so comparisons between
 # models are fair; A30 and V100 have no sourced price and are left out.
@@ -63,9 +63,9 @@ USERS = [
     ("carol", "Carol", "carol@example.com", True, True),
 ]
 TEAMS = [
-    # slug, name, cost center, monthly GPU-hour budget
-    ("vision", "Computer Vision", "CC-4100", Decimal("6000")),
-    ("nlp", "Natural Language", "CC-4200", Decimal("4000")),
+    # slug, name, cost center, monthly GPU-hour budget, monthly money budget (PORTAL_CURRENCY)
+    ("vision", "Computer Vision", "CC-4100", Decimal("6000"), Decimal("12000")),
+    ("nlp", "Natural Language", "CC-4200", Decimal("4000"), Decimal("8000")),
 ]
 MEMBERSHIPS = [("alice", "vision", Role.MEMBER), ("dave", "vision", Role.LEAD), ("bob", "nlp", Role.MEMBER)]
 POOLS = [
@@ -231,10 +231,11 @@ class Command(BaseCommand):
 
     def _teams(self, users: dict[str, User]) -> dict[str, Team]:
         teams = {}
-        for slug, name, cost_center, budget in TEAMS:
+        for slug, name, cost_center, budget, money in TEAMS:
             teams[slug], _ = Team.objects.get_or_create(
                 slug=slug, defaults={"name": name, "cost_center": cost_center, "monthly_gpu_hour_budget": budget}
             )
+            TeamBudget.objects.get_or_create(team=teams[slug], defaults={"monthly_amount": money})
         for username, slug, role in MEMBERSHIPS:
             Membership.objects.get_or_create(user=users[username], team=teams[slug], defaults={"role": role})
         return teams
