@@ -1,207 +1,30 @@
-"""MIG layout planning: which per-GPU layouts host a demand of MIG instances on the fewest GPUs (pure).
+"""Plans against a pool's current GPUs: keep the fewest GPUs, then change as few GPUs as possible (pure).
 
-A GPU of a 7-slice model has only 77 valid instance multisets without media extensions (9 on an A30), so the
-exact optimum is affordable: an integer program over "how many GPUs get layout L" solved by HiGHS through
-``scipy.optimize.milp``. Every layout is checked with the same checker the mig-parted ConfigMap uses
-(``gpucore.manifests.gpu_operator.check_mig_layout``) and comes with a ``profile@start`` placement.
-
-With the pool's current GPUs given, a second program keeps the optimum GPU count and then changes as few GPUs as
-possible (a changed GPU is re-partitioned, so the instances in use on it must move: the plan names them), then
-moves as few in-use instances as possible. First-fit decreasing (the greedy baseline) and the LP lower bound are
-exposed for the benchmark and the tests.
+A changed GPU is re-partitioned, so the instances in use on it must move: the plan names them and their holders;
+then it moves as few in-use instances as possible.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from itertools import product
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+from scipy.optimize import Bounds, LinearConstraint, milp
 
-from gpucore.catalog import CatalogError, GpuModelSpec
+from gpucore.catalog import GpuModelSpec
 from gpucore.manifests.contexts import ManifestError
-from gpucore.manifests.gpu_operator import check_mig_layout, mig_placement
-from gpucore.pricing import gpu_share, share_text
-
-
-class MigPlanError(ValueError):
-    """A planning input that cannot be planned; ``field`` names the input at fault (for a 400 naming it)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-
-
-@dataclass(frozen=True, slots=True)
-class MigLayout:
-    """One valid per-GPU MIG layout: instance counts in catalog order and a placement by start memory slice."""
-
-    model_name: str
-    instances: tuple[tuple[str, int], ...]
-    placement: tuple[tuple[str, int], ...]
-
-    def counts(self) -> dict[str, int]:
-        return dict(self.instances)
-
-    def capacity(self, profile: str) -> int:
-        return self.counts().get(profile, 0)
-
-    def placement_strings(self) -> list[str]:
-        """The placement as ``["3g.20gb@4", "1g.5gb@0", ...]`` (start = first memory slice)."""
-        return [f"{name}@{start}" for name, start in self.placement]
-
-    @property
-    def instance_count(self) -> int:
-        return sum(count for _, count in self.instances)
-
-
-def _profile_names(model: GpuModelSpec, *, media_extensions: bool) -> list[str]:
-    return [p.name for p in model.mig_profiles if media_extensions or not p.media_extensions]
-
-
-def layout_of(model: GpuModelSpec, counts: Mapping[str, int]) -> MigLayout:
-    """The layout of ``counts`` on ``model`` with its placement; ``ManifestError`` when it is not a valid layout."""
-    checked = check_mig_layout(model, {name: count for name, count in counts.items() if count})
-    return MigLayout(model.name, tuple(checked.items()), tuple(mig_placement(model, checked)))
-
-
-@lru_cache(maxsize=64)
-def valid_layouts(model: GpuModelSpec, *, media_extensions: bool = False) -> tuple[MigLayout, ...]:
-    """Every distinct non-empty instance multiset of ``model`` that has a valid placement (77 on 7-slice models).
-
-    Media-extension (+me) profiles are left out unless asked for: at most one fits a GPU and the planner only needs
-    them when the demand names one.
-    """
-    if not model.mig_capable:
-        raise MigPlanError("gpu_model", f"{model.name} is not MIG-capable.")
-    names = _profile_names(model, media_extensions=media_extensions)
-    ranges = [range(model.profile(name).max_instances + 1) for name in names]
-    layouts = []
-    for counts in product(*ranges):
-        if not any(counts):
-            continue
-        try:
-            layouts.append(layout_of(model, dict(zip(names, counts, strict=True))))
-        except ManifestError:
-            continue
-    return tuple(layouts)
-
-
-def _normalise_demand(model: GpuModelSpec, demand: Mapping[str, int], *, field_name: str = "demand") -> dict[str, int]:
-    if not model.mig_capable:
-        raise MigPlanError("gpu_model", f"{model.name} is not MIG-capable.")
-    cleaned: dict[str, int] = {}
-    for name, count in demand.items():
-        try:
-            model.profile(name)
-        except CatalogError as error:
-            raise MigPlanError(field_name, str(error)) from error
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise MigPlanError(field_name, f"The count of '{name}' must be a whole number >= 0.")
-        if count:
-            cleaned[name] = count
-    return {p.name: cleaned[p.name] for p in model.mig_profiles if p.name in cleaned}
-
-
-def candidate_layouts(model: GpuModelSpec, profiles: Iterable[str]) -> tuple[MigLayout, ...]:
-    """The valid layouts made only of ``profiles`` (others are dominated: dropping an unused instance keeps a layout
-    valid)."""
-    wanted = set(profiles)
-    media = any(model.profile(name).media_extensions for name in wanted)
-    return tuple(
-        layout
-        for layout in valid_layouts(model, media_extensions=media)
-        if all(name in wanted for name, _ in layout.instances)
-    )
-
-
-def _capacity_matrix(layouts: Sequence[MigLayout], profiles: Sequence[str]) -> np.ndarray:
-    return np.array([[layout.capacity(name) for layout in layouts] for name in profiles], dtype=float)
-
-
-def lp_lower_bound(model: GpuModelSpec, demand: Mapping[str, int]) -> float:
-    """The LP relaxation's optimum: no plan hosts ``demand`` on fewer than ``ceil`` of it GPUs."""
-    wanted = _normalise_demand(model, demand)
-    if not wanted:
-        return 0.0
-    layouts = candidate_layouts(model, wanted)
-    matrix = _capacity_matrix(layouts, list(wanted))
-    result = linprog(
-        np.ones(len(layouts)), A_ub=-matrix, b_ub=-np.array(list(wanted.values()), dtype=float), method="highs"
-    )
-    if result.status != 0:
-        raise RuntimeError(f"The LP relaxation failed: {result.message}")
-    return float(result.fun)
-
-
-def _solve_min_gpus(layouts: Sequence[MigLayout], wanted: Mapping[str, int]) -> dict[int, int]:
-    """Exact: layout index -> GPU count, minimising the number of GPUs that cover ``wanted``."""
-    matrix = _capacity_matrix(layouts, list(wanted))
-    needed = np.array(list(wanted.values()), dtype=float)
-    result = milp(
-        np.ones(len(layouts)),
-        integrality=np.ones(len(layouts)),
-        bounds=Bounds(0, float(needed.sum())),
-        constraints=LinearConstraint(matrix, lb=needed, ub=np.inf),
-        # mip_rel_gap 0: the objective is a GPU count, so stop only at the proven optimum.
-        options={"mip_rel_gap": 0.0},
-    )
-    if result.status != 0:
-        raise RuntimeError(f"The MIG planning program failed: {result.message}")
-    return {index: round(value) for index, value in enumerate(result.x) if round(value) > 0}
-
-
-def min_gpu_layouts(model: GpuModelSpec, demand: Mapping[str, int]) -> list[MigLayout]:
-    """The layouts (one per GPU, largest first) of a plan that hosts ``demand`` on the fewest GPUs."""
-    wanted = _normalise_demand(model, demand)
-    if not wanted:
-        return []
-    layouts = candidate_layouts(model, wanted)
-    chosen = _solve_min_gpus(layouts, wanted)
-    result = [layouts[index] for index, count in chosen.items() for _ in range(count)]
-    return sorted(result, key=_layout_order)
-
-
-def _layout_order(layout: MigLayout) -> tuple:
-    return (-layout.instance_count, layout.instances)
-
-
-def first_fit_decreasing(model: GpuModelSpec, demand: Mapping[str, int]) -> list[MigLayout]:
-    """The greedy baseline: instances largest first, each onto the first GPU where the layout stays valid."""
-    wanted = _normalise_demand(model, demand)
-    if not wanted:
-        return []
-    names = list(wanted)
-    valid = {tuple(layout.capacity(name) for name in names) for layout in candidate_layouts(model, names)}
-    order = sorted(names, key=lambda n: (-model.profile(n).memory_slices, -model.profile(n).compute_slices, n))
-    gpus: list[list[int]] = []
-    for name in order:
-        slot = names.index(name)
-        # A GPU a profile did not fit never fits it later (GPUs only fill up), so each profile's scan resumes where
-        # its last instance went: linear in GPUs + instances per profile.
-        start = 0
-        for _ in range(wanted[name]):
-            placed = False
-            for index in range(start, len(gpus)):
-                counts = gpus[index]
-                counts[slot] += 1
-                if tuple(counts) in valid:
-                    placed, start = True, index
-                    break
-                counts[slot] -= 1
-            if not placed:
-                counts = [0] * len(names)
-                counts[slot] = 1
-                gpus.append(counts)
-                start = len(gpus) - 1
-    return [layout_of(model, dict(zip(names, counts, strict=True))) for counts in gpus]
-
-
-# --- Plans against a pool's current GPUs -------------------------------------------------------------------------
+from gpucore.mig_planner.fewest_gpus import lp_lower_bound, solve_min_gpus
+from gpucore.mig_planner.layouts import (
+    MigLayout,
+    MigPlanError,
+    candidate_layouts,
+    gpu_shares,
+    layout_of,
+    layout_order,
+    normalise_demand,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,14 +91,6 @@ class MigPlan:
         return sorted({holder for gpu in self.gpus for holder in gpu.moved_holders})
 
 
-def gpu_shares(model: GpuModelSpec, layout: MigLayout) -> dict[str, str]:
-    """Each profile's GPU share on this layout, as the contract's decimal strings (DESIGN.md "GPU share")."""
-    counts = layout.counts()
-    return {
-        name: share_text(gpu_share("mig", model=model, mig_profile=name, layout=counts)) for name, _ in layout.instances
-    }
-
-
 def _assign(gpus: list[dict], wanted: Mapping[str, int]) -> None:
     """Give each used GPU the demanded instances it hosts: in-use instances first, then first fit per profile."""
     for name, count in wanted.items():
@@ -301,7 +116,7 @@ def plan(
     Instances in use stay on their GPU unless that GPU changes; the plan then lists them (``must_move``) and their
     holders. The demand is raised to at least what is in use, so a plan never strands a running instance.
     """
-    wanted = _normalise_demand(model, demand)
+    wanted = normalise_demand(model, demand)
     current = list(current or [])
     currents = [_check_current(model, gpu, index) for index, gpu in enumerate(current)]
     for name in {name for gpu in current for name, count in gpu.in_use.items() if count}:
@@ -311,13 +126,13 @@ def plan(
         kept = [_kept(gpu, layout) for gpu, layout in zip(current, currents, strict=True)]
         return MigPlan(model.name, {}, tuple(kept), 0, 0)
     layouts = candidate_layouts(model, wanted)
-    optimum = _solve_min_gpus(layouts, wanted)
+    optimum = solve_min_gpus(layouts, wanted)
     gpu_count = sum(optimum.values())
     lower_bound = math.ceil(lp_lower_bound(model, wanted) - 1e-6)
     if not current:
         rows = [
             {"layout": layouts[i], "capacity": layouts[i].counts(), "in_use": {}, "hosts": {}, "used": True}
-            for i, count in sorted(optimum.items(), key=lambda item: _layout_order(layouts[item[0]]))
+            for i, count in sorted(optimum.items(), key=lambda item: layout_order(layouts[item[0]]))
             for _ in range(count)
         ]
         _assign(rows, wanted)
@@ -432,7 +247,7 @@ def _plan_against_current(
     if result.status != 0:
         raise RuntimeError(f"The MIG re-planning program failed: {result.message}")
     values = [round(v) for v in result.x]
-    new_layouts = sorted((layouts[i] for i in range(n_layouts) for _ in range(values[i])), key=_layout_order)
+    new_layouts = sorted((layouts[i] for i in range(n_layouts) for _ in range(values[i])), key=layout_order)
     keep = {key: values[keep0 + c] for c, key in enumerate(class_keys)}
     used = {key: values[used0 + c] for c, key in enumerate(class_keys)}
     to_change = _gpus_to_change(current, classes, keep)
@@ -549,21 +364,3 @@ def plan_summary_gpus(model: GpuModelSpec, plan_: MigPlan) -> list[dict[str, obj
             }
         )
     return result
-
-
-__all__ = [
-    "CurrentGpu",
-    "MigLayout",
-    "MigPlan",
-    "MigPlanError",
-    "PlannedGpu",
-    "candidate_layouts",
-    "first_fit_decreasing",
-    "gpu_shares",
-    "layout_of",
-    "lp_lower_bound",
-    "min_gpu_layouts",
-    "plan",
-    "plan_summary_gpus",
-    "valid_layouts",
-]
