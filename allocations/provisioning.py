@@ -169,7 +169,10 @@ def cluster_context(cluster: Cluster) -> ClusterContext:
 
 def cluster_objects(cluster: Cluster) -> list[dict[str, Any]]:
     """The cluster's own objects (PriorityClasses, GPU Operator ConfigMaps, Kueue objects); ManifestError if bad."""
-    return render_cluster_objects(cluster_context(cluster), catalog=catalog_from_db())
+    try:
+        return render_cluster_objects(cluster_context(cluster), catalog=catalog_from_db())
+    except ManifestError as error:
+        raise ManifestError(f"Cluster {cluster.name} cannot be rendered: {error}") from error
 
 
 def cluster_objects_apply(*, cluster: Cluster, gateway: ClusterGateway | None = None) -> ApplyResult:

@@ -6,7 +6,9 @@ Services and selectors raise plain Python and Django errors; no API view transla
   names no field goes under ``non_field_errors``);
 - Django ``PermissionDenied`` -> 403 with the service's reason;
 - ``ObjectDoesNotExist`` (a selector found nothing the user may see) -> 404;
-- ``allocations.lifecycle.InvalidTransition`` and ``allocations.cluster_services.InUse`` -> 409 with the reason.
+- ``allocations.lifecycle.InvalidTransition``, ``allocations.cluster_services.InUse``, a MIG plan's
+  ``InvalidPlanTransition`` and the core's ``ManifestError`` (objects that cannot be rendered) -> 409 with the reason;
+- ``allocations.gateways.base.GatewayError`` (a cluster that could not be read or written) -> 502 with the reason.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
 from allocations.cluster_services import InUse
+from allocations.gateways.base import GatewayError
 from allocations.lifecycle import InvalidTransition
+from allocations.mig_plans.events import InvalidPlanTransition
 from gpucore.decision import ProfileError
+from gpucore.manifests.contexts import ManifestError
 
 
 class Conflict(exceptions.APIException):
@@ -35,10 +40,20 @@ class Conflict(exceptions.APIException):
     default_code = "invalid_transition"
 
 
+class ClusterUnreachable(exceptions.APIException):
+    """502: the cluster's API server (or GitOps tree) could not be read or written; the message says why."""
+
+    status_code = status.HTTP_502_BAD_GATEWAY
+    default_detail = "The cluster could not be reached."
+    default_code = "cluster_unreachable"
+
+
 def api_error(exc: Exception) -> Exception:
     """The DRF exception a domain error is answered with (the error itself when DRF already knows it)."""
-    if isinstance(exc, (InvalidTransition, InUse)):
+    if isinstance(exc, (InvalidTransition, InUse, InvalidPlanTransition, ManifestError)):
         return Conflict(str(exc))
+    if isinstance(exc, GatewayError):
+        return ClusterUnreachable(f"The cluster could not be read: {exc}")
     if isinstance(exc, ProfileError):
         return exceptions.ValidationError(exc.errors)
     if isinstance(exc, DjangoValidationError):

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
 
 from django.conf import settings
 from django.shortcuts import get_object_or_404
@@ -21,10 +20,8 @@ from rest_framework.views import APIView
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.serializers import MoneySerializer
 from allocations.api.views import ServiceApiMixin
-from allocations.gateways.base import GatewayError
 from allocations.mig_plans.selectors import mig_plan_preview, mig_plans_of_pool, mig_pool_for
 from allocations.mig_plans.services import (
-    InvalidPlanTransition,
     mig_plan_apply,
     mig_plan_approve,
     mig_plan_cancel,
@@ -173,18 +170,6 @@ class MigPlanCommentSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class PlanConflict(exceptions.APIException):
-    status_code = 409
-    default_detail = "The plan's status does not allow this action."
-
-
-def _plan_call(call: Any, **kwargs: Any) -> MigPlan:
-    try:
-        return call(**kwargs)
-    except InvalidPlanTransition as error:
-        raise PlanConflict(str(error)) from error
-
-
 class MigPlanListView(ServiceApiMixin, APIView):
     """A pool's MIG plans (approvers), and a new plan from its demand (approvers and admins)."""
 
@@ -205,16 +190,19 @@ class MigPlanListView(ServiceApiMixin, APIView):
         tags=["mig-plans"],
         summary="Plan the pool's MIG layouts from its approved and pending demand",
         request=MigPlanCreateSerializer,
-        responses={201: MigPlanSerializer, 400: OpenApiResponse(description="Names the field"), 403: None, 404: None},
+        responses={
+            201: MigPlanSerializer,
+            400: OpenApiResponse(description="Names the field"),
+            403: None,
+            404: None,
+            502: OpenApiResponse(description="The cluster's nodes could not be read; the message says why"),
+        },
     )
     def post(self, request: Request, name: str, pool: str) -> Response:
         node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool)
         data = MigPlanCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            created = mig_plan_create(acting_user=request.user, pool=node_pool, **data.validated_data)
-        except GatewayError as error:
-            raise exceptions.APIException(f"The cluster could not be read: {error}") from error
+        created = mig_plan_create(acting_user=request.user, pool=node_pool, **data.validated_data)
         return Response(MigPlanSerializer(mig_plans_of_pool(pool=node_pool).get(pk=created.pk)).data, status=201)
 
 
@@ -253,10 +241,10 @@ class MigPlanActionView(ServiceApiMixin, APIView):
         data.is_valid(raise_exception=True)
         comment = data.validated_data["comment"]
         if self.action_name == "approve":
-            _plan_call(mig_plan_approve, plan_=plan, acting_user=request.user, comment=comment)
+            mig_plan_approve(plan_=plan, acting_user=request.user, comment=comment)
         elif self.action_name == "cancel":
-            _plan_call(mig_plan_cancel, plan_=plan, acting_user=request.user, comment=comment)
+            mig_plan_cancel(plan_=plan, acting_user=request.user, comment=comment)
         else:
-            _plan_call(mig_plan_apply, plan_=plan, acting_user=request.user)
+            mig_plan_apply(plan_=plan, acting_user=request.user)
         fresh = mig_plans_of_pool(pool=node_pool).get(pk=pk)
         return Response(MigPlanSerializer(fresh).data, status=202 if self.action_name == "apply" else 200)

@@ -3,6 +3,7 @@ the GitOps rollout (the same ConfigMap and node labels written to the tree)."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,18 @@ def test_every_plan_decision_and_the_rollout_outcome_are_in_the_audit_trail(
     ], statuses
     assert [e.actor_label for e in trail][-1] == "rollout"
     assert trail[1].comment == "fits the demand"
+
+
+def test_an_unreachable_cluster_answers_502_with_the_reason(client_as, pool):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pool.cluster.backend = "kubernetes"
+    pool.cluster.api_endpoint = f"http://127.0.0.1:{port}"
+    pool.cluster.save()
+
+    response = client_as("platform_admin").post(url(pool), {}, format="json")
+
+    assert response.status_code == 502, response.content
+    assert response.json()["detail"].startswith("The cluster could not be read:")
+    assert not MigPlan.objects.exists()
