@@ -17,13 +17,12 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
-from allocations.gateways import gateway_for
 from allocations.gateways.base import ApplyResult, ClusterGateway, PermanentGatewayError, WorkloadStatus
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.mig_layouts import mig_node_configs_of_cluster
 from allocations.models import Cluster, ClusterScheduler, GpuRequest, NodePool, Quota, RequestStatus, SlaTier, Team
 from allocations.notifications import notify_expiry_soon_on_commit
-from allocations.selectors import catalog_from_db, tier_spec
+from allocations.selectors import catalog_from_db, cluster_gateway, tier_spec
 from gpucore.manifests import (
     ClusterContext,
     ClusterQueueContext,
@@ -42,18 +41,6 @@ logger = logging.getLogger(__name__)
 SYSTEM = "system:provisioning"
 # Phases in which every wanted pod runs (or the cluster cannot be observed, as with a GitOps tree).
 RUNNING_PHASES = frozenset({"Running", "Succeeded", "Unobservable"})
-
-
-def cluster_gateway(cluster: Cluster) -> ClusterGateway:
-    """The gateway for a cluster's backend, configured from its secret references (never from stored secrets)."""
-    return gateway_for(
-        backend=cluster.backend,
-        api_endpoint=cluster.api_endpoint,
-        kubeconfig_ref=cluster.kubeconfig_secret_ref,
-        gitops_root=settings.PORTAL_GITOPS_ROOT,
-        gitops_path=cluster.gitops_path or cluster.name,
-        gitops_commit=cluster.gitops_commit,
-    )
 
 
 def team_context(team: Team, cluster: Cluster) -> TeamContext:

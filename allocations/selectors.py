@@ -7,9 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 
+from allocations.gateways import gateway_for
+from allocations.gateways.base import ClusterGateway, GatewayError, PodStatus, WorkloadEvent
 from allocations.models import (
     QUOTA_HOLDING_STATUSES,
     TERMINAL_STATUSES,
@@ -27,6 +30,7 @@ from allocations.models import (
 )
 from allocations.reference_cache import built_once
 from gpucore.catalog import Catalog
+from gpucore.manifests.access import WorkloadAccess, workload_access
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import IsolationFloor
 
@@ -268,3 +272,53 @@ def allocation_intervals(*, start: datetime, end: datetime) -> list[AllocationIn
         if interval.overlaps(start, end):  # a request failed before the window, without ended_at, held nothing in it
             intervals.append(interval)
     return intervals
+
+
+# --- What runs on the cluster -----------------------------------------------------------------------------------
+
+
+def cluster_gateway(cluster: Cluster, *, timeout_seconds: float = 30.0) -> ClusterGateway:
+    """The gateway for a cluster's backend, configured from its secret references (never from stored secrets)."""
+    return gateway_for(
+        backend=cluster.backend,
+        api_endpoint=cluster.api_endpoint,
+        kubeconfig_ref=cluster.kubeconfig_secret_ref,
+        gitops_root=settings.PORTAL_GITOPS_ROOT,
+        gitops_path=cluster.gitops_path or cluster.name,
+        gitops_commit=cluster.gitops_commit,
+        timeout_seconds=timeout_seconds,
+    )
+
+
+# Statuses whose objects are (or are about to be) on the cluster: the request page reads their pods and events.
+ON_CLUSTER_STATUSES = (RequestStatus.PROVISIONING, RequestStatus.ACTIVE)
+
+
+@dataclass(frozen=True)
+class WorkloadLive:
+    """A request's pods and recent events as its cluster reports them now, or why they cannot be read."""
+
+    observable: bool
+    pods: tuple[PodStatus, ...] = ()
+    events: tuple[WorkloadEvent, ...] = ()
+    error: str = ""
+
+
+def gpu_request_workload_live(*, request: GpuRequest, gateway: ClusterGateway | None = None) -> WorkloadLive:
+    """Read the request's pods and newest events from its cluster (short timeout); an unreachable or refusing cluster
+    gives ``error`` instead of an exception, so the page still renders. GitOps clusters are not observable."""
+    cluster = request.cluster
+    if cluster is None or request.status not in ON_CLUSTER_STATUSES or cluster.backend != "kubernetes":
+        return WorkloadLive(observable=False)
+    try:
+        gateway = gateway or cluster_gateway(cluster, timeout_seconds=settings.PORTAL_CLUSTER_READ_TIMEOUT_SECONDS)
+        status = gateway.workload_status(namespace=request.team.namespace, request_id=request.pk)
+        events = gateway.workload_events(namespace=request.team.namespace, request_id=request.pk)
+    except GatewayError as exc:
+        return WorkloadLive(observable=True, error=f"Cluster {cluster.name} could not be read just now: {exc}")
+    return WorkloadLive(observable=True, pods=status.pods, events=events)
+
+
+def gpu_request_access(*, request: GpuRequest) -> WorkloadAccess:
+    """Its Services' DNS names and ports and the kubectl commands, from the objects last rendered for it."""
+    return workload_access(request.manifests or [], request_id=request.pk, workload_type=request.workload_type)

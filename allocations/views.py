@@ -13,6 +13,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from allocations.extension_services import allocation_extension_decide, allocation_extension_request, hours_text
@@ -51,9 +52,12 @@ from allocations.pages import (
 )
 from allocations.placement import place
 from allocations.selectors import (
+    ON_CLUSTER_STATUSES,
     allocation_extensions_visible_to,
     clusters_visible_to,
+    gpu_request_access,
     gpu_request_detail,
+    gpu_request_workload_live,
     gpu_requests_visible_to,
     teams_of,
     teams_visible_to,
@@ -73,6 +77,8 @@ from allocations.services import (
 from gpucore.decision import ProfileError, WorkloadProfile
 
 PAGE_SIZE = 25
+# The request page's one-click extension asks for this many more hours (the full form takes any number up to 720).
+QUICK_EXTENSION_HOURS = 24
 
 
 def _error_text(error: Exception) -> str:
@@ -211,6 +217,11 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "live": gpu_request_live_status(request=gpu_request),
         "manifests_yaml": gpu_request_manifests_yaml(request=gpu_request),
     }
+    if gpu_request.status in ON_CLUSTER_STATUSES:
+        context["access"] = gpu_request_access(request=gpu_request)
+        context["workload"] = gpu_request_workload_live(request=gpu_request)
+        context["now"] = timezone.now()
+        context["quick_extension_hours"] = QUICK_EXTENSION_HOURS
     return render(request, "allocations/request_detail.html", context)
 
 

@@ -18,6 +18,7 @@ def gateway_for(
     gitops_root: str | Path = "",
     gitops_path: str = "",
     gitops_commit: bool = False,
+    timeout_seconds: float = 30.0,
 ) -> ClusterGateway:
     """The gateway for a backend (``kubernetes`` or ``gitops``), built from plain values rather than models."""
     # kubernetes: a kubeconfig reference (env:VAR holding kubeconfig YAML, file:/path, in-cluster) and/or an
@@ -27,7 +28,9 @@ def gateway_for(
     if backend == "kubernetes":
         from allocations.gateways.kubernetes import KubernetesGateway
 
-        return KubernetesGateway.connect(kubeconfig_ref=kubeconfig_ref, host=api_endpoint, token=bearer_token)
+        return KubernetesGateway.connect(
+            kubeconfig_ref=kubeconfig_ref, host=api_endpoint, token=bearer_token, timeout_seconds=timeout_seconds
+        )
     if backend == "gitops":
         from allocations.gateways.gitops import GitOpsGateway
 

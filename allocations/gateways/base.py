@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 FIELD_MANAGER = "gpu-portal"
@@ -90,6 +91,19 @@ class WorkloadStatus:
 
 
 @dataclass(frozen=True)
+class WorkloadEvent:
+    """One Kubernetes event about a request's objects (its Job or Deployment, their ReplicaSets and pods)."""
+
+    object_kind: str
+    object_name: str
+    type: str  # Normal or Warning
+    reason: str
+    message: str
+    count: int = 1
+    last_seen: datetime | None = None
+
+
+@dataclass(frozen=True)
 class NodeInventory:
     """One GPU node: its labels (GPU Feature Discovery), taints, and allocatable GPU resources."""
 
@@ -117,6 +131,10 @@ class ClusterGateway(Protocol):
 
     def list_gpu_nodes(self) -> tuple[NodeInventory, ...]:
         """Nodes that advertise GPU resources (``nvidia.com/gpu`` or ``nvidia.com/mig-*``)."""
+        ...
+
+    def workload_events(self, *, namespace: str, request_id: int, limit: int = 10) -> tuple[WorkloadEvent, ...]:
+        """The newest events about the request's objects (``gpr-<id>`` and ``gpr-<id>-*``), newest first."""
         ...
 
 

@@ -23,6 +23,7 @@ from allocations.gateways.base import (
     ObjectRef,
     PermanentGatewayError,
     TransientGatewayError,
+    WorkloadEvent,
     WorkloadStatus,
 )
 from gpucore.manifests import to_yaml
@@ -121,6 +122,10 @@ class GitOpsGateway:
 
     def list_gpu_nodes(self) -> tuple[NodeInventory, ...]:
         """No nodes: a GitOps tree cannot see the cluster."""
+        return ()
+
+    def workload_events(self, *, namespace: str, request_id: int, limit: int = 10) -> tuple[WorkloadEvent, ...]:
+        """No events: a GitOps tree cannot see the cluster."""
         return ()
 
     def _write(self, path: Path, content: str) -> None:

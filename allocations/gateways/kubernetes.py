@@ -32,6 +32,7 @@ from allocations.gateways.base import (
     PermanentGatewayError,
     PodStatus,
     TransientGatewayError,
+    WorkloadEvent,
     WorkloadStatus,
 )
 from gpucore.catalog import mig_profile_of_resource
@@ -145,10 +146,17 @@ class KubernetesGateway:
 
     @classmethod
     def connect(
-        cls, *, kubeconfig_ref: str = "", host: str = "", token: str = "", verify_ssl: bool = True
+        cls,
+        *,
+        kubeconfig_ref: str = "",
+        host: str = "",
+        token: str = "",
+        verify_ssl: bool = True,
+        timeout_seconds: float = 30.0,
     ) -> KubernetesGateway:
-        """A gateway configured as ``api_client_for`` describes."""
-        return cls(api_client_for(kubeconfig_ref=kubeconfig_ref, host=host, token=token, verify_ssl=verify_ssl))
+        """A gateway configured as ``api_client_for`` describes; each API call gives up after ``timeout_seconds``."""
+        api = api_client_for(kubeconfig_ref=kubeconfig_ref, host=host, token=token, verify_ssl=verify_ssl)
+        return cls(api, timeout_seconds=timeout_seconds)
 
     @property
     def location(self) -> str:
@@ -201,6 +209,33 @@ class KubernetesGateway:
         unschedulable = self._scheduling_messages(namespace, pods)
         statuses = tuple(sorted((pod_status(pod, unschedulable) for pod in pods), key=lambda p: p.name))
         return summarize(statuses)
+
+    def workload_events(self, *, namespace: str, request_id: int, limit: int = 10) -> tuple[WorkloadEvent, ...]:
+        """The newest ``limit`` events of the namespace about ``gpr-<id>`` or ``gpr-<id>-*`` (its ReplicaSets, pods)."""
+        name = workload_name(request_id)
+        listing = self._read(
+            lambda: self._core.list_namespaced_event(namespace, _request_timeout=self._timeout),
+            what=f"events in {namespace}",
+        )
+        found = []
+        for event in listing.items or []:
+            involved = event.involved_object
+            if involved is None or not (involved.name == name or (involved.name or "").startswith(f"{name}-")):
+                continue
+            when = event.last_timestamp or event.event_time or event.metadata.creation_timestamp
+            found.append(
+                WorkloadEvent(
+                    object_kind=involved.kind or "",
+                    object_name=involved.name or "",
+                    type=event.type or "",
+                    reason=event.reason or "",
+                    message=event.message or "",
+                    count=event.count or 1,
+                    last_seen=when,
+                )
+            )
+        found.sort(key=lambda item: _timestamp(item.last_seen), reverse=True)
+        return tuple(found[:limit])
 
     def list_gpu_nodes(self) -> tuple[NodeInventory, ...]:
         """Nodes advertising ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` or ``nvidia.com/mig-*``, by name."""

@@ -370,5 +370,7 @@ BILLING_SHARE_IDLE_COST = env_bool("BILLING_SHARE_IDLE_COST", False)
 # hands over to a fresh one (nodes reboot for minutes).
 MIG_PLAN_POLL_SECONDS = float(env_str("MIG_PLAN_POLL_SECONDS") or 10)
 MIG_PLAN_TASK_SECONDS = float(env_str("MIG_PLAN_TASK_SECONDS") or 240)
+# A request page reads its pods and events from the cluster while it renders: it waits at most this long per call.
+PORTAL_CLUSTER_READ_TIMEOUT_SECONDS = float(env_str("PORTAL_CLUSTER_READ_TIMEOUT_SECONDS") or 3)
 # Where the gitops gateway writes manifests for clusters that use it.
 PORTAL_GITOPS_ROOT = Path(env_str("PORTAL_GITOPS_ROOT") or VAR_DIR / "gitops")
