@@ -22,7 +22,7 @@ from allocations.models import (
 )
 from allocations.placement import gpu_hourly_rates, gpu_price
 from allocations.provisioning import pool_context
-from allocations.quotas import quota_headroom_by_request
+from allocations.quotas import quota_fit, quota_headroom_by_request
 from allocations.selectors import (
     User,
     catalog_from_db,
@@ -166,10 +166,19 @@ def approval_queue(*, user: User) -> list[dict[str, object]]:
     headroom_by_request = quota_headroom_by_request(requests=pending)
     rows = []
     for request in pending:
-        headroom = headroom_by_request[request.pk]
-        fits = bool(headroom) and all(item.available >= request.resource_units for item in headroom)
+        # The approval's own quota rule: a tier-3 request over its nominal quota fits by borrowing, others do not.
+        fit = quota_fit(request=request, headroom=headroom_by_request[request.pk])
         refusal = approve_refusal(user=user, request=request)
-        rows.append({"request": request, "headroom": headroom, "fits": fits, "review_refusal": refusal})
+        rows.append(
+            {
+                "request": request,
+                "headroom": fit.headroom,
+                "fits": fit.fits,
+                "borrows": fit.borrowed,
+                "quota_refusal": fit.refusal,
+                "review_refusal": refusal,
+            }
+        )
     return rows
 
 

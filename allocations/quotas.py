@@ -104,6 +104,38 @@ def _member(quota: Quota, in_use: int) -> CohortMember:
     )
 
 
+def may_borrow(request: GpuRequest) -> bool:
+    """Whether the request's SLA tier may borrow beyond the nominal quota (only preemptible tiers: tier 3)."""
+    return bool(request.sla_tier and request.sla_tier.preemptible)
+
+
+def _judge(*, team: Team, resource_name: str, item: QuotaHeadroom, units: int, borrow: bool) -> QuotaHeadroom:
+    """The headroom with the units ``units`` borrows, or QuotaExceeded saying why the quota refuses them."""
+    quota = item.quota
+    if item.in_use + units <= quota.limit:
+        return item
+    intro = (
+        f"Quota exceeded: team {team.slug} may hold {quota.limit} {resource_name} ({quota.scope_label}); "
+        f"{item.in_use} in use, {units} asked, {item.available} available"
+    )
+    if not (quota.in_cohort and quota.borrowing_limit):
+        raise QuotaExceeded(f"{intro}.", code="quota_exceeded")
+    if not borrow:
+        raise QuotaExceeded(
+            f"{intro}. Only preemptible (tier 3) requests may borrow beyond the nominal quota "
+            f"(up to {quota.borrowing_limit} more, from other teams' unused quota).",
+            code="quota_exceeded",
+        )
+    admission = admit(_member(quota, item.in_use), cohort_members(quota=quota), units, may_borrow=True)
+    if not admission.fits:
+        raise QuotaExceeded(
+            f"{intro}; borrowing up to {quota.borrowing_limit} more, {admission.available} can be admitted "
+            f"now with what other teams lend.",
+            code="quota_exceeded",
+        )
+    return QuotaHeadroom(quota=quota, in_use=item.in_use, borrowed=admission.borrowed)
+
+
 def quota_check(
     *, team: Team, resource_name: str, units: int, node_pool: NodePool | None, may_borrow: bool = False
 ) -> list[QuotaHeadroom]:
@@ -122,30 +154,43 @@ def quota_check(
             f"Team {team.slug} has no quota for {resource_name}{where}. Ask a platform admin for one.",
             code="no_quota",
         )
-    checked = []
-    for item in headroom:
-        quota = item.quota
-        if item.in_use + units <= quota.limit:
-            checked.append(item)
-            continue
-        intro = (
-            f"Quota exceeded: team {team.slug} may hold {quota.limit} {resource_name} ({quota.scope_label}); "
-            f"{item.in_use} in use, {units} asked, {item.available} available"
-        )
-        if not (quota.in_cohort and quota.borrowing_limit):
-            raise QuotaExceeded(f"{intro}.", code="quota_exceeded")
-        if not may_borrow:
-            raise QuotaExceeded(
-                f"{intro}. Only preemptible (tier 3) requests may borrow beyond the nominal quota "
-                f"(up to {quota.borrowing_limit} more, from other teams' unused quota).",
-                code="quota_exceeded",
+    return [
+        _judge(team=team, resource_name=resource_name, item=item, units=units, borrow=may_borrow) for item in headroom
+    ]
+
+
+@dataclass(frozen=True)
+class QuotaFit:
+    """Whether a pending request would pass the quota check now: the headroom (with borrowed units) or the refusal."""
+
+    fits: bool
+    headroom: list[QuotaHeadroom]
+    refusal: str = ""
+
+    @property
+    def borrowed(self) -> int:
+        return max((item.borrowed for item in self.headroom), default=0)
+
+
+def quota_fit(*, request: GpuRequest, headroom: list[QuotaHeadroom]) -> QuotaFit:
+    """The quota check's verdict on a request against headroom already read (a display read: no lock, no write).
+
+    The same rule as ``quota_check``: within the nominal quota fits; beyond it only a preemptible tier fits, by
+    borrowing from the cohort within the borrowing limit. Only a row over its nominal quota costs queries.
+    """
+    if not headroom:
+        return QuotaFit(False, [], f"No quota for {request.resource_name}.")
+    try:
+        judged = [
+            _judge(
+                team=request.team,
+                resource_name=request.resource_name,
+                item=item,
+                units=request.resource_units,
+                borrow=may_borrow(request),
             )
-        admission = admit(_member(quota, item.in_use), cohort_members(quota=quota), units, may_borrow=True)
-        if not admission.fits:
-            raise QuotaExceeded(
-                f"{intro}; borrowing up to {quota.borrowing_limit} more, {admission.available} can be admitted "
-                f"now with what other teams lend.",
-                code="quota_exceeded",
-            )
-        checked.append(QuotaHeadroom(quota=quota, in_use=item.in_use, borrowed=admission.borrowed))
-    return checked
+            for item in headroom
+        ]
+    except QuotaExceeded as exc:
+        return QuotaFit(False, headroom, exc.messages[0])
+    return QuotaFit(True, judged)

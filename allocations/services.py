@@ -32,7 +32,7 @@ from allocations.models import (
 )
 from allocations.notifications import notify_on_commit
 from allocations.placement import place
-from allocations.quotas import QuotaExceeded, quota_check
+from allocations.quotas import QuotaExceeded, may_borrow, quota_check
 from allocations.selectors import User, membership_role, user_is_approver
 
 # Services queue tasks; tasks import services only inside their bodies (HackSoft's Django styleguide, "Celery").
@@ -181,8 +181,8 @@ def _require_quota_fits(request: GpuRequest, *, team: Team) -> bool:
 
     A preemptible tier may borrow beyond the nominal quota; sets and returns ``request.borrowed``.
     """
-    may_borrow = bool(request.sla_tier and request.sla_tier.preemptible)
-    if may_borrow and request.cluster_id:
+    borrow = may_borrow(request)
+    if borrow and request.cluster_id:
         # Borrowing reads other teams' use: serialize borrowers of one cluster so two never take the same lent unit.
         Cluster.objects.select_for_update().filter(pk=request.cluster_id).exists()
     try:
@@ -191,7 +191,7 @@ def _require_quota_fits(request: GpuRequest, *, team: Team) -> bool:
             resource_name=request.resource_name,
             units=request.resource_units,
             node_pool=request.node_pool,
-            may_borrow=may_borrow,
+            may_borrow=borrow,
         )
     except QuotaExceeded as exc:
         raise ValidationError({"quota": exc.messages}) from exc

@@ -98,3 +98,32 @@ def test_lending_more_than_the_nominal_quota_is_refused(demo_org) -> None:
     ]
     with transaction.atomic(), pytest.raises(IntegrityError):
         quota.save()
+
+
+def test_the_approval_queue_shows_borrowing_tier3_as_fitting_and_tier2_as_not(cohort, client) -> None:
+    from django.urls import reverse
+
+    org, _, _ = cohort
+    # Both pass submission (the quota is free), then another approval uses the nominal 2 up.
+    first = submit(org, TIER2, name="first", units=2)
+    tier3 = submit(org, TIER3, name="dev-borrow", units=2)
+    tier2 = submit(org, TIER2, name="train-over", units=1)
+    gpu_request_approve(request=first, acting_user=org.approver)
+
+    client.force_login(org.approver)
+    response = client.get(reverse("allocations:approvals"))
+    rows = {row["request"].pk: row for row in response.context["rows"]}
+    assert (rows[tier3.pk]["fits"], rows[tier3.pk]["borrows"]) == (True, 2)
+    assert (rows[tier2.pk]["fits"], rows[tier2.pk]["borrows"]) == (False, 0)
+    assert "Only preemptible (tier 3) requests may borrow" in rows[tier2.pk]["quota_refusal"]
+    html = response.content.decode()
+    assert f'id="pending-{tier3.pk}" class="fits-borrowed" data-fits="borrowed"' in html
+    assert f'id="pending-{tier2.pk}" class="no-fit" data-fits="no"' in html
+    assert "Borrows 2" in html
+
+    # The queue's verdict is the approval's: the tier-3 request is approved as borrowed, the tier-2 one refused.
+    gpu_request_approve(request=tier3, acting_user=org.approver)
+    tier3.refresh_from_db()
+    assert tier3.borrowed is True
+    with pytest.raises(ValidationError, match="Only preemptible"):
+        gpu_request_approve(request=tier2, acting_user=org.approver)
