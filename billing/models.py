@@ -57,7 +57,10 @@ class UtilizationRollup(models.Model):
     memory_pressure_minutes = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Minutes with FB_USED / (FB_USED + FB_FREE) > 0.85 at it and the one before."
     )
-    is_complete = models.BooleanField(default=True, help_text="False while the hour had not ended when it was read.")
+    is_complete = models.BooleanField(
+        default=True,
+        help_text="False while the hour had not ended when read, or when the device missed a minute of scrapes.",
+    )
     pulled_at = models.DateTimeField()
 
     class Meta:
@@ -81,12 +84,15 @@ class UtilizationRollup(models.Model):
 
 class IngestStatus(models.TextChoices):
     COMPLETE = "complete", "Complete"
+    # Read, but some device was not scraped at every minute (Prometheus or an exporter down): incomplete.
+    PARTIAL = "partial", "Scrapes missing"
     NO_DATA = "no_data", "No DCGM series"
     FAILED = "failed", "Could not be read"
 
 
 class UtilizationIngestHour(models.Model):
-    """What happened when one cluster's hour was pulled: complete, empty, or unreadable (shown as incomplete)."""
+    """What happened when one cluster's hour was pulled: complete, partly scraped, empty, or unreadable (the last
+    three shown as incomplete)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="utilization_ingest_hours")
     hour = models.DateTimeField(help_text="Start of the UTC hour.")

@@ -191,3 +191,20 @@ def merge_stats(parts: Iterable[HourStats]) -> HourStats:
         peak_memory_used_mib=peak("peak_memory_used_mib"),
         energy_kwh=max(energies) if energies else None,
     )
+
+
+MINUTES_PER_HOUR = 60
+
+
+def device_minutes_covered(covered_by_owner: Iterable[int]) -> int:
+    """Minutes of an hour at which a device was scraped, from its per-owner (per-series) counts.
+
+    A device changes owner within an hour (a pod leaves, the idle series appears), so its owners' minutes add up;
+    a minute scraped under both owners at a hand-over counts once at most, hence the bound of the hour.
+    """
+    return min(MINUTES_PER_HOUR, sum(max(0, int(minutes)) for minutes in covered_by_owner))
+
+
+def hour_is_covered(minutes_covered: int) -> bool:
+    """Whether a device's hour was measured at every minute: only then is its rollup complete."""
+    return minutes_covered >= MINUTES_PER_HOUR

@@ -4,10 +4,12 @@ How a pull reads Prometheus, and why: per hour, PromQL subqueries at one-minute 
 (``avg_over_time((<util>)[1h:1m])`` and friends, evaluated at step 3600 s) are reduced on the server to one point
 per series and hour, so 1,000 GPUs x 24 h transfer 24,000 points per aggregate instead of 1.44 million raw ones.
 The one-minute grid makes ``count_over_time`` a count of minutes present (GPU-hours = minutes / 60) whatever the
-scrape interval, and lets each minute filter DCGM blank sentinels before averaging. Each hour [H, H+1h) is
-evaluated at H+1h-1s so its 60 points are H, H+1m, ..., H+59m on Prometheus 2 (closed ranges) and 3 (left-open)
-alike. A ``max by`` over the identity and workload labels drops duplicate series (two scrape jobs, a container or
-driver label change) without summing them.
+scrape interval up to a minute, and lets each minute filter DCGM blank sentinels before averaging. A minute counts
+only where a real sample is under a minute old (``_fresh``): the lookback delta would otherwise carry a sample
+forward 5 minutes over a scrape gap. An hour is complete only where every device was scraped at every minute.
+Each hour [H, H+1h) is evaluated at H+1h-1s so its 60 points are H, H+1m, ..., H+59m on Prometheus 2 (closed
+ranges) and 3 (left-open) alike. A ``max by`` over the identity and workload labels drops duplicate series (two
+scrape jobs, a container or driver label change) without summing them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from allocations.models import Cluster, GpuRequest, Team
 from billing.metering.prometheus import PrometheusClient, PrometheusError, Series
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
 from gpucore import attribution
-from gpucore.attribution import GAUGE_BLANK_FLOOR, HourStats
+from gpucore.attribution import GAUGE_BLANK_FLOOR, GPU_UTIL, GR_ENGINE_ACTIVE, HourStats
 
 logger = logging.getLogger(__name__)
 
@@ -47,15 +49,46 @@ _FLOOR = f"{GAUGE_BLANK_FLOOR:.0f}"
 UTIL_EXPR = f"(DCGM_FI_DEV_GPU_UTIL < {_FLOOR}) or ((DCGM_FI_PROF_GR_ENGINE_ACTIVE < {_FLOOR}) * 100)"
 MEMORY_EXPR = f"DCGM_FI_DEV_FB_USED < {_FLOOR}"
 POWER_EXPR = f"DCGM_FI_DEV_POWER_USAGE < {_FLOOR}"
-QUERIES: dict[str, str] = {
-    "samples": f"max by ({_BY}) (count_over_time(({UTIL_EXPR})[1h:1m]))",
-    "util_avg": f"max by ({_BY}) (avg_over_time(({UTIL_EXPR})[1h:1m]))",
-    "util_max": f"max by ({_BY}) (max_over_time(({UTIL_EXPR})[1h:1m]))",
-    "mem_avg": f"max by ({_BY}) (avg_over_time(({MEMORY_EXPR})[1h:1m]))",
-    "mem_max": f"max by ({_BY}) (max_over_time(({MEMORY_EXPR})[1h:1m]))",
-    # Watts at each minute x 1/60 h, summed: watt-hours; / 1000: kWh.
-    "energy_kwh": f"max by ({_BY}) (sum_over_time(({POWER_EXPR})[1h:1m])) / 60000",
-}
+
+
+def _fresh(*metrics: str, max_age: int) -> str:
+    """The age in seconds of the newest real sample of ``metrics``, where it is under ``max_age`` seconds.
+
+    An instant selector carries a series' last sample forward for the lookback delta (5 min): after a scrape
+    gap, a subquery would count minutes nobody measured (5 real minutes read as 10, and the hour as covered).
+    ``timestamp()`` of a selector is the sample's own time, so ``time() - timestamp()`` is its age at each minute.
+    """
+    return " or ".join(f"(time() - timestamp({metric}) < {max_age})" for metric in metrics)
+
+
+def _measured(expr: str, *metrics: str, max_age: int) -> str:
+    # `and` matches on every label but the name: the device and owner of the same series.
+    return f"(({expr}) and ({_fresh(*metrics, max_age=max_age)}))"
+
+
+def pull_queries(max_age: int = 60) -> dict[str, str]:
+    """The PromQL of a pull: per device, owner and hour, the minutes measured, the coverage and the aggregates.
+
+    A minute counts only where a real sample is under ``max_age`` seconds old (one minute: any scrape interval up
+    to 60 s gives every minute a sample of its own).
+    """
+    util = _measured(UTIL_EXPR, GPU_UTIL, GR_ENGINE_ACTIVE, max_age=max_age)
+    memory = _measured(MEMORY_EXPR, "DCGM_FI_DEV_FB_USED", max_age=max_age)
+    power = _measured(POWER_EXPR, "DCGM_FI_DEV_POWER_USAGE", max_age=max_age)
+    scraped = _fresh(GPU_UTIL, GR_ENGINE_ACTIVE, max_age=max_age)
+    return {
+        "samples": f"max by ({_BY}) (count_over_time({util}[1h:1m]))",
+        # Minutes the device was scraped at all, DCGM blanks included: what says whether the hour is covered.
+        "covered": f"max by ({_BY}) (count_over_time(({scraped})[1h:1m]))",
+        "util_avg": f"max by ({_BY}) (avg_over_time({util}[1h:1m]))",
+        "util_max": f"max by ({_BY}) (max_over_time({util}[1h:1m]))",
+        "mem_avg": f"max by ({_BY}) (avg_over_time({memory}[1h:1m]))",
+        "mem_max": f"max by ({_BY}) (max_over_time({memory}[1h:1m]))",
+        # Watts at each minute x 1/60 h, summed: watt-hours; / 1000: kWh.
+        "energy_kwh": f"max by ({_BY}) (sum_over_time({power}[1h:1m])) / 60000",
+    }
+
+
 _FIELD = {
     "util_avg": "avg_utilization_pct",
     "util_max": "peak_utilization_pct",
@@ -105,14 +138,23 @@ def _hour_of(timestamp: float) -> datetime:
     return datetime.fromtimestamp(round(timestamp) + 1, tz=UTC) - HOUR
 
 
+@dataclass
+class _Collected:
+    """A chunk's rollups per (hour, device, owner), and per (hour, device) the minutes at which it was scraped."""
+
+    rollups: dict[tuple[datetime, str, str, str, str], tuple[attribution.GpuIdentity, attribution.Owner, HourStats]]
+    covered: dict[tuple[datetime, str, str], int]
+
+
 def _collect(
     results: dict[str, list[Series]],
     *,
     cluster: Cluster,
     team_by_namespace: dict[str, int],
     request_team: dict[int, int],
-) -> dict[tuple[datetime, str, str, str, str], tuple[attribution.GpuIdentity, attribution.Owner, HourStats]]:
-    """Per (hour, device, owner), the identity, owner and merged statistics of the query results."""
+) -> _Collected:
+    """Per (hour, device, owner), the identity, owner and merged statistics of the query results; per device, its
+    coverage of each hour."""
     parts: dict[tuple, dict[tuple, dict[str, float]]] = defaultdict(dict)
     meta: dict[tuple, tuple[attribution.GpuIdentity, attribution.Owner]] = {}
     for name, series_list in results.items():
@@ -133,8 +175,11 @@ def _collect(
                 meta.setdefault(key, (identity, owner))
                 # Labels other than those in `by` never reach us, so raw_key separates only true duplicates.
                 parts[key].setdefault(raw_key - {("__name__", series.labels.get("__name__", ""))}, {})[name] = value
-    out = {}
+    rollups = {}
+    owners_covered: dict[tuple[datetime, str, str], list[int]] = defaultdict(list)
     for key, by_series in parts.items():
+        # Duplicate series of one owner measured the same minutes: the most, never the sum.
+        owners_covered[key[:3]].append(max(int(values.get("covered", 0)) for values in by_series.values()))
         stats = []
         for values in by_series.values():
             samples = int(values.get("samples", 0))
@@ -144,25 +189,36 @@ def _collect(
         merged = attribution.merge_stats(stats)
         if merged.samples:
             identity, owner = meta[key]
-            out[key] = (identity, owner, merged)
-    return out
+            rollups[key] = (identity, owner, merged)
+    covered = {device: attribution.device_minutes_covered(minutes) for device, minutes in owners_covered.items()}
+    return _Collected(rollups=rollups, covered=covered)
 
 
 def _read_hours(client: PrometheusClient, first_hour: datetime, last_hour: datetime) -> dict[str, list[Series]]:
     start = first_hour + HOUR - timedelta(seconds=1)
     end = last_hour + HOUR - timedelta(seconds=1)
-    return {name: client.query_range(query, start, end, 3600) for name, query in QUERIES.items()}
+    queries = pull_queries(int(getattr(settings, "BILLING_SCRAPE_MAX_AGE_SECONDS", 60)))
+    return {name: client.query_range(query, start, end, 3600) for name, query in queries.items()}
 
 
 def _write_chunk(
     *,
     cluster: Cluster,
     hours: list[datetime],
-    collected: dict,
+    collected: _Collected,
     complete_before: datetime,
     now: datetime,
 ) -> int:
-    """Replace the chunk's rollups and ingest log in one transaction; advance the watermark over contiguous hours."""
+    """Replace the chunk's rollups and ingest log in one transaction; advance the watermark over contiguous hours.
+
+    An ended hour is complete where every device seen in it was scraped at every minute; a device with minutes
+    missing keeps what was measured (never zero, never carried over) with ``is_complete=False``, and the hour is
+    logged ``partial``, shown as incomplete like a failed one.
+    """
+    short: dict[datetime, dict[tuple[str, str], int]] = defaultdict(dict)
+    for (hour, uuid, mig), minutes in collected.covered.items():
+        if not attribution.hour_is_covered(minutes):
+            short[hour][(uuid, mig)] = minutes
     rows = [
         UtilizationRollup(
             cluster=cluster,
@@ -183,10 +239,10 @@ def _write_chunk(
             avg_memory_used_mib=stats.avg_memory_used_mib,
             peak_memory_used_mib=stats.peak_memory_used_mib,
             energy_kwh=None if identity.is_mig_instance else stats.energy_kwh,
-            is_complete=hour + HOUR <= complete_before,
+            is_complete=hour + HOUR <= complete_before and (identity.uuid, identity.mig_instance_id) not in short[hour],
             pulled_at=now,
         )
-        for (hour, *_), (identity, owner, stats) in collected.items()
+        for (hour, *_), (identity, owner, stats) in collected.rollups.items()
     ]
     per_hour: dict[datetime, int] = defaultdict(int)
     for row in rows:
@@ -220,11 +276,24 @@ def _write_chunk(
         )
         ended = [hour for hour in hours if hour + HOUR <= complete_before]
         for hour in ended:
-            status = IngestStatus.COMPLETE if per_hour.get(hour) else IngestStatus.NO_DATA
-            _log_hour(cluster=cluster, hour=hour, status=status, rows=per_hour.get(hour, 0), error="", now=now)
+            status, note = IngestStatus.COMPLETE if per_hour.get(hour) else IngestStatus.NO_DATA, ""
+            if short.get(hour):
+                status, note = IngestStatus.PARTIAL, _coverage_note(short[hour])
+            _log_hour(cluster=cluster, hour=hour, status=status, rows=per_hour.get(hour, 0), error=note, now=now)
         if ended:
             _advance_watermark(cluster=cluster, watermark=watermark, first=hours[0], last=ended[-1], now=now)
     return len(rows)
+
+
+def _coverage_note(short: dict[tuple[str, str], int]) -> str:
+    """Which devices were not scraped at every minute of the hour, in words, for the ingest log."""
+    fewest = min(short.values())
+    devices = ", ".join(f"{uuid}/{mig}" if mig else uuid for uuid, mig in sorted(short)[:5])
+    more = f" and {len(short) - 5} more" if len(short) > 5 else ""
+    return (
+        f"Scrapes missing: {len(short)} device(s) measured at fewer than 60 of 60 minutes "
+        f"(fewest: {fewest}): {devices}{more}."
+    )
 
 
 def _log_hour(*, cluster: Cluster, hour: datetime, status: str, rows: int, error: str, now: datetime) -> None:

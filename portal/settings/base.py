@@ -364,6 +364,9 @@ BILLING_PROMETHEUS_RETRIES = env_int("BILLING_PROMETHEUS_RETRIES", 3)
 BILLING_PROMETHEUS_BACKOFF_SECONDS = float(env_str("BILLING_PROMETHEUS_BACKOFF_SECONDS") or 0.5)
 BILLING_UTILIZATION_BACKFILL_HOURS = env_int("BILLING_UTILIZATION_BACKFILL_HOURS", 24)
 BILLING_UTILIZATION_MAX_HOURS_PER_PULL = env_int("BILLING_UTILIZATION_MAX_HOURS_PER_PULL", 168)
+# A minute counts as measured when a device's newest real sample is younger than this (raise it above 60 only for
+# scrape intervals longer than a minute); carried-over samples never count.
+BILLING_SCRAPE_MAX_AGE_SECONDS = env_int("BILLING_SCRAPE_MAX_AGE_SECONDS", 60)
 # Share the cost of idle pool capacity among teams in proportion to their allocations (OpenCost's weighted sharing).
 BILLING_SHARE_IDLE_COST = env_bool("BILLING_SHARE_IDLE_COST", False)
 # MIG plan rollouts: seconds between passes over a plan's nodes, and how long one task drives a rollout before it

@@ -11,7 +11,9 @@ from gpucore.attribution import (
     HourStats,
     Owner,
     clean_value,
+    device_minutes_covered,
     gpu_identity,
+    hour_is_covered,
     is_blank,
     merge_stats,
     owner_from_labels,
@@ -229,3 +231,11 @@ def test_merge_weights_averages_and_keeps_peaks() -> None:
 def test_merge_never_counts_more_than_the_hour() -> None:
     assert merge_stats([HourStats(samples=60), HourStats(samples=60)]).samples == 60
     assert merge_stats([]) == HourStats()
+
+
+def test_a_device_hour_is_covered_only_when_its_owners_minutes_fill_it() -> None:
+    assert hour_is_covered(device_minutes_covered([20, 40]))  # a pod left at minute 20: the idle series took over
+    assert device_minutes_covered([31, 30]) == 60  # a hand-over minute scraped under both owners counts once
+    assert not hour_is_covered(device_minutes_covered([5]))  # 55 minutes of scrapes missing
+    assert not hour_is_covered(device_minutes_covered([59]))
+    assert not hour_is_covered(device_minutes_covered([]))
