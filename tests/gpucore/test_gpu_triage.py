@@ -1,4 +1,4 @@
-"""The guide's hardware-vs-software tree (Part 3.4) on measured evidence: only the branches that apply (gpucore.gpu_triage)."""
+"""The guide's hardware-vs-software tree (Part 3.4) on measured evidence (gpucore.gpu_triage)."""
 
 from __future__ import annotations
 
