@@ -23,6 +23,8 @@ app.conf.beat_schedule = {
     "pull-utilization": {"task": "billing.pull_utilization_all", "schedule": 300.0},
     # The audit trail keeps AUDIT_RETENTION_DAYS; older events are deleted once a day.
     "prune-audit-events": {"task": "audit.prune_events", "schedule": crontab(minute=15, hour=3)},
+    # Money budgets: a threshold crossed notifies within the hour, once a month (billing.costs.budget_alerts).
+    "check-team-budgets": {"task": "billing.check_team_budgets", "schedule": crontab(minute=20)},
     "close-monthly-reports": {
         "task": "billing.close_previous_month",
         "schedule": crontab(minute=30, hour=2, day_of_month=1),

@@ -1,4 +1,6 @@
-"""Celery tasks of costs: the monthly email, queued by ``monthly_reports_close`` (registered via ``billing.tasks``).
+"""Celery tasks of costs: the monthly email (queued by ``monthly_reports_close``) and the budget alerts (beat).
+
+Registered via ``billing.tasks``.
 
 Services import these tasks at module level as ``..._task``; a task imports what it runs at module level too, since
 what it runs (``billing.costs.emails``) sits below the services.
@@ -10,6 +12,7 @@ from datetime import date
 
 from celery import shared_task
 
+from billing.costs.budget_alerts import team_budgets_check
 from billing.costs.emails import reports_email
 
 
@@ -18,3 +21,16 @@ def email_monthly_reports(month: str) -> dict[str, object]:
     """Email a closed month's reports (``YYYY-MM``) not sent yet; re-running it sends nothing twice."""
     first = date.fromisoformat(f"{month}-01")
     return {"month": month, "sent": reports_email(month=first)}
+
+
+@shared_task(name="billing.check_team_budgets", acks_late=True)
+def check_team_budgets() -> dict[str, object]:
+    """Notify each money-budget threshold crossed this month, once (beat: hourly); a re-run sends nothing twice."""
+    result = team_budgets_check()
+    return {
+        "month": result.month,
+        "created": result.created,
+        "emailed": result.emailed,
+        "chatted": result.chatted,
+        "failed": result.failed,
+    }

@@ -1,0 +1,161 @@
+"""Budget alerts: each threshold of a team's money budget, once crossed, notifies its leads by email and its chat.
+
+``team_budgets_check`` records a ``BudgetNotice`` per (team, month, threshold) the spend has reached (the unique key
+makes it idempotent), then delivers what is not delivered yet: one message per team naming the highest threshold
+reached, by email to the team's leads and, when the budget has a chat URL, to Slack or Teams through apprise. Each
+channel is marked on the notices when it succeeds, so a retry (or the next hourly run) finishes a failed channel and
+never repeats one that worked. Run by the Celery task ``billing.check_team_budgets`` (beat: hourly).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import apprise
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.formats import number_format
+
+from allocations.models import Membership, Role, Team
+from billing.costs.selectors import team_budget_states
+from billing.models import BudgetNotice, TeamBudget
+from gpucore.budget import MoneyBudgetState
+from gpucore.pricing import to_cents
+
+logger = logging.getLogger(__name__)
+
+
+class ChatDeliveryError(Exception):
+    """The chat service refused the message or could not be reached (apprise logs the details)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetCheckResult:
+    """What one check did: notices made (thresholds newly crossed), and messages delivered per channel."""
+
+    month: str
+    created: int
+    emailed: int
+    chatted: int
+    failed: int
+
+
+def _money(amount: Decimal) -> str:
+    return f"{number_format(to_cents(amount), decimal_pos=2, force_grouping=True)} {settings.PORTAL_CURRENCY}"
+
+
+def budget_message(*, team: Team, state: MoneyBudgetState, threshold_pct: int, month: datetime) -> tuple[str, str]:
+    """The subject and body of the alert for ``threshold_pct`` (the highest threshold reached)."""
+    assert state.budget is not None  # a notice exists only for a team with a budget
+    used = f"{state.used_pct:.0f} %" if state.used_pct is not None else "all"
+    subject = f"[GPU Portal] {team.name} has used {used} of its {month:%B %Y} GPU budget"
+    body = (
+        f"{team.name} has spent {_money(state.spent)} of its {_money(state.budget)} GPU budget for {month:%B %Y} "
+        f"({used}), crossing the {threshold_pct} % threshold.\n"
+        f"At this month's pace it will have spent {_money(state.projected)} by the month's end.\n"
+        f"Thresholds that notify: {', '.join(f'{pct} %' for pct in state.thresholds_pct)}, each once a month."
+    )
+    return subject, body
+
+
+def lead_emails(team: Team) -> list[str]:
+    """Addresses of the team's leads (those who answer for its spend)."""
+    leads = Membership.objects.filter(team=team, role=Role.LEAD, user__is_active=True).exclude(user__email="")
+    return sorted(set(leads.values_list("user__email", flat=True)))
+
+
+def chat_send(*, url: str, title: str, body: str) -> None:
+    """Post one message to the chat named by an apprise URL (``slack://``, ``msteams://``, ``workflows://``...)."""
+    notifier = apprise.Apprise()
+    if not notifier.add(url):
+        raise ChatDeliveryError("The chat URL is not one apprise understands.")
+    if not notifier.notify(title=title, body=body):
+        raise ChatDeliveryError("The chat service did not accept the message.")
+
+
+def _deliver(*, budget: TeamBudget, state: MoneyBudgetState, month: datetime) -> tuple[bool, bool, bool]:
+    """Deliver the team's undelivered notices of ``month`` under a row lock; (emailed, chatted, failed)."""
+    emailed = chatted = failed = False
+    with transaction.atomic():
+        # skip_locked: a concurrent run (a retry overlapping a beat run) leaves these rows to the one holding them.
+        pending = list(
+            BudgetNotice.objects.select_for_update(skip_locked=True)
+            .filter(team=budget.team, month=month.date())
+            .filter(Q(emailed_at__isnull=True) | Q(chat_sent_at__isnull=True))
+            .order_by("threshold_pct")
+        )
+        if not pending:
+            return emailed, chatted, failed
+        subject, body = budget_message(
+            team=budget.team, state=state, threshold_pct=pending[-1].threshold_pct, month=month
+        )
+        errors: list[str] = []
+        now = timezone.now()
+        unmailed = [notice.pk for notice in pending if notice.emailed_at is None]
+        if unmailed:
+            try:
+                recipients = lead_emails(budget.team)
+                if recipients:
+                    send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
+                    emailed = True
+                else:
+                    errors.append("email: the team has no lead with an email address")
+                BudgetNotice.objects.filter(pk__in=unmailed).update(emailed_at=now)
+            except OSError as exc:
+                logger.exception("Budget email of team %s failed", budget.team.slug)
+                errors.append(f"email: {exc}")
+                failed = True
+        unchatted = [notice.pk for notice in pending if notice.chat_sent_at is None]
+        if unchatted and budget.chat_webhook_url:
+            try:
+                chat_send(url=budget.chat_webhook_url, title=subject.removeprefix("[GPU Portal] "), body=body)
+                BudgetNotice.objects.filter(pk__in=unchatted).update(chat_sent_at=now)
+                chatted = True
+            except ChatDeliveryError as exc:
+                logger.warning("Budget chat message of team %s failed: %s", budget.team.slug, exc)
+                errors.append(f"chat: {exc}")
+                failed = True
+        elif unchatted:
+            BudgetNotice.objects.filter(pk__in=unchatted).update(chat_sent_at=now)  # no chat configured: nothing owed
+        BudgetNotice.objects.filter(pk__in=[notice.pk for notice in pending]).update(last_error="; ".join(errors))
+    return emailed, chatted, failed
+
+
+def team_budgets_check(*, now: datetime | None = None) -> BudgetCheckResult:
+    """Record every budget threshold crossed this month and deliver what is not delivered; idempotent."""
+    now = now or timezone.now()
+    month = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    budgets = list(TeamBudget.objects.select_related("team").order_by("team__slug"))
+    states = team_budget_states(teams=[budget.team for budget in budgets], now=now)
+    created = emailed = chatted = failed = 0
+    for budget in budgets:
+        state = states[budget.team.pk]
+        for pct in state.crossed_pct:
+            _, made = BudgetNotice.objects.get_or_create(
+                team=budget.team,
+                month=month.date(),
+                threshold_pct=pct,
+                defaults={
+                    "spent": to_cents(state.spent),
+                    "budget": to_cents(state.budget or Decimal(0)),
+                    "projected": to_cents(state.projected),
+                    "currency": settings.PORTAL_CURRENCY,
+                    "crossed_at": now,
+                },
+            )
+            created += made
+        try:
+            did_email, did_chat, did_fail = _deliver(budget=budget, state=state, month=month)
+        except Exception:  # one team's failure never holds back the others
+            logger.exception("Budget alerts of team %s failed", budget.team.slug)
+            did_email, did_chat, did_fail = False, False, True
+        emailed += did_email
+        chatted += did_chat
+        failed += did_fail
+    return BudgetCheckResult(month=f"{month:%Y-%m}", created=created, emailed=emailed, chatted=chatted, failed=failed)
