@@ -20,7 +20,17 @@ from django.utils import timezone
 from allocations.gateways.base import ApplyResult, ClusterGateway, PermanentGatewayError, WorkloadStatus
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.mig_layouts import mig_node_configs_of_cluster
-from allocations.models import Cluster, ClusterScheduler, GpuRequest, NodePool, Quota, RequestStatus, SlaTier, Team
+from allocations.models import (
+    Cluster,
+    ClusterScheduler,
+    GpuRequest,
+    NodePool,
+    Quota,
+    RequestEvent,
+    RequestStatus,
+    SlaTier,
+    Team,
+)
 from allocations.notifications import notify_expiry_soon_on_commit
 from allocations.selectors import catalog_from_db, cluster_gateway, tier_spec
 from gpucore.manifests import (
@@ -230,7 +240,9 @@ def _record_observation(request: GpuRequest, status: WorkloadStatus) -> Outcome:
         detail = status.message or status.phase
     updates: dict[str, Any] = {"observed_phase": status.phase, "observed_at": now, "status_detail": detail}
     if request.status == RequestStatus.PROVISIONING and status.phase in RUNNING_PHASES:
-        updates["activated_at"] = now  # the same instant the expiry counts from
+        # Billing counts GPUs held from activated_at (allocation_intervals): a re-apply of a running request keeps
+        # its first activation; after a failure the held span starts again (the failed one held nothing).
+        updates["activated_at"] = request.activated_at if _held_since_activation(request) else now
         if request.expires_at is None and request.duration_hours:
             updates["expires_at"] = now + timedelta(hours=float(request.duration_hours))
         gpu_request_transition(
@@ -239,6 +251,14 @@ def _record_observation(request: GpuRequest, status: WorkloadStatus) -> Outcome:
         return Outcome(request.pk, "activated", detail)
     GpuRequest.objects.filter(pk=request.pk).update(**updates)
     return Outcome(request.pk, "observed", detail)
+
+
+def _held_since_activation(request: GpuRequest) -> bool:
+    """Whether the request was activated before and has held its GPUs since (no failure in between)."""
+    if request.activated_at is None:
+        return False
+    failed = RequestEvent.objects.filter(request=request, to_status=RequestStatus.FAILED, at__gte=request.activated_at)
+    return not failed.exists()
 
 
 def gpu_request_provision(*, request_id: int, task_id: str = "", gateway: ClusterGateway | None = None) -> Outcome:

@@ -141,3 +141,26 @@ def test_a_release_that_lands_while_applying_withdraws_the_applied_objects(demo_
 
     assert outcome.action == "withdrawn"
     assert not any(doc["kind"] == "Job" for doc in tree(gitops_root).values())
+
+
+def test_a_re_applied_request_keeps_its_first_activation_and_a_failed_one_starts_again(demo_org) -> None:
+    """Billing counts held GPUs from activated_at: a re-apply must not drop the hours before it."""
+    from allocations.lifecycle import gpu_request_transition
+    from allocations.services import gpu_request_reapply
+
+    request = approved(demo_org)
+    first = request.activated_at
+    assert request.status == RequestStatus.ACTIVE and first is not None
+
+    gpu_request_reapply(request=request, acting_user=demo_org.approver)
+    request.refresh_from_db()
+    assert request.status == RequestStatus.ACTIVE
+    assert request.activated_at == first
+
+    gpu_request_transition(
+        request=request, to_status=RequestStatus.FAILED, acting_user=None, updates={"status_detail": "node lost"}
+    )
+    gpu_request_reapply(request=request, acting_user=demo_org.approver)
+    request.refresh_from_db()
+    assert request.status == RequestStatus.ACTIVE
+    assert request.activated_at > first
