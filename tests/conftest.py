@@ -43,6 +43,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    _report_figures(terminalreporter)
+    _report_missing_services(terminalreporter)
+
+
+def _report_figures(terminalreporter: pytest.TerminalReporter) -> None:
+    """The figures the failure tests measured (``record_property("figure", ...)``), shown in every run's log: CI
+    runs without ``-s``, so a passing test's print would be hidden (xdist carries the properties back too)."""
+    figures = [
+        (report.nodeid, value)
+        for outcome in ("passed", "failed")
+        for report in terminalreporter.stats.get(outcome, [])
+        if getattr(report, "when", "") == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == "figure"
+    ]
+    if not figures:
+        return
+    terminalreporter.section("figures measured by the failure tests")
+    for nodeid, value in figures:
+        terminalreporter.write_line(f"{nodeid}:\n  {value}")
+
+
+def _report_missing_services(terminalreporter: pytest.TerminalReporter) -> None:
     skipped = [
         report
         for report in terminalreporter.stats.get("skipped", [])

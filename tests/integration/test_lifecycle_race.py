@@ -71,7 +71,7 @@ def _race(org: Any, pk: int) -> dict[str, int]:
         return dict(pool.map(post, actions))
 
 
-def test_approve_cancel_and_release_racing_on_one_request(org):
+def test_approve_cancel_and_release_racing_on_one_request(org, record_property):
     outcomes: Counter[str] = Counter()
     problems: list[str] = []
     for trial in range(TRIALS):
@@ -94,11 +94,13 @@ def test_approve_cancel_and_release_racing_on_one_request(org):
     queued = _queued_provisionings()
     approvals = RequestEvent.objects.filter(to_status=RequestStatus.APPROVED).count()
     double_provisioning = sum(1 for count in queued.values() if count > 1)
-    print(
-        f"\n{TRIALS} trials of approve/cancel/release at once: outcomes {dict(outcomes)}; "
+    figure = (
+        f"{TRIALS} trials of approve/cancel/release at once: outcomes {dict(outcomes)}; "
         f"{len(problems)} double wins or stray events; {approvals} approvals, {sum(queued.values())} provisionings "
         f"queued, {double_provisioning} requests provisioned twice"
     )
+    print(f"\n{figure}")
+    record_property("figure", figure)
     assert not problems, "\n".join(problems)
     assert sum(queued.values()) == approvals
     assert double_provisioning == 0

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.redis, 
 LIMIT, SENT = 30, 90
 
 
-def test_rate_limit_is_shared_by_gunicorn_workers() -> None:
+def test_rate_limit_is_shared_by_gunicorn_workers(record_property) -> None:
     org = build_demo_org()
     token = Token.objects.create(user=org.member).key
     # Per hour, so a minute boundary in the middle of the run cannot reset the window.
@@ -31,8 +31,10 @@ def test_rate_limit_is_shared_by_gunicorn_workers() -> None:
         with ThreadPoolExecutor(max_workers=6) as pool:
             codes = Counter(pool.map(call, range(SENT)))
         workers = server.worker_pids()
-    print(
-        f"\nrate limit {LIMIT}/hour, {SENT} requests over 2 gunicorn workers ({len(workers)} answered): {dict(codes)}"
+    figure = (
+        f"rate limit {LIMIT}/hour, {SENT} requests over 2 gunicorn workers ({len(workers)} answered): {dict(codes)}"
     )
+    print(f"\n{figure}")
+    record_property("figure", figure)
     assert len(workers) == 2, "both workers must have answered for the test to mean anything"
     assert codes == {200: LIMIT, 429: SENT - LIMIT}
