@@ -10,11 +10,12 @@ from typing import Any
 
 from django import template
 
-from allocations.models import GpuRequest, Team
+from allocations.models import Cluster, GpuRequest, Team
 from billing.costs.budget import request_budget_effect
 from billing.costs.selectors import team_month_to_date
 from billing.costs.whatif import price_basis
 from billing.utilization.selectors import request_utilization_context, team_utilization_context
+from billing.utilization.troubleshooting import cluster_triage_context, request_triage_context
 from gpucore.pricing import CATALOG_PRICE_BASIS
 
 register = template.Library()
@@ -30,6 +31,18 @@ def team_month_to_date_panel(team: Team) -> dict[str, Any]:
 def request_utilization_panel(context: template.Context, gpu_request: GpuRequest) -> dict[str, Any]:
     """The request's utilization, alerts and right-sizing advice, for the viewing user."""
     return request_utilization_context(user=context["request"].user, request=gpu_request)
+
+
+@register.inclusion_tag("billing/_gpu_troubleshooting.html", takes_context=True)
+def request_troubleshooting_panel(context: template.Context, gpu_request: GpuRequest) -> dict[str, Any]:
+    """The guide's hardware-vs-software tree on what the request's GPUs and messages showed."""
+    return request_triage_context(user=context["request"].user, request=gpu_request)
+
+
+@register.inclusion_tag("billing/_gpu_troubleshooting.html", takes_context=True)
+def cluster_troubleshooting_panel(context: template.Context, cluster: Cluster) -> dict[str, Any]:
+    """The guide's hardware-vs-software tree on what the cluster's GPUs showed in the last day."""
+    return cluster_triage_context(user=context["request"].user, cluster=cluster)
 
 
 @register.inclusion_tag("billing/_team_utilization.html", takes_context=True)

@@ -1,0 +1,180 @@
+"""Reads for the hardware-vs-software troubleshooting tree on the request and cluster pages.
+
+The rules are pure (``gpucore.gpu_triage``); this module gathers their evidence: XID codes and driver versions per
+GPU and hour (``GpuHealthHour``), the hottest minute per GPU (``UtilizationRollup.max_temperature_c``) and the
+messages requests carry (``GpuRequest.status_detail``: the scheduler's or kubelet's words, a failed container's last
+lines). A request looks at the GPUs it held, in the hours it held them; a cluster at all its GPUs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from allocations.models import Cluster, GpuRequest, RequestStatus
+from allocations.selectors import User, clusters_visible_to, gpu_requests_visible_to
+from billing.models import GpuHealthHour, UtilizationRollup
+from billing.utilization.selectors import window
+from gpucore.alerts import TEMPERATURE_LIMIT_C
+from gpucore.gpu_triage import GpuSignals, Message, triage
+
+REQUEST_WINDOW_DAYS = 7
+CLUSTER_WINDOW_DAYS = 1
+MAX_MESSAGES = 50
+# Observed phases of a workload that is in trouble: the tree's last leaf (the container runtime) may apply.
+FAILING_PHASES = frozenset({"Failed", "CrashLoopBackOff"})
+
+
+def _signals(
+    rows: Iterable[dict[str, Any]], temperatures: dict[str, tuple[float, datetime | None]]
+) -> list[GpuSignals]:
+    """One GpuSignals per GPU from its health hours (oldest first) and its hottest minute."""
+    by_gpu: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        gpu = by_gpu.setdefault(row["gpu_uuid"], {"codes": [], "events": 0, "last_hour": None})
+        gpu.update(hostname=row["hostname"], index=row["gpu_index"], model=row["gpu_model_name"])
+        if row["driver_version"]:
+            gpu["driver"] = row["driver_version"]
+        for code in row["xid_codes"] or ():
+            if code not in gpu["codes"]:
+                gpu["codes"].append(code)
+        gpu["events"] += row["xid_events"]
+        if row["xid_codes"]:
+            gpu["last_hour"] = row["hour"]
+    uuids = list(by_gpu) + [uuid for uuid in temperatures if uuid not in by_gpu]
+    signals = []
+    for uuid in uuids:
+        gpu = by_gpu.get(uuid, {})
+        hottest, hottest_hour = temperatures.get(uuid, (None, None))
+        signals.append(
+            GpuSignals(
+                gpu_uuid=uuid,
+                hostname=gpu.get("hostname", ""),
+                gpu_index=gpu.get("index"),
+                gpu_model=gpu.get("model", ""),
+                driver_version=gpu.get("driver", ""),
+                xid_codes=tuple(gpu.get("codes", ())),
+                xid_events=gpu.get("events", 0),
+                last_xid_hour=gpu.get("last_hour"),
+                max_temperature_c=hottest,
+                hottest_hour=hottest_hour,
+            )
+        )
+    return signals
+
+
+_HEALTH_FIELDS = (
+    "gpu_uuid",
+    "hour",
+    "hostname",
+    "gpu_index",
+    "gpu_model_name",
+    "driver_version",
+    "xid_codes",
+    "xid_events",
+)
+
+
+def _hot_gpus(rollups: Any) -> dict[str, tuple[float, datetime | None]]:
+    """Each GPU's hottest minute in the rollups, with its hour when above the alert limit (one more query)."""
+    hottest = {
+        row["gpu_uuid"]: (row["hottest"], None)
+        for row in rollups.values("gpu_uuid").annotate(hottest=Max("max_temperature_c"))
+        if row["hottest"] is not None
+    }
+    hot = [uuid for uuid, (value, _) in hottest.items() if value > TEMPERATURE_LIMIT_C]
+    if hot:
+        for row in (
+            rollups.filter(gpu_uuid__in=hot, max_temperature_c__gt=TEMPERATURE_LIMIT_C)
+            .order_by("gpu_uuid", "-max_temperature_c", "-hour")
+            .values("gpu_uuid", "hour", "max_temperature_c")
+        ):
+            value, hour = hottest[row["gpu_uuid"]]
+            if hour is None and row["max_temperature_c"] == value:
+                hottest[row["gpu_uuid"]] = (value, row["hour"])
+    return hottest
+
+
+def cluster_drivers(*, cluster_ids: Iterable[int], start: datetime, end: datetime) -> dict[str, str]:
+    """Each node's latest reported NVIDIA driver version in [start, end) (hostname -> version)."""
+    rows = (
+        GpuHealthHour.objects.filter(cluster_id__in=list(cluster_ids), hour__gte=start, hour__lt=end)
+        .exclude(driver_version="")
+        .order_by("hostname", "-hour")
+        .distinct("hostname")
+        .values_list("hostname", "driver_version")
+    )
+    return dict(rows)
+
+
+def request_triage_context(*, user: User, request: GpuRequest, now: datetime | None = None) -> dict[str, Any]:
+    """Context of ``billing/_gpu_troubleshooting.html`` for a request (``{"triage": None}`` when not visible)."""
+    if not gpu_requests_visible_to(user=user).filter(pk=request.pk).exists():
+        return {"triage": None}
+    start, end = window(days=REQUEST_WINDOW_DAYS, now=now)
+    rollups = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
+    held: dict[tuple[int, str], set[datetime]] = defaultdict(set)
+    for cluster_id, uuid, hour in rollups.values_list("cluster_id", "gpu_uuid", "hour"):
+        held[(cluster_id, uuid)].add(hour)
+    health = []
+    if held:
+        scope = Q()
+        for cluster_id, uuid in held:
+            scope |= Q(cluster_id=cluster_id, gpu_uuid=uuid)
+        for row in (
+            GpuHealthHour.objects.filter(scope, hour__gte=start, hour__lt=end)
+            .order_by("hour")
+            .values("cluster_id", *_HEALTH_FIELDS)
+        ):
+            # Only the hours the request held the GPU: an XID of the team before or after is not its evidence.
+            if row["hour"] in held[(row["cluster_id"], row["gpu_uuid"])]:
+                health.append(row)
+    gpus = _signals(health, _hot_gpus(rollups))
+    cluster_ids = {cluster_id for cluster_id, _ in held} or ({request.cluster_id} if request.cluster_id else set())
+    drivers = cluster_drivers(cluster_ids=cluster_ids, start=end - timedelta(days=1), end=end)
+    messages = [Message(f"Request #{request.pk}", request.status_detail)] if request.status_detail else []
+    failing = request.status == RequestStatus.FAILED or request.observed_phase in FAILING_PHASES
+    return {
+        "triage": {
+            "scope": "this request's GPUs",
+            "days": REQUEST_WINDOW_DAYS,
+            "gpu_count": len(gpus),
+            "has_readings": bool(gpus) or bool(messages),
+            "branches": triage(gpus=gpus, drivers=drivers, messages=messages, failing=failing),
+        }
+    }
+
+
+def cluster_triage_context(*, user: User, cluster: Cluster, now: datetime | None = None) -> dict[str, Any]:
+    """Context of ``billing/_gpu_troubleshooting.html`` for a cluster (platform admins; None for anyone else)."""
+    if not clusters_visible_to(user=user).filter(pk=cluster.pk).exists():
+        return {"triage": None}
+    start, end = window(days=CLUSTER_WINDOW_DAYS, now=now or timezone.now())
+    health = GpuHealthHour.objects.filter(cluster=cluster, hour__gte=start, hour__lt=end)
+    # Only GPUs with an XID need their hours read; the others count and give their driver version below.
+    xid_rows = health.exclude(xid_codes=[]).order_by("hour").values(*_HEALTH_FIELDS)
+    gpus = _signals(
+        xid_rows, _hot_gpus(UtilizationRollup.objects.filter(cluster=cluster, hour__gte=start, hour__lt=end))
+    )
+    drivers = cluster_drivers(cluster_ids=[cluster.pk], start=start, end=end)
+    recent = (
+        GpuRequest.objects.filter(Q(cluster=cluster) | Q(node_pool__cluster=cluster), updated_at__gte=start)
+        .exclude(status_detail="")
+        .order_by("-updated_at")
+        .values_list("pk", "name", "status_detail")[:MAX_MESSAGES]
+    )
+    messages = [Message(f"Request #{pk} {name}", detail) for pk, name, detail in recent]
+    return {
+        "triage": {
+            "scope": "this cluster's GPUs",
+            "days": CLUSTER_WINDOW_DAYS,
+            "gpu_count": health.values("gpu_uuid").distinct().count(),
+            "has_readings": True,
+            "branches": triage(gpus=gpus, drivers=drivers, messages=messages),
+        }
+    }
