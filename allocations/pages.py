@@ -6,6 +6,7 @@ Selectors stay plain reads scoped to the user; the shape of a page (rows, button
 
 from __future__ import annotations
 
+import shlex
 from urllib.parse import urlencode
 
 from django.db.models import Q
@@ -14,6 +15,7 @@ from allocations.extension_services import extend_refusal, extension_decide_refu
 from allocations.models import (
     POLLING_STATUSES,
     QUOTA_HOLDING_STATUSES,
+    TERMINAL_STATUSES,
     AllocationExtension,
     ExtensionStatus,
     GpuRequest,
@@ -27,6 +29,7 @@ from allocations.selectors import (
     User,
     catalog_from_db,
     clusters_visible_to,
+    gpu_request_detail,
     gpu_requests_visible_to,
     membership_role,
     pending_extensions_queue,
@@ -129,8 +132,42 @@ def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
             approver and request.status == RequestStatus.PENDING_APPROVAL and request.requester_id == user.pk
         ),
         "extend": extend_refusal(user=user, request=request) is None,
+        # Cloning only pre-fills a form; submitting it is checked like any new request (the user's own teams).
+        "clone": request.status in CLONABLE_STATUSES and teams_of(user).filter(pk=request.team_id).exists(),
         "reapply": reapply_refusal(user=user, request=request) is None,
     }
+
+
+# Requests the detail page offers to clone into a new form: those that will not run again (rejected, ended, failed).
+CLONABLE_STATUSES = frozenset({*TERMINAL_STATUSES, RequestStatus.FAILED})
+CLONE_NAME_SUFFIX = " (copy)"
+
+
+def gpu_request_clone_initial(*, user: User, pk: int) -> dict[str, object]:
+    """The new-request form pre-filled from one of the user's visible requests (GpuRequest.DoesNotExist otherwise):
+    the same team, profile, tier, cluster, image and command; a duration but never a past expiry date."""
+    source = gpu_request_detail(user=user, pk=pk)
+    name = source.name[: 100 - len(CLONE_NAME_SUFFIX)] + CLONE_NAME_SUFFIX
+    initial: dict[str, object] = {
+        "team": source.team.slug,
+        "name": name,
+        "purpose": source.purpose,
+        "workload_type": source.workload_type,
+        "gpu_memory_gb": source.gpu_memory_gb,
+        "gpu_count": source.gpu_count,
+        "replicas": source.replicas,
+        "latency_sensitive": "true" if source.latency_sensitive else "false",
+        "latency_p99_ms": source.latency_p99_ms,
+        "isolation_required": source.isolation_required,
+        "expected_utilization_pct": source.expected_utilization_pct,
+        "gpu_model": source.gpu_model_requested,
+        "sla_tier": source.sla_tier.slug if source.sla_tier else "",
+        "duration_hours": source.duration_hours,
+        "cluster": source.cluster.name if source.cluster else "",
+        "image": source.image,
+        "command": shlex.join(source.command or []),
+    }
+    return {key: value for key, value in initial.items() if value is not None}
 
 
 def gpu_request_extension_rows(*, user: User, request: GpuRequest) -> list[dict[str, object]]:

@@ -42,6 +42,7 @@ from allocations.pages import (
     cluster_overview_rows,
     global_search,
     gpu_request_actions,
+    gpu_request_clone_initial,
     gpu_request_extension_rows,
     gpu_request_live_status,
     gpu_request_manifests_yaml,
@@ -95,6 +96,8 @@ def _error_text(error: Exception) -> str:
 def request_new(request: HttpRequest) -> HttpResponse:
     """Describe a workload, preview the recommendation live, and submit the request for approval."""
     initial = {**_initial_from_query(request), "submission_token": uuid.uuid4()}
+    if request.method == "GET" and request.GET.get("from"):
+        initial.update(_clone_initial(request))
     form = GpuRequestForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
         token = str(form.cleaned_data.get("submission_token") or "")
@@ -155,6 +158,19 @@ def request_preview(request: HttpRequest) -> HttpResponse:
         for name, messages in errors.items()
     ]
     return render(request, "allocations/_preview_errors.html", {"errors": rows}, status=400)
+
+
+def _clone_initial(request: HttpRequest) -> dict[str, object]:
+    """``?from=<id>``: the form pre-filled from that request; 404 for a request the user may not see."""
+    source = request.GET["from"]
+    if not source.isdigit():
+        raise BadRequest(f"from: Give a request id, not {source!r}.")
+    try:
+        initial = gpu_request_clone_initial(user=request.user, pk=int(source))
+    except GpuRequest.DoesNotExist as exc:
+        raise Http404("No such request in your teams.") from exc
+    messages.info(request, f"Pre-filled from request #{source}: check the values, then submit.")
+    return initial
 
 
 def _initial_from_query(request: HttpRequest) -> dict[str, str]:
