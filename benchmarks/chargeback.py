@@ -35,8 +35,11 @@ def setup_django() -> None:
     from django.conf import settings
     from django.db import connection
 
+    # Named after the configured database, so two checkouts sharing one PostgreSQL server never drop each other's.
     settings.DATABASES["default"]["TEST"]["NAME"] = (
-        "bench_chargeback_gpu_portal" if connection.vendor == "postgresql" else str(Path("var/bench_chargeback.db"))
+        f"bench_chargeback_{settings.DATABASES['default']['NAME']}"
+        if connection.vendor == "postgresql"
+        else str(Path("var/bench_chargeback.db"))
     )
     connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
 

@@ -8,9 +8,10 @@ never says what its table does not; the forecast figures draw ``PoolForecast`` h
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
@@ -20,7 +21,11 @@ from billing.costs.dashboards import IDLE_LABEL, Table
 if TYPE_CHECKING:
     from billing.utilization.selectors import PoolForecast
 
-PALETTE = ["#2f6fed", "#76b900", "#b7791f", "#9f7aea", "#e53e3e", "#319795", "#d53f8c", "#718096", "#dd6b20", "#3182ce"]
+# Tableau 20: distinct enough side by side; grey is left for idle capacity.
+PALETTE = [
+    "#4e79a7", "#a0cbe8", "#f28e2b", "#ffbe7d", "#59a14f", "#8cd17d", "#b6992d", "#f1ce63", "#499894", "#86bcb6",
+    "#e15759", "#ff9d9a", "#d37295", "#fabfd2", "#b07aa1", "#d4a6c8", "#9d7660", "#d7b5a6", "#2f6fed", "#76b900",
+]  # fmt: skip
 IDLE_COLOUR = "#cbd5e0"
 REQUEST_MARGIN = {"l": 240, "r": 20, "t": 24, "b": 40}
 STRATEGY_COLOURS = {"dedicated": "#2f6fed", "mig": "#76b900", "time-slicing": "#dd6b20"}
@@ -46,42 +51,76 @@ def figure_json(fig: go.Figure) -> str:
     return json.dumps({"data": fig.to_plotly_json()["data"], "layout": fig.to_plotly_json()["layout"]}, default=str)
 
 
-def cost_over_time_figure(table: Table, currency: str) -> go.Figure:
-    """Organisation cost per month, stacked by team (idle capacity last, in grey)."""
+def series_colour(name: str) -> str:
+    """One colour per team (or pool, model, ...) for every viewer and page: a stable hash of the name into PALETTE."""
+    if name == IDLE_LABEL:
+        return IDLE_COLOUR
+    digest = hashlib.sha256(name.encode()).digest()
+    return PALETTE[int.from_bytes(digest[:4], "big") % len(PALETTE)]
+
+
+def cost_over_time_figure(
+    table: Table, currency: str, *, drill_down: Callable[[str, str], str] | None = None, group_label: str = "team"
+) -> go.Figure:
+    """Cost per month stacked by group; idle capacity, when shown, is a line on its own axis so teams keep scale.
+
+    ``drill_down(month, group)`` gives each bar's link to the requests behind it (``customdata``; dashboards.js
+    follows it on click).
+    """
     _, rows = table
     months = sorted({r[0] for r in rows})
-    by_team: dict[str, dict[str, float]] = defaultdict(dict)
-    for month, team, amount in rows:
-        by_team[team][month] = float(amount)
+    by_group: dict[str, dict[str, float]] = defaultdict(dict)
+    for month, group, amount in rows:
+        by_group[group][month] = float(amount)
     fig = go.Figure()
-    teams = sorted(t for t in by_team if t != IDLE_LABEL)
-    for index, team in enumerate([*teams, IDLE_LABEL] if IDLE_LABEL in by_team else teams):
-        colour = IDLE_COLOUR if team == IDLE_LABEL else PALETTE[index % len(PALETTE)]
+    for group in sorted(g for g in by_group if g != IDLE_LABEL):
         fig.add_bar(
-            name=team,
+            name=group,
             x=months,
-            y=[by_team[team].get(m, 0.0) for m in months],
-            marker_color=colour,
-            hovertemplate=f"{team}<br>%{{x}}: %{{y:,.2f}} {currency}<extra></extra>",
+            y=[by_group[group].get(m, 0.0) for m in months],
+            marker_color=series_colour(group),
+            customdata=[drill_down(m, group) for m in months] if drill_down else None,
+            hovertemplate=f"{group}<br>%{{x}}: %{{y:,.2f}} {currency}<extra></extra>",
         )
+    layout = _layout(f"GPU cost per month, by {group_label}", barmode="stack")
+    if IDLE_LABEL in by_group:
+        fig.add_scatter(
+            name="Idle capacity (right axis)",
+            x=months,
+            y=[by_group[IDLE_LABEL].get(m, 0.0) for m in months],
+            yaxis="y2",
+            mode="lines+markers",
+            line={"color": "#718096", "dash": "dot"},
+            hovertemplate=f"Idle capacity<br>%{{x}}: %{{y:,.2f}} {currency}<extra></extra>",
+        )
+        layout["yaxis2"] = {
+            "title": {"text": f"Idle, {currency}"},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "tickformat": ",.0f",
+            "showgrid": False,
+        }
+        layout["margin"] = {**layout["margin"], "r": 70}
     fig.update_layout(
-        **_layout("GPU cost per month, by team", barmode="stack"),
-        yaxis={"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3"},
+        **layout,
+        yaxis={"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3", "rangemode": "tozero"},
         xaxis={"type": "category"},
     )
     return fig
 
 
-def allocation_vs_utilization_figure(table: Table) -> go.Figure:
-    """Allocated GPU-hours against busy GPU-hours (measured hours x utilization) per team, utilization on top."""
+def allocation_vs_utilization_figure(table: Table, budgets: dict[str, Any] | None = None) -> go.Figure:
+    """Allocated against busy GPU-hours (measured hours x utilization) per group, utilization on top; each team's
+    GPU-hour budget for the range as a marker over its bars."""
     _, rows = table
-    teams = [r[0] for r in rows]
+    groups = [r[0] for r in rows]
     fig = go.Figure()
-    fig.add_bar(name="Allocated GPU-hours", x=teams, y=[r[1] for r in rows], marker_color="#2f6fed")
-    fig.add_bar(name="Busy GPU-hours (measured)", x=teams, y=[r[3] or 0 for r in rows], marker_color="#76b900")
+    fig.add_bar(name="Allocated GPU-hours", x=groups, y=[r[1] for r in rows], marker_color="#2f6fed")
+    fig.add_bar(name="Busy GPU-hours (measured)", x=groups, y=[r[3] or 0 for r in rows], marker_color="#76b900")
     fig.add_scatter(
         name="Avg utilization %",
-        x=teams,
+        x=groups,
         y=[r[4] for r in rows],
         yaxis="y2",
         mode="markers+text",
@@ -89,9 +128,19 @@ def allocation_vs_utilization_figure(table: Table) -> go.Figure:
         textposition="top center",
         marker={"color": "#b7791f", "size": 10},
     )
+    budgeted = [g for g in groups if budgets and g in budgets]
+    if budgeted:
+        fig.add_scatter(
+            name="Budget (GPU-hours)",
+            x=budgeted,
+            y=[float(budgets[g]) for g in budgeted],
+            mode="markers",
+            marker={"symbol": "line-ew-open", "size": 36, "line": {"width": 3, "color": "#c53030"}},
+            hovertemplate="%{x}<br>budget %{y:,.0f} GPU-hours<extra></extra>",
+        )
     fig.update_layout(
         **_layout("Allocation vs measured utilization", barmode="group"),
-        yaxis={"title": {"text": "GPU-hours"}, "gridcolor": "#edf0f3"},
+        yaxis={"title": {"text": "GPU-hours"}, "gridcolor": "#edf0f3", "rangemode": "tozero"},
         yaxis2={
             "title": {"text": "Utilization %"},
             "overlaying": "y",
@@ -125,16 +174,16 @@ def strategy_mix_figure(table: Table, currency: str) -> go.Figure:
     )
     fig.update_layout(
         **_layout("Strategy mix: charged vs all-dedicated", barmode="group"),
-        yaxis={"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3"},
+        yaxis={"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3", "rangemode": "tozero"},
     )
     return fig
 
 
 def heatmap_figure(table: Table) -> go.Figure:
-    """Average utilization per pool and hour (colour 0-100 %)."""
+    """Average utilization per pool and UTC day (colour 0-100 %)."""
     _, rows = table
     pools = sorted({r[0] for r in rows})
-    hours = sorted({r[1] for r in rows})
+    hours = sorted({r[1] for r in rows})  # ISO days
     index = {h: i for i, h in enumerate(hours)}
     pool_index = {p: i for i, p in enumerate(pools)}
     z: list[list[float | None]] = [[None] * len(hours) for _ in pools]
@@ -143,7 +192,7 @@ def heatmap_figure(table: Table) -> go.Figure:
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=[h[:13].replace("T", " ") + "h" for h in hours],
+            x=hours,
             y=pools,
             zmin=0,
             zmax=100,
@@ -152,21 +201,27 @@ def heatmap_figure(table: Table) -> go.Figure:
             hovertemplate="%{y}<br>%{x}: %{z:.0f}%<extra></extra>",
         )
     )
-    fig.update_layout(**_layout("Utilization per pool by hour"), xaxis={"nticks": 12})
+    fig.update_layout(**_layout("Utilization per pool by day"), xaxis={"type": "category", "nticks": 12})
     return fig
 
 
-def cost_per_request_figure(table: Table, currency: str) -> go.Figure:
-    """The most expensive requests of the month, as horizontal bars coloured by strategy."""
-    _, rows = table
+def cost_per_request_figure(
+    table: Table, currency: str, *, request_url: Callable[[int], str] | None = None
+) -> go.Figure:
+    """The most expensive requests of the range, as horizontal bars coloured by strategy; a click opens the request."""
+    columns, rows = table
+    cost, request = columns.index("cost"), columns.index("request")
     ordered = list(reversed(rows))
-    labels = [f"{r[0]} · {r[2]}" for r in ordered]
+    labels = [f"{r[0]} · {r[2]}" + (f" #{r[request]}" if isinstance(r[request], int) else "") for r in ordered]
     fig = go.Figure(
         go.Bar(
-            x=[float(r[6]) for r in ordered],
+            x=[float(r[cost]) for r in ordered],
             y=labels,
             orientation="h",
             marker_color=[STRATEGY_COLOURS.get(r[3], "#718096") for r in ordered],
+            customdata=[
+                request_url(r[request]) if request_url and isinstance(r[request], int) else "" for r in ordered
+            ],
             hovertemplate=f"%{{y}}<br>%{{x:,.2f}} {currency}<extra></extra>",
         )
     )
@@ -174,7 +229,7 @@ def cost_per_request_figure(table: Table, currency: str) -> go.Figure:
         **_layout(
             "Cost per request", height=max(300, 26 * len(rows) + 90), margin={"l": 220, "r": 20, "t": 48, "b": 40}
         ),
-        xaxis={"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3"},
+        xaxis={"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3", "rangemode": "tozero"},
     )
     return fig
 

@@ -82,6 +82,67 @@ class UtilizationRollup(models.Model):
         return f"{self.cluster_id} {self.hour:%Y-%m-%d %H:00} {device} {self.namespace}/{self.pod}"
 
 
+class UsageTotals(models.Model):
+    """The rollups of one cluster, summed over a day or a month per team, request, GPU model and MIG-or-not.
+
+    Kept by ``billing.metering.aggregates.refresh_usage_aggregates`` after every write of rollups, so the dashboards
+    and the chargeback read a few rows per request and month instead of one per device-hour. Team and request are
+    plain ids without a database constraint: they are copied from the rollups, which keep them as they were read.
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey(Team, on_delete=models.DO_NOTHING, db_constraint=False, null=True, related_name="+")
+    request = models.ForeignKey(
+        GpuRequest, on_delete=models.DO_NOTHING, db_constraint=False, null=True, related_name="+"
+    )
+    gpu_model_name = models.CharField(max_length=100, blank=True)
+    is_mig = models.BooleanField(default=False)
+    sample_count = models.BigIntegerField(default=0, help_text="Minutes measured (GPU-hours x 60).")
+    util_weighted = models.FloatField(null=True, help_text="Sum of utilization % x minutes.")
+    util_samples = models.BigIntegerField(default=0, help_text="Minutes that measured a utilization.")
+    energy_kwh = models.FloatField(null=True)
+    last_hour = models.DateTimeField(help_text="The latest rollup hour summed.")
+
+    class Meta:
+        abstract = True
+
+
+class DailyUsage(UsageTotals):
+    day = models.DateField(help_text="UTC day.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "day", "team", "request", "gpu_model_name", "is_mig"],
+                name="unique_daily_usage",
+                nulls_distinct=False,
+            )
+        ]
+        indexes = [models.Index(fields=["day", "team"])]
+        verbose_name_plural = "daily usage"
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} {self.day:%Y-%m-%d} team {self.team_id} request {self.request_id}"
+
+
+class MonthlyUsage(UsageTotals):
+    month = models.DateField(help_text="First day of the UTC month.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "month", "team", "request", "gpu_model_name", "is_mig"],
+                name="unique_monthly_usage",
+                nulls_distinct=False,
+            )
+        ]
+        indexes = [models.Index(fields=["month", "team"])]
+        verbose_name_plural = "monthly usage"
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} {self.month:%Y-%m} team {self.team_id} request {self.request_id}"
+
+
 class IngestStatus(models.TextChoices):
     COMPLETE = "complete", "Complete"
     # Read, but some device was not scraped at every minute (Prometheus or an exporter down): incomplete.

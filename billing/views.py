@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from decimal import Decimal
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -17,21 +19,22 @@ from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.utils import timezone
 
 from billing import charts
 from billing.costs import dashboards
+from billing.costs.dashboard_query import GROUPS, DashboardQuery, DashboardQueryError, parse_dashboard_query
 from billing.costs.reports import live_report_payload, month_reports, report_csv, report_pdf
 from billing.costs.selectors import (
     cost_teams_visible_to,
     month_chargeback,
     monthly_reports_visible_to,
-    next_month,
     user_can_view_all_costs,
 )
 from billing.utilization.selectors import capacity_forecast, platform_utilization, pool_forecasts
 from gpucore.exports import csv_text
-from gpucore.months import MonthError, parse_month
+from gpucore.months import MonthError, add_months, parse_month, quarter_label
 
 PAGE_SIZE = 50
 
@@ -104,76 +107,125 @@ def report_download(request: HttpRequest, team: str, year: str, month: str, fmt:
 
 
 CHARTS = ("cost-over-time", "allocation-vs-utilization", "strategy-mix", "pool-heatmap", "cost-per-request")
+TITLES = {
+    "cost-over-time": "Cost over time",
+    "allocation-vs-utilization": "Allocation vs measured utilization",
+    "strategy-mix": "Strategy mix and saving vs dedicated",
+    "pool-heatmap": "Pool utilization by day",
+    "cost-per-request": "Cost per request",
+}
 
 
-def _tables(request: HttpRequest, month: date, only: str | None = None) -> dict[str, dashboards.Table]:
+def _dashboard_query(request: HttpRequest) -> DashboardQuery:
+    try:
+        return parse_dashboard_query(
+            request.GET, this_month=_this_month(), may_see_idle=user_can_view_all_costs(request.user)
+        )
+    except DashboardQueryError as exc:
+        raise BadRequest(str(exc)) from exc
+
+
+def _tables(request: HttpRequest, query: DashboardQuery, only: str | None = None) -> dict[str, dashboards.Table]:
     teams = cost_teams_visible_to(request.user)
-    show_idle = user_can_view_all_costs(request.user)
     now = timezone.now()
     memo = dashboards.ChargebackMemo(now)
     tables: dict[str, dashboards.Table] = {}
     if only in (None, "cost-over-time"):
-        tables["cost-over-time"] = dashboards.cost_over_time(
-            month=month, teams=teams, now=now, show_idle=show_idle, memo=memo
-        )
+        trend = dashboards.range_rows(query=query, months=query.trend_months, teams=teams, now=now, memo=memo)
+        tables["cost-over-time"] = dashboards.cost_over_time(query=query, data=trend)
     if only in (None, "pool-heatmap"):
-        scope = None if show_idle else teams
-        tables["pool-heatmap"] = dashboards.pool_heatmap(month=month, teams=scope, now=now)
+        scope = None if user_can_view_all_costs(request.user) else teams
+        tables["pool-heatmap"] = dashboards.pool_heatmap(query=query, teams=scope, now=now)
     if only is None or only in {"allocation-vs-utilization", "strategy-mix", "cost-per-request"}:
-        data = dashboards.month_rows(month=month, teams=teams, now=now, show_idle=show_idle, memo=memo)
-        tables["allocation-vs-utilization"] = dashboards.allocation_vs_utilization(data=data, teams=teams)
-        tables["strategy-mix"] = dashboards.strategy_mix(data=data)
-        tables["cost-per-request"] = dashboards.cost_per_request(data=data)
+        data = dashboards.range_rows(query=query, months=query.months, teams=teams, now=now, memo=memo)
+        rows = [row for month in data for row in month.rows]
+        wanted = dashboards.filtered(rows, query)
+        tables["allocation-vs-utilization"] = dashboards.allocation_vs_utilization(
+            query=query, rows=rows, teams=teams, now=now
+        )
+        tables["strategy-mix"] = dashboards.strategy_mix(rows=wanted)
+        tables["cost-per-request"] = dashboards.cost_per_request(rows=wanted)
     return tables
 
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """The cost dashboards for a month (default: this one), each chart with its table and CSV."""
-    month = month_param(request.GET.get("month"), default=_this_month())
-    tables = _tables(request, month)
+    """The cost dashboards for a range of months (default: this month), grouped and filtered; charts with tables."""
+    query = _dashboard_query(request)
+    tables = _tables(request, query)
     currency = settings.PORTAL_CURRENCY
+    group_label = GROUPS[query.group].lower()
+    budgets = None
+    if query.group == "team":
+        budgets = dashboards.team_budgets(teams=cost_teams_visible_to(request.user), months=len(query.months))
     figures = {
-        "cost-over-time": charts.cost_over_time_figure(tables["cost-over-time"], currency),
-        "allocation-vs-utilization": charts.allocation_vs_utilization_figure(tables["allocation-vs-utilization"]),
+        "cost-over-time": charts.cost_over_time_figure(
+            tables["cost-over-time"],
+            currency,
+            drill_down=lambda month, group: query.drill_down(month=parse_month(month), group_value=group),
+            group_label=group_label,
+        ),
+        "allocation-vs-utilization": charts.allocation_vs_utilization_figure(
+            tables["allocation-vs-utilization"], budgets
+        ),
         "strategy-mix": charts.strategy_mix_figure(tables["strategy-mix"], currency),
         "pool-heatmap": charts.heatmap_figure(tables["pool-heatmap"]),
-        "cost-per-request": charts.cost_per_request_figure(tables["cost-per-request"], currency),
-    }
-    titles = {
-        "cost-over-time": "Cost over time",
-        "allocation-vs-utilization": "Allocation vs measured utilization",
-        "strategy-mix": "Strategy mix and saving vs dedicated",
-        "pool-heatmap": "Pool utilization by hour",
-        "cost-per-request": "Cost per request",
+        "cost-per-request": charts.cost_per_request_figure(
+            tables["cost-per-request"],
+            currency,
+            request_url=lambda pk: reverse("allocations:request-detail", args=[pk]),
+        ),
     }
     panels = [
         {
             "id": key,
-            "title": titles[key],
+            "title": TITLES[key],
             "figure": charts.figure_json(figures[key]),
             "columns": tables[key][0],
             "rows": tables[key][1][:200],
             "row_count": len(tables[key][1]),
-            "empty": not tables[key][1],
+            "empty": not any(_has_value(row) for row in tables[key][1]),
         }
         for key in CHARTS
     ]
     if user_can_view_all_costs(request.user):
         panels.append(_forecast_panel())
     strategy_rows = tables["strategy-mix"][1]
+    this_month = _this_month()
     context = {
-        "month": month,
+        "query": query,
         "panels": panels,
-        "show_idle": user_can_view_all_costs(request.user),
+        "may_see_idle": user_can_view_all_costs(request.user),
         "total_cost": sum((row[2] for row in strategy_rows), start=0),
         "total_saving": sum((row[4] for row in strategy_rows), start=0),
         "currency": currency,
-        "is_open": month >= _this_month(),
-        "previous": dashboards.months_back(month, 2)[0],
-        "next": None if month >= _this_month() else next_month(month),
+        "is_open": query.last >= this_month,
+        "groups": GROUPS,
+        "filter_fields": _filter_fields(query, dashboards.filter_choices(teams=cost_teams_visible_to(request.user))),
+        "quarters": [quarter_label(add_months(this_month, -3 * n)) for n in range(8)],
+        "query_string": urlencode(query.params()),
+        "previous": query.url(month=f"{add_months(query.first, -1):%Y-%m}", period="month"),
+        "next": None
+        if query.last >= this_month
+        else query.url(month=f"{add_months(query.last, 1):%Y-%m}", period="month"),
+        "budget_note": bool(budgets),
     }
     return render(request, "billing/dashboard.html", context)
+
+
+def _filter_fields(query: DashboardQuery, choices: dict[str, list[str]]) -> list[dict[str, Any]]:
+    fields = []
+    for name, values in choices.items():
+        current = query.filters.get(name, "")
+        # A filter set by a link keeps its value even when it is not among the usual choices.
+        extra = [current] if current and current not in values else []
+        fields.append({"name": name, "label": GROUPS[name], "current": current, "values": values + extra})
+    return fields
+
+
+def _has_value(row: list[Any]) -> bool:
+    """A table row that says something: any non-zero number (a zero-cost team is an empty state, not a chart)."""
+    return any(isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) and v != 0 for v in row[1:])
 
 
 FORECAST = "capacity-forecast"
@@ -197,17 +249,18 @@ def _forecast_panel() -> dict[str, Any]:
 
 @login_required
 def dashboard_csv(request: HttpRequest, chart: str) -> HttpResponse:
-    """The table behind one dashboard chart, as CSV."""
+    """The table behind one dashboard chart (same range, grouping and filters as the page), as CSV."""
     forecast = chart == FORECAST and user_can_view_all_costs(request.user)
     if chart not in CHARTS and not forecast:
         raise Http404("No such chart.")
-    month = month_param(request.GET.get("month"), default=_this_month())
+    query = _dashboard_query(request)
     if forecast:
         columns, rows = capacity_forecast(now=timezone.now())
     else:
-        columns, rows = _tables(request, month, only=chart)[chart]
+        columns, rows = _tables(request, query, only=chart)[chart]
     response = HttpResponse(csv_text(columns, rows), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{chart}-{month:%Y-%m}.csv"'
+    span = f"{query.first:%Y-%m}" if len(query.months) == 1 else f"{query.first:%Y-%m}_{query.last:%Y-%m}"
+    response["Content-Disposition"] = f'attachment; filename="{chart}-{span}.csv"'
     return response
 
 

@@ -25,3 +25,35 @@ def parse_month(text: str) -> date:
     if year < 1 or not 1 <= month <= 12:
         raise MonthError(f"Use YYYY-MM with a year from 0001 and a month from 01 to 12, not {text!r}.")
     return date(year, month, 1)
+
+
+_QUARTER = re.compile(r"([0-9]{4})-[Qq]([1-4])")
+
+
+def parse_quarter(text: str) -> date:
+    """``YYYY-Qn`` (n from 1 to 4) as the first day of the quarter's first month; MonthError otherwise."""
+    match = _QUARTER.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None or int(match[1]) < 1:
+        raise MonthError(f"Use YYYY-Qn with n from 1 to 4, not {text!r}.")
+    return date(int(match[1]), 3 * int(match[2]) - 2, 1)
+
+
+def add_months(month: date, count: int) -> date:
+    """The first day of the month ``count`` months after (or before, when negative) the month of ``month``."""
+    index = month.year * 12 + month.month - 1 + count
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def month_range(first: date, last: date) -> list[date]:
+    """First days of every month from ``first``'s to ``last``'s, both included (empty when last is before first)."""
+    out: list[date] = []
+    month = first.replace(day=1)
+    while month <= last:
+        out.append(month)
+        month = add_months(month, 1)
+    return out
+
+
+def quarter_label(month: date) -> str:
+    """``2026-Q4`` for any day of October to December 2026."""
+    return f"{month.year}-Q{(month.month - 1) // 3 + 1}"

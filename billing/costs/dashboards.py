@@ -7,24 +7,33 @@ once per page from per-request aggregates, never from a Python loop over rollup 
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.core.cache import cache
+from django.db.models import Count, Max, QuerySet, Sum
 
-from allocations.models import NodePool, SharingMode, Team
+from allocations.models import GpuModel, GpuRequest, NodePool, SharingMode, SlaTier, Team
 from allocations.selectors import allocation_intervals
+from billing.costs.dashboard_query import DashboardQuery
 from billing.costs.selectors import closed_reports, month_bounds, month_chargeback
-from billing.metering.selectors import rollups_between, utilization_samples, utilization_weighted_sum
-from billing.models import ImportedUsage, MonthlyReport, MonthlyReportLine, OrganisationMonthSummary, ReportStatus
+from billing.metering.selectors import usage_totals
+from billing.models import ImportedUsage, MonthlyReport, MonthlyReportLine, OrganisationMonthSummary
 from gpucore.chargeback import Chargeback
 from gpucore.pricing import to_cents
+from gpucore.vocabulary import Strategy
 
 Table = tuple[list[str], list[list[Any]]]
 IDLE_LABEL = "(idle capacity)"
+IMPORTED_POOL = "(imported)"
+NO_POOL = "(no pool)"
+NO_TIER = "(no tier)"
+CLOSED_MONTH_CACHE_SECONDS = 7 * 24 * 3600
 
 
 def months_back(month: date, count: int) -> list[date]:
@@ -39,7 +48,7 @@ def months_back(month: date, count: int) -> list[date]:
 
 @dataclass
 class MonthRows:
-    """A month's chargeback lines for the visible teams, grouped by team, request and strategy."""
+    """A month's chargeback lines for the visible teams, one per team and request (or import), with their groups."""
 
     month: date
     closed: bool
@@ -61,58 +70,73 @@ class ChargebackMemo:
         return self._months[month]
 
 
-def month_rows(
-    *, month: date, teams: QuerySet[Team], now: datetime, show_idle: bool, memo: ChargebackMemo | None = None
-) -> MonthRows:
-    """The month's lines for these teams: from the stored report where closed, else live (``closed_reports``)."""
-    slugs = set(teams.values_list("slug", flat=True))
-    closed = closed_reports(month=month, teams=teams)
-    closed_slugs = set(closed.values_list("team__slug", flat=True))
-    rows: list[dict[str, Any]] = []
-    if closed_slugs:
-        grouped = (
-            MonthlyReportLine.objects.filter(report__in=closed)
-            .values("report__team__slug", "request_ref", "name", "strategy", "gpu_model")
-            .annotate(
-                amount=Sum("amount"),
-                dedicated=Sum("dedicated_amount"),
-                gpu_hours=Sum("allocated_gpu_hours"),
-            )
-            .order_by()
-        )
-        rows = [
-            {
-                "team": r["report__team__slug"],
-                "request": r["request_ref"],
-                "name": r["name"],
-                "strategy": r["strategy"],
-                "gpu_model": r["gpu_model"],
-                "amount": r["amount"] or Decimal(0),
-                "dedicated": r["dedicated"] or Decimal(0),
-                "gpu_hours": r["gpu_hours"] or Decimal(0),
-            }
-            for r in grouped
-        ]
-    summary = OrganisationMonthSummary.objects.filter(month=month).first()
-    if slugs and closed_slugs == slugs:
-        idle = summary.idle_cost if (summary and show_idle) else None
-        return MonthRows(month=month, closed=True, rows=rows, idle_cost=idle)
-    chargeback = (memo or ChargebackMemo(now)).get(month)
+def filter_choices(*, teams: QuerySet[Team]) -> dict[str, list[str]]:
+    """The values each dashboard filter offers: visible teams, node pools, catalog models, strategies, tiers."""
+    pools = NodePool.objects.order_by("cluster__name", "name").values_list("cluster__name", "name")
+    return {
+        "team": list(teams.order_by("slug").values_list("slug", flat=True)),
+        "pool": [f"{cluster}/{pool}" for cluster, pool in pools] + [IMPORTED_POOL],
+        "gpu_model": list(GpuModel.objects.order_by("name").values_list("name", flat=True)),
+        "strategy": [strategy.value for strategy in Strategy],
+        "tier": [*SlaTier.objects.order_by("slug").values_list("slug", flat=True), NO_TIER],
+    }
+
+
+def _pools_of(request_ids: Iterable[int]) -> dict[int, str]:
+    """Request id -> "cluster/pool" of the node pool it ran on (imports and unplaced requests have none)."""
+    rows = GpuRequest.objects.filter(pk__in=set(request_ids), node_pool__isnull=False).values_list(
+        "pk", "node_pool__cluster__name", "node_pool__name"
+    )
+    return {pk: f"{cluster}/{pool}" for pk, cluster, pool in rows}
+
+
+def _with_groups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    pools = _pools_of(r["request"] for r in rows if r["request"] is not None)
+    for row in rows:
+        row["pool"] = pools.get(row["request"], IMPORTED_POOL if row["request"] is None else NO_POOL)
+        row["tier"] = row["tier"] or NO_TIER
+    return rows
+
+
+def _closed_lines(closed: QuerySet[MonthlyReport]) -> list[dict[str, Any]]:
+    grouped = (
+        MonthlyReportLine.objects.filter(report__in=closed)
+        .values("report__team__slug", "request_ref", "name", "strategy", "gpu_model", "sla_tier")
+        .annotate(amount=Sum("amount"), dedicated=Sum("dedicated_amount"), gpu_hours=Sum("allocated_gpu_hours"))
+        .order_by()
+    )
+    return [
+        {
+            "team": r["report__team__slug"],
+            "request": r["request_ref"],
+            "name": r["name"],
+            "strategy": r["strategy"],
+            "gpu_model": r["gpu_model"],
+            "tier": r["sla_tier"],
+            "amount": r["amount"] or Decimal(0),
+            "dedicated": r["dedicated"] or Decimal(0),
+            "gpu_hours": r["gpu_hours"] or Decimal(0),
+        }
+        for r in grouped
+    ]
+
+
+def _live_lines(chargeback: Chargeback, slugs: set[str]) -> list[dict[str, Any]]:
     merged: dict[tuple, dict[str, Any]] = {}
     for slug, charge in chargeback.teams.items():
-        if slug not in slugs or slug in closed_slugs:
+        if slug not in slugs:
             continue
         for line in charge.lines:
             a = line.allocation
-            key = (slug, a.key)
             row = merged.setdefault(
-                key,
+                (slug, a.key),
                 {
                     "team": slug,
                     "request": a.request_id,
                     "name": a.name,
                     "strategy": a.strategy,
                     "gpu_model": a.gpu_model,
+                    "tier": a.sla_tier or "",
                     "amount": Decimal(0),
                     "dedicated": Decimal(0),
                     "gpu_hours": Decimal(0),
@@ -121,52 +145,91 @@ def month_rows(
             row["amount"] += line.amount
             row["dedicated"] += line.dedicated_amount
             row["gpu_hours"] += line.allocated_gpu_hours
+    return list(merged.values())
+
+
+def _closed_cache_key(month: date, teams: QuerySet[Team], show_idle: bool) -> str | None:
+    """A key naming exactly the closed reports a month is read from (None: not every visible team is closed).
+
+    Closed reports never change, so the key (report count, newest id and close time) stays valid for as long as
+    they exist; closing another team's month or a flushed database gives a new key, never stale rows.
+    """
+    team_ids = sorted(teams.values_list("pk", flat=True))
+    stamp = closed_reports(month=month, teams=teams).aggregate(n=Count("pk"), top=Max("pk"), at=Max("closed_at"))
+    if not team_ids or stamp["n"] != len(team_ids):
+        return None
+    digest = hashlib.sha256(repr((team_ids, stamp["top"], stamp["at"], show_idle)).encode()).hexdigest()[:32]
+    return f"dashboards:closed:{month:%Y-%m}:{digest}"
+
+
+def month_rows(
+    *, month: date, teams: QuerySet[Team], now: datetime, show_idle: bool, memo: ChargebackMemo | None = None
+) -> MonthRows:
+    """The month's lines for these teams: from the stored report where closed, else live (``closed_reports``).
+
+    A month every visible team has closed is cached (its reports never change); others are read each time.
+    """
+    key = _closed_cache_key(month, teams, show_idle)
+    if key is not None and (hit := cache.get(key)) is not None:
+        return hit
+    slugs = set(teams.values_list("slug", flat=True))
+    closed = closed_reports(month=month, teams=teams)
+    closed_slugs = set(closed.values_list("team__slug", flat=True))
+    rows = _closed_lines(closed) if closed_slugs else []
+    summary = OrganisationMonthSummary.objects.filter(month=month).first()
+    if slugs and closed_slugs == slugs:
+        idle = (Decimal(0) if summary.idle_shared else summary.idle_cost) if (summary and show_idle) else None
+        data = MonthRows(month=month, closed=True, rows=_with_groups(rows), idle_cost=idle)
+        if key is not None:
+            cache.set(key, data, CLOSED_MONTH_CACHE_SECONDS)
+        return data
+    chargeback = (memo or ChargebackMemo(now)).get(month)
+    rows += _live_lines(chargeback, slugs - closed_slugs)
     idle_cost = summary.idle_cost if summary else chargeback.total_idle_cost
-    rows += merged.values()
+    if chargeback.idle_shared:
+        idle_cost = Decimal(0)  # already in the teams' totals
     return MonthRows(
-        month=month, closed=False, rows=rows, idle_cost=idle_cost if show_idle else None, chargeback=chargeback
+        month=month,
+        closed=False,
+        rows=_with_groups(rows),
+        idle_cost=idle_cost if show_idle else None,
+        chargeback=chargeback,
     )
 
 
-def cost_over_time(
-    *,
-    month: date,
-    teams: QuerySet[Team],
-    now: datetime,
-    show_idle: bool,
-    months: int = 12,
-    memo: ChargebackMemo | None = None,
-) -> Table:
-    """Cost per team per month for the last ``months`` months (and idle capacity for those who may see it)."""
-    span = months_back(month, months)
-    slugs = list(teams.values_list("slug", flat=True))
-    stored = (
-        MonthlyReport.objects.filter(month__in=span, status=ReportStatus.CLOSED, team__slug__in=slugs)
-        .values("month", "team__slug")
-        .annotate(total=Sum("total"))
-        .order_by()
-    )
-    totals: dict[tuple[date, str], Decimal] = {(r["month"], r["team__slug"]): r["total"] for r in stored}
-    closed_months = {m for m, _ in totals}
-    idle: dict[date, Decimal] = {}
-    if show_idle:
-        for s in OrganisationMonthSummary.objects.filter(month__in=span):
-            idle[s.month] = Decimal(0) if s.idle_shared else s.idle_cost
-    for m in span:
-        if m in closed_months or month_bounds(m)[0] > now:
+def range_rows(
+    *, query: DashboardQuery, months: Iterable[date], teams: QuerySet[Team], now: datetime, memo: ChargebackMemo
+) -> list[MonthRows]:
+    """Each month's rows (months not begun yet, and past months nobody held GPUs in, are left out)."""
+    out = []
+    months = list(months)
+    for month in months:
+        if month_bounds(month)[0] > now:
             continue
-        if m != span[-1] and not _had_activity(m):
+        if month != months[-1] and not closed_reports(month=month, teams=teams).exists() and not _had_activity(month):
             continue
-        charge = (memo or ChargebackMemo(now)).get(m)
-        for slug in slugs:
-            team = charge.teams.get(slug)
-            if team is not None and team.total:
-                totals[(m, slug)] = team.total
-        if show_idle and not charge.idle_shared:
-            idle[m] = charge.total_idle_cost
-    rows = [[f"{m:%Y-%m}", slug, to_cents(amount)] for (m, slug), amount in sorted(totals.items())]
-    rows += [[f"{m:%Y-%m}", IDLE_LABEL, to_cents(amount)] for m, amount in sorted(idle.items()) if amount]
-    return ["month", "team", "cost"], rows
+        out.append(month_rows(month=month, teams=teams, now=now, show_idle=query.show_idle, memo=memo))
+    return out
+
+
+def filtered(rows: Iterable[dict[str, Any]], query: DashboardQuery) -> list[dict[str, Any]]:
+    """The rows matching every filter of the query (team, pool, GPU model, strategy, tier)."""
+    return [row for row in rows if all(str(row[name]) == value for name, value in query.filters.items())]
+
+
+def cost_over_time(*, query: DashboardQuery, data: list[MonthRows]) -> Table:
+    """Cost per month and group (team, pool, ...) over the months, and idle capacity when asked for."""
+    totals: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
+    idle: dict[str, Decimal] = {}
+    for month in data:
+        label = f"{month.month:%Y-%m}"
+        for row in filtered(month.rows, query):
+            totals[(label, str(row[query.group]))] += row["amount"]
+        if query.show_idle and month.idle_cost:
+            idle[label] = month.idle_cost
+    rows = [[m, group, to_cents(amount)] for (m, group), amount in sorted(totals.items())]
+    rows += [[m, IDLE_LABEL, to_cents(amount)] for m, amount in sorted(idle.items())]
+    return ["month", query.group, "cost"], rows
 
 
 def _had_activity(month: date) -> bool:
@@ -176,97 +239,131 @@ def _had_activity(month: date) -> bool:
     return bool(held) or ImportedUsage.objects.filter(start__lt=end, end__gt=start).exists()
 
 
-def allocation_vs_utilization(*, data: MonthRows, teams: QuerySet[Team]) -> Table:
-    """Per team: allocated GPU-hours (what is paid for), measured GPU-hours and the time-weighted utilization."""
-    start, end = month_bounds(data.month)
-    measured = (
-        rollups_between(start=start, end=end)
-        .filter(team__in=teams)
-        .values("team__slug")
-        .annotate(
-            samples=Sum("sample_count"),
-            util_weighted=utilization_weighted_sum(),
-            util_samples=utilization_samples(),
-        )
-        .order_by()
-    )
-    by_team = {r["team__slug"]: r for r in measured}
+def _range_bounds(query: DashboardQuery, now: datetime) -> tuple[datetime, datetime]:
+    start, end = month_bounds(query.first)[0], month_bounds(query.last)[1]
+    return start, max(start, min(end, now))
+
+
+def allocation_vs_utilization(
+    *, query: DashboardQuery, rows: list[dict[str, Any]], teams: QuerySet[Team], now: datetime
+) -> Table:
+    """Per group: allocated GPU-hours (what is paid for), measured GPU-hours and the time-weighted utilization.
+
+    Measured use is read per request from the usage totals and grouped like the request's charge, so a filter on
+    pool, model, strategy or tier selects the same requests on both sides; idle devices belong to no group.
+    """
+    start, end = _range_bounds(query, now)
+    measured = usage_totals(start=start, end=end, by=("team_id", "request_id"), teams=teams)
+    slugs = dict(teams.values_list("pk", "slug"))
+    groups_of = {row["request"]: row for row in rows if row["request"] is not None}
+    wanted = filtered(rows, query)
     allocated: dict[str, Decimal] = defaultdict(Decimal)
-    for row in data.rows:
-        allocated[row["team"]] += row["gpu_hours"]
-    rows = []
-    for slug in sorted(set(allocated) | set(by_team)):
-        m = by_team.get(slug, {})
-        util = m["util_weighted"] / m["util_samples"] if m.get("util_samples") else None
-        hours = (m.get("samples") or 0) / 60.0
+    for row in wanted:
+        allocated[str(row[query.group])] += row["gpu_hours"]
+    keep = {id(row) for row in wanted}
+    usage: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for (team_id, request_id), total in measured.items():
+        charged = groups_of.get(request_id)
+        if charged is not None:
+            if id(charged) not in keep:
+                continue
+            group = str(charged[query.group])
+        elif request_id is not None and query.group == "team" and set(query.filters) <= {"team"}:
+            group = slugs.get(team_id, "")  # measured but not charged (e.g. held before the range)
+            if not group or query.filters.get("team", group) != group:
+                continue
+        else:
+            continue
+        acc = usage[group]
+        acc[0] += total["samples"]
+        acc[1] += total["util_weighted"]
+        acc[2] += total["util_samples"]
+    table = []
+    for group in sorted(set(allocated) | set(usage)):
+        samples, weighted, util_samples = usage.get(group, (0.0, 0.0, 0.0))
+        util = weighted / util_samples if util_samples else None
+        hours = samples / 60.0
         busy = hours * util / 100 if util is not None else None
-        rows.append(
+        table.append(
             [
-                slug,
-                round(float(allocated.get(slug, 0)), 1),
+                group,
+                round(float(allocated.get(group, 0)), 1),
                 round(hours, 1),
                 round(busy, 1) if busy is not None else None,
                 round(util, 1) if util is not None else None,
             ]
         )
-    return ["team", "allocated_gpu_hours", "measured_gpu_hours", "busy_gpu_hours", "avg_utilization_pct"], rows
+    return [query.group, "allocated_gpu_hours", "measured_gpu_hours", "busy_gpu_hours", "avg_utilization_pct"], table
 
 
-def strategy_mix(*, data: MonthRows) -> Table:
+def strategy_mix(*, rows: list[dict[str, Any]]) -> Table:
     """Per strategy: GPU-hours, cost, the all-dedicated baseline and the saving against it."""
     acc: dict[str, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0), Decimal(0)])
-    for row in data.rows:
+    for row in rows:
         acc[row["strategy"]][0] += row["gpu_hours"]
         acc[row["strategy"]][1] += row["amount"]
         acc[row["strategy"]][2] += row["dedicated"]
-    rows = [
+    table = [
         [s, round(float(h), 1), to_cents(a), to_cents(d), to_cents(d - a)]
         for s, (h, a, d) in sorted(acc.items(), key=lambda kv: kv[0])
     ]
-    return ["strategy", "allocated_gpu_hours", "cost", "dedicated_baseline", "saving"], rows
+    return ["strategy", "allocated_gpu_hours", "cost", "dedicated_baseline", "saving"], table
 
 
-def cost_per_request(*, data: MonthRows, limit: int = 25) -> Table:
-    """The ``limit`` most expensive requests of the month (imported usage included, by its label)."""
-    rows = sorted(data.rows, key=lambda r: r["amount"], reverse=True)[:limit]
-    return ["team", "request", "name", "strategy", "gpu_model", "allocated_gpu_hours", "cost"], [
+def cost_per_request(*, rows: list[dict[str, Any]], limit: int = 25) -> Table:
+    """The ``limit`` most expensive requests of the range (imported usage included, by its label)."""
+    merged: dict[tuple, dict[str, Any]] = {}
+    for row in rows:
+        key = (row["team"], row["request"], row["name"] if row["request"] is None else "")
+        into = merged.setdefault(key, {**row, "amount": Decimal(0), "gpu_hours": Decimal(0)})
+        into["amount"] += row["amount"]
+        into["gpu_hours"] += row["gpu_hours"]
+    ordered = sorted(merged.values(), key=lambda r: r["amount"], reverse=True)[:limit]
+    columns = ["team", "request", "name", "strategy", "gpu_model", "pool", "tier", "allocated_gpu_hours", "cost"]
+    return columns, [
         [
             r["team"],
             r["request"] if r["request"] is not None else "import",
             r["name"],
             r["strategy"],
             r["gpu_model"],
+            r["pool"],
+            r["tier"],
             round(float(r["gpu_hours"]), 1),
             to_cents(r["amount"]),
         ]
-        for r in rows
+        for r in ordered
     ]
 
 
-def pool_heatmap(*, month: date, teams: QuerySet[Team] | None, now: datetime) -> Table:
-    """Average utilization per pool and hour of the month (pools known by cluster, GPU model and MIG or not)."""
-    start, end = month_bounds(month)
-    qs = rollups_between(start=start, end=min(end, now))
-    if teams is not None:
-        qs = qs.filter(team__in=teams)
-    grouped = (
-        qs.values("cluster_id", "gpu_model_name", "hour")
-        .annotate(
-            util_weighted=utilization_weighted_sum(),
-            util_samples=utilization_samples(),
-            mig=Count("id", filter=~Q(mig_instance="")),
-        )
-        .order_by("hour")
-    )
+def pool_heatmap(*, query: DashboardQuery, teams: QuerySet[Team] | None, now: datetime) -> Table:
+    """Average utilization per pool and UTC day of the range (pools known by cluster, GPU model and MIG or not)."""
+    start, end = _range_bounds(query, now)
+    if teams is not None and "team" in query.filters:
+        teams = teams.filter(slug=query.filters["team"])
+    elif "team" in query.filters:
+        teams = Team.objects.filter(slug=query.filters["team"])
+    totals = usage_totals(start=start, end=end, by=("cluster_id", "gpu_model_name", "is_mig", "day"), teams=teams)
     names = _pool_names()
-    rows = []
-    for r in grouped:
-        if not r["util_samples"]:
+    cells: dict[tuple[str, date], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for (cluster_id, model_name, is_mig, day), row in totals.items():
+        if not row["util_samples"]:
             continue
-        pool = names.get((r["cluster_id"], r["gpu_model_name"].casefold(), bool(r["mig"])))
-        label = pool or f"{r['gpu_model_name'] or 'unknown'}@{r['cluster_id']}"
-        rows.append([label, r["hour"].isoformat(), round(r["util_weighted"] / r["util_samples"], 1)])
-    return ["pool", "hour", "avg_utilization_pct"], rows
+        pool = names.get((cluster_id, model_name.casefold(), bool(is_mig)))
+        label = pool or f"{model_name or 'unknown'}@{cluster_id}"
+        if query.filters.get("pool") not in (None, label):
+            continue
+        cell = cells[(label, day)]
+        cell[0] += row["util_weighted"]
+        cell[1] += row["util_samples"]
+    rows = [[pool, day.isoformat(), round(w / n, 1)] for (pool, day), (w, n) in sorted(cells.items())]
+    return ["pool", "day", "avg_utilization_pct"], rows
+
+
+def team_budgets(*, teams: QuerySet[Team], months: int) -> dict[str, Decimal]:
+    """Slug -> GPU-hour budget over ``months`` months, for teams that have a monthly budget."""
+    budgets = teams.filter(monthly_gpu_hour_budget__isnull=False).values_list("slug", "monthly_gpu_hour_budget")
+    return {slug: budget * months for slug, budget in budgets}
 
 
 def _pool_names() -> dict[tuple[int, str, bool], str]:

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.models import GpuRequest, NodePool, RequestEvent, RequestStatus, SharingMode, Team
+from billing.metering.aggregates import refresh_usage_aggregates
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
 from gpucore.alerts import memory_pressure_minutes
 from gpucore.vocabulary import Strategy
@@ -264,6 +265,7 @@ def generate_demo_usage(*, days: int = 30, now: datetime | None = None, backdate
                     rows.append(_row(device_now, cluster_id=cluster_id, hour=hour, now=now))
         with transaction.atomic():
             UtilizationRollup.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
+            refresh_usage_aggregates(cluster_id=cluster_id, start=start, end=end)
             logged = set(
                 UtilizationIngestHour.objects.filter(cluster_id=cluster_id, hour__gte=start, hour__lt=end).values_list(
                     "hour", flat=True

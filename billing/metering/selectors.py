@@ -7,14 +7,23 @@ incomplete. The writes that fill the rollups are in ``billing.metering.services`
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from django.db.models import F, FloatField, Max, Q, QuerySet, Sum
-from django.db.models.functions import Cast
+from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Max, Q, QuerySet, Sum
+from django.db.models.functions import Cast, TruncDate
 
 from allocations.models import Cluster, Team
-from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
+from billing.models import (
+    DailyUsage,
+    IngestStatus,
+    MonthlyUsage,
+    UtilizationIngestHour,
+    UtilizationRollup,
+    UtilizationWatermark,
+)
+from gpucore.periods import cover, next_month_start
 
 MIB_PER_GB = 1024.0  # NVIDIA's "GB" (1g.10gb = 9.75 GiB = 9984 MiB) is a GiB; DCGM reports MiB.
 
@@ -111,20 +120,88 @@ def team_usage(*, team: Team, start: datetime, end: datetime) -> dict[str, Any]:
 
 
 def usage_by_request(*, start: datetime, end: datetime) -> dict[int, tuple[float | None, float | None]]:
-    """Per request, the time-weighted mean utilization and the energy (kWh) of its rollups in [start, end)."""
-    rows = (
-        rollups_between(start=start, end=end)
-        .exclude(request__isnull=True)
-        .values("request_id")
-        .annotate(
-            util_weighted=utilization_weighted_sum(), util_samples=utilization_samples(), energy=Sum("energy_kwh")
-        )
-        .order_by()
-    )
+    """Per request, the time-weighted mean utilization and the energy (kWh) of its use in [start, end)."""
+    totals = usage_totals(start=start, end=end, by=("request_id",))
     return {
-        row["request_id"]: (
-            row["util_weighted"] / row["util_samples"] if row["util_samples"] else None,
-            row["energy"],
-        )
-        for row in rows
+        request_id: (row["util_weighted"] / row["util_samples"] if row["util_samples"] else None, row["energy"])
+        for (request_id,), row in totals.items()
+        if request_id is not None
     }
+
+
+UsageKey = tuple[Any, ...]
+USAGE_GROUPS = frozenset({"team_id", "request_id", "cluster_id", "gpu_model_name", "is_mig", "day"})
+
+
+def _day_runs(days: Sequence[date]) -> Q:
+    """Sorted days as a few ``day`` ranges (one per run of consecutive days), not an IN list of every day."""
+    runs: list[list[date]] = []
+    for day in days:
+        if runs and runs[-1][1] == day:
+            runs[-1][1] = day + timedelta(days=1)
+        else:
+            runs.append([day, day + timedelta(days=1)])
+    query = Q(pk__in=[])
+    for first, end in runs:
+        query |= Q(day__gte=first, day__lt=end)
+    return query
+
+
+def usage_totals(
+    *, start: datetime, end: datetime, by: Sequence[str], teams: QuerySet[Team] | None = None
+) -> dict[UsageKey, dict[str, Any]]:
+    """Measured use in [start, end) grouped ``by`` (fields of ``USAGE_GROUPS``), from the coarsest totals that fit.
+
+    Whole months come from ``MonthlyUsage``, whole days from ``DailyUsage`` and the ragged ends from the hourly
+    rollups (``gpucore.periods.cover``), so a month reads a few rows per request. Each value has ``samples``
+    (minutes), ``util_weighted``, ``util_samples`` (see ``utilization_weighted_sum``) and ``energy`` (kWh or None).
+    """
+    unknown = set(by) - USAGE_GROUPS
+    if unknown:
+        raise ValueError(f"usage_totals cannot group by {sorted(unknown)}")
+    pieces = cover(start, end)
+    months, days = list(pieces.months), list(pieces.days)
+    if "day" in by:  # a month's total has no days in it: read its days instead
+        for month in months:
+            day = month
+            while day < next_month_start(month):
+                days.append(day)
+                day += timedelta(days=1)
+        months = []
+    stored = {
+        "samples": Sum("sample_count"),
+        "util_weighted": Sum("util_weighted"),
+        "util_samples": Sum("util_samples"),
+        "energy": Sum("energy_kwh"),
+    }
+    querysets: list[QuerySet] = []
+    if months:
+        querysets.append(MonthlyUsage.objects.filter(month__in=months).values(*by).annotate(**stored))
+    if days:
+        querysets.append(DailyUsage.objects.filter(_day_runs(sorted(days))).values(*by).annotate(**stored))
+    for first, last in pieces.hour_spans:
+        hourly = rollups_between(start=first, end=last).annotate(
+            is_mig=ExpressionWrapper(~Q(mig_instance=""), output_field=BooleanField()),
+            day=TruncDate("hour", tzinfo=UTC),
+        )
+        querysets.append(
+            hourly.values(*by).annotate(
+                samples=Sum("sample_count"),
+                util_weighted=utilization_weighted_sum(),
+                util_samples=utilization_samples(),
+                energy=Sum("energy_kwh"),
+            )
+        )
+    totals: dict[UsageKey, dict[str, Any]] = {}
+    for qs in querysets:
+        if teams is not None:
+            qs = qs.filter(team__in=teams)
+        for row in qs.order_by():
+            key = tuple(row[field] for field in by)
+            into = totals.setdefault(key, {"samples": 0, "util_weighted": 0.0, "util_samples": 0, "energy": None})
+            into["samples"] += row["samples"] or 0
+            into["util_weighted"] += row["util_weighted"] or 0.0
+            into["util_samples"] += row["util_samples"] or 0
+            if row["energy"] is not None:
+                into["energy"] = (into["energy"] or 0.0) + row["energy"]
+    return totals

@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.models import Cluster, GpuRequest, Team
+from billing.metering.aggregates import refresh_usage_aggregates
 from billing.metering.prometheus import PrometheusClient, PrometheusError, Series
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
 from gpucore import attribution
@@ -274,6 +275,8 @@ def _write_chunk(
                 "pulled_at",
             ],
         )
+        # The daily and monthly totals the dashboards and the chargeback read follow the rollups just replaced.
+        refresh_usage_aggregates(cluster_id=cluster.pk, start=hours[0], end=hours[-1] + HOUR)
         ended = [hour for hour in hours if hour + HOUR <= complete_before]
         for hour in ended:
             status, note = IngestStatus.COMPLETE if per_hour.get(hour) else IngestStatus.NO_DATA, ""

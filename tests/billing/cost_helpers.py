@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.contrib.auth.models import Group, Permission
 
 from allocations.models import GpuModel, GpuRequest, RequestStatus, SlaTier
 from billing.costs.selectors import FINANCE_GROUP
 from billing.costs.services import price_book_load
+from billing.metering.aggregates import refresh_usage_aggregates
 from billing.models import PriceBook, UtilizationRollup
 from tests.factories import GpuRequestFactory, UserFactory
 
@@ -87,3 +88,5 @@ def rollup(*, cluster, hour: datetime, request: GpuRequest | None, util: float, 
         pulled_at=hour,
         **kw,
     )
+    # As every writer of rollups does (the ingest, the demo): the daily and monthly totals follow.
+    refresh_usage_aggregates(cluster_id=cluster.pk, start=hour, end=hour + timedelta(hours=1))

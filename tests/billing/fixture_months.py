@@ -15,6 +15,7 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from allocations.models import GpuModel, GpuRequest, RequestEvent, RequestStatus, SharingMode, SlaTier, Team
+from billing.metering.aggregates import refresh_usage_aggregates
 from billing.models import ImportedUsage, UtilizationRollup
 from tests.billing.cost_helpers import load_book
 from tests.factories import ClusterFactory, NodePoolFactory, TeamFactory, UserFactory
@@ -340,3 +341,5 @@ def build_fixture_months() -> None:
                 energy_kwh=energy,
                 pulled_at=hour,
             )
+        # As every writer of rollups does: the daily and monthly totals follow.
+        refresh_usage_aggregates(cluster_id=cluster.pk, start=first, end=first + timedelta(hours=hours))

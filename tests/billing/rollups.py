@@ -8,6 +8,7 @@ from typing import Any
 from django.utils import timezone
 
 from allocations.models import Cluster, GpuRequest, Team
+from billing.metering.aggregates import refresh_usage_aggregates
 from billing.models import UtilizationRollup
 
 
@@ -39,9 +40,12 @@ def rollup(
         "pulled_at": timezone.now(),
     }
     values.update(fields)
-    return UtilizationRollup.objects.create(
+    row = UtilizationRollup.objects.create(
         cluster=cluster, hour=hour, gpu_uuid=gpu_uuid, team=team, request=request, **values
     )
+    # As every writer of rollups does (the ingest, the demo): the daily and monthly totals follow.
+    refresh_usage_aggregates(cluster_id=cluster.pk, start=hour, end=hour + timedelta(hours=1))
+    return row
 
 
 def hours_back(now: datetime, count: int) -> list[datetime]:

@@ -109,9 +109,16 @@ def test_dashboard_and_chart_csvs(closed, client) -> None:
     over_time = client.get(reverse("billing:dashboard-csv", args=["cost-over-time"]), {"month": "2026-10"})
     rows = list(csv.DictReader(io.StringIO(over_time.content.decode())))
     assert {"month": "2026-10", "team": "vision", "cost": "40.00"} in rows
-    assert any(r["team"] == "(idle capacity)" for r in rows)  # admins see idle capacity
+    assert not any(r["team"] == "(idle capacity)" for r in rows)  # idle capacity is a toggle, off by default
+    with_idle = client.get(reverse("billing:dashboard-csv", args=["cost-over-time"]), {"month": "2026-10", "idle": "1"})
+    assert any(r["team"] == "(idle capacity)" for r in csv.DictReader(io.StringIO(with_idle.content.decode())))
     client.force_login(closed.member)
     member_rows = client.get(reverse("billing:dashboard-csv", args=["cost-over-time"]), {"month": "2026-10"})
     teams = {r["team"] for r in csv.DictReader(io.StringIO(member_rows.content.decode()))}
     assert teams == {"vision"}
+    # Members cannot turn idle capacity on: the toggle is for those who see every team's costs.
+    member_idle = client.get(
+        reverse("billing:dashboard-csv", args=["cost-over-time"]), {"month": "2026-10", "idle": "1"}
+    )
+    assert {r["team"] for r in csv.DictReader(io.StringIO(member_idle.content.decode()))} == {"vision"}
     assert client.get(reverse("billing:dashboard-csv", args=["nope"])).status_code == 404

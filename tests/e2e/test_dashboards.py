@@ -21,6 +21,7 @@ def _october_usage() -> None:
     """A price book, a month of mixed allocations (imported) and hourly rollups for the demo organisation."""
     from allocations.models import Cluster, GpuRequest, Team
     from billing.costs.services import price_book_load, usage_import
+    from billing.metering.aggregates import refresh_usage_aggregates
     from billing.models import UtilizationRollup
 
     price_book_load(
@@ -62,6 +63,7 @@ def _october_usage() -> None:
                 )
             )
     UtilizationRollup.objects.bulk_create(rollups)
+    refresh_usage_aggregates(cluster_id=cluster.pk, start=start, end=start + timedelta(days=7))
 
 
 def _trace_counts(page) -> dict[str, int]:

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from gpucore.months import MonthError, parse_month
+from gpucore.months import MonthError, add_months, month_range, parse_month, parse_quarter, quarter_label
 
 
 @pytest.mark.parametrize(
@@ -35,3 +35,17 @@ def test_a_month_is_the_first_day_of_it(text: str, expected: date) -> None:
 def test_anything_else_is_refused_with_the_expected_shape(text: str) -> None:
     with pytest.raises(MonthError, match="YYYY-MM"):
         parse_month(text)
+
+
+def test_quarters_ranges_and_month_arithmetic() -> None:
+    assert parse_quarter("2026-Q4") == date(2026, 10, 1) and parse_quarter("2026-q1") == date(2026, 1, 1)
+    for bad in ("2026-Q5", "2026-4", "Q4-2026", "0000-Q1"):
+        with pytest.raises(MonthError, match="YYYY-Qn"):
+            parse_quarter(bad)
+    assert add_months(date(2026, 11, 5), 2) == date(2027, 1, 1) and add_months(date(2026, 1, 1), -1) == date(
+        2025, 12, 1
+    )
+    assert month_range(date(2026, 11, 1), date(2027, 2, 1)) == [date(2026, 11, 1), date(2026, 12, 1),
+                                                                date(2027, 1, 1), date(2027, 2, 1)]  # fmt: skip
+    assert month_range(date(2026, 3, 1), date(2026, 2, 1)) == []
+    assert quarter_label(date(2026, 12, 31)) == "2026-Q4"

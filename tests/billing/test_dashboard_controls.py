@@ -1,0 +1,123 @@
+"""The cost dashboards' controls: range (month, quarter, custom), grouping, filters, drill-down links, idle toggle,
+stable colours, empty states and the budget marks; closed months served from the cache."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import date, timedelta
+from decimal import Decimal
+
+import pytest
+from django.core.cache import cache
+from django.urls import reverse
+
+from billing import charts
+from billing.costs.dashboard_query import DashboardQueryError, parse_dashboard_query
+from billing.costs.services import monthly_reports_close
+from tests.billing.cost_helpers import OCT, held_request, load_book, rollup
+from tests.billing.test_cost_reports import OCTOBER
+
+pytestmark = pytest.mark.django_db
+THIS_MONTH = date(2026, 11, 1)
+
+
+def _csv(client, chart: str, **params) -> list[dict[str, str]]:
+    response = client.get(reverse("billing:dashboard-csv", args=[chart]), params)
+    assert response.status_code == 200, response.content
+    return list(csv.DictReader(io.StringIO(response.content.decode())))
+
+
+@pytest.fixture
+def october(demo_org):
+    """Vision holds 2 GPUs for 10 h and nlp 1 GPU for 5 h in October 2026; vision has a 100 GPU-hour budget."""
+    load_book({"H100-80GB": "2.00"})
+    demo_org.vision_request = held_request(team=demo_org.team, start=OCT, end=OCT + timedelta(hours=10), quantity=2)
+    held_request(team=demo_org.other_team, start=OCT, end=OCT + timedelta(hours=5))
+    rollup(cluster=demo_org.cluster, hour=OCT, request=demo_org.vision_request, util=40.0)
+    demo_org.team.monthly_gpu_hour_budget = Decimal(100)
+    demo_org.team.save(update_fields=["monthly_gpu_hour_budget"])
+    return demo_org
+
+
+def test_the_query_reads_month_quarter_and_custom_ranges_and_names_bad_fields() -> None:
+    parse = lambda **p: parse_dashboard_query(p, this_month=THIS_MONTH, may_see_idle=True)  # noqa: E731
+    assert parse().months == (THIS_MONTH,) and parse().group == "team" and not parse().show_idle
+    quarter = parse(period="quarter", quarter="2026-Q3")
+    assert quarter.months == (date(2026, 7, 1), date(2026, 8, 1), date(2026, 9, 1)) and quarter.label == "2026-Q3"
+    custom = parse(period="custom", **{"from": "2026-01", "to": "2026-04"}, group="pool", strategy="mig", idle="1")
+    assert len(custom.months) == 4 and custom.filters == {"strategy": "mig"} and custom.show_idle
+    assert len(parse(month="2026-10").trend_months) == 12  # one month's cost chart shows the year up to it
+    for params, field in [
+        ({"period": "week"}, "period"),
+        ({"period": "quarter", "quarter": "2026-Q5"}, "quarter"),
+        ({"period": "custom", "from": "2026-05", "to": "2026-01"}, "from"),
+        ({"period": "custom", "from": "2020-01", "to": "2026-01"}, "to"),
+        ({"group": "colour"}, "group"),
+        ({"month": "26-1"}, "month"),
+    ]:
+        with pytest.raises(DashboardQueryError, match=f"^{field}: "):
+            parse(**params)
+    assert not parse_dashboard_query({"idle": "1"}, this_month=THIS_MONTH, may_see_idle=False).show_idle
+
+
+def test_a_bad_control_is_a_400_naming_it(october, client) -> None:
+    client.force_login(october.platform_admin)
+    response = client.get(reverse("billing:dashboard"), {"group": "colour"})
+    assert response.status_code == 400 and b"group:" in response.content
+
+
+def test_grouping_filtering_and_the_drill_down_links(october, client) -> None:
+    client.force_login(october.platform_admin)
+    by_strategy = _csv(client, "cost-over-time", month="2026-10", group="strategy")
+    assert {"month": "2026-10", "strategy": "dedicated", "cost": "50.00"} in by_strategy  # 40 vision + 10 nlp
+    only_nlp = _csv(client, "cost-per-request", month="2026-10", team="nlp")
+    assert {r["team"] for r in only_nlp} == {"nlp"}
+    quarter = _csv(client, "cost-per-request", period="quarter", quarter="2026-Q4")
+    assert sum(float(r["cost"]) for r in quarter) == 50.0  # October's charges; November has none, December no days
+    assert _csv(client, "cost-per-request", period="custom", **{"from": "2026-07", "to": "2026-09"}) == []
+    page = client.get(reverse("billing:dashboard"), {"month": "2026-10"})
+    figure = json.loads(next(p for p in page.context["panels"] if p["id"] == "cost-over-time")["figure"])
+    vision = next(trace for trace in figure["data"] if trace["name"] == "vision")
+    link = vision["customdata"][vision["x"].index("2026-10")]
+    assert "period=month" in link and "month=2026-10" in link and "team=vision" in link
+    drilled = client.get(reverse("billing:dashboard") + link.split("#")[0])
+    rows = next(p for p in drilled.context["panels"] if p["id"] == "cost-per-request")["rows"]
+    assert rows and {r[0] for r in rows} == {"vision"}
+    requests = json.loads(next(p for p in drilled.context["panels"] if p["id"] == "cost-per-request")["figure"])
+    assert requests["data"][0]["customdata"] == [f"/requests/{october.vision_request.pk}/"]
+
+
+def test_idle_is_its_own_axis_and_colours_are_stable(october, client) -> None:
+    client.force_login(october.platform_admin)
+    page = client.get(reverse("billing:dashboard"), {"month": "2026-10", "idle": "1"})
+    figure = json.loads(page.context["panels"][0]["figure"])
+    idle = [t for t in figure["data"] if t["name"].startswith("Idle capacity")]
+    assert idle and idle[0]["yaxis"] == "y2" and figure["layout"]["yaxis"]["rangemode"] == "tozero"
+    colours = {t["name"]: t["marker"]["color"] for t in figure["data"] if t["type"] == "bar"}
+    assert colours["vision"] == charts.series_colour("vision") != charts.series_colour("nlp") == colours["nlp"]
+    client.force_login(october.member)  # another viewer, only vision: the same colour
+    mine = json.loads(client.get(reverse("billing:dashboard"), {"month": "2026-10"}).context["panels"][0]["figure"])
+    assert [t["marker"]["color"] for t in mine["data"]] == [colours["vision"]]
+
+
+def test_budget_marks_and_empty_states(october, client) -> None:
+    client.force_login(october.team_lead)
+    page = client.get(reverse("billing:dashboard"), {"month": "2026-10"})
+    allocation = json.loads(next(p for p in page.context["panels"] if p["id"] == "allocation-vs-utilization")["figure"])
+    budget = next(t for t in allocation["data"] if t["name"] == "Budget (GPU-hours)")
+    assert budget["x"] == ["vision"] and budget["y"] == [100.0]
+    quiet = client.get(reverse("billing:dashboard"), {"month": "2026-10", "strategy": "mig"})
+    panel = next(p for p in quiet.context["panels"] if p["id"] == "cost-over-time")
+    assert panel["empty"] and b"No GPU cost in October 2026 for these filters." in quiet.content
+
+
+def test_a_closed_month_is_read_once_then_from_the_cache(october, client, django_assert_max_num_queries) -> None:
+    monthly_reports_close(month=OCTOBER, send_email=False)
+    cache.clear()
+    client.force_login(october.platform_admin)
+    first = _csv(client, "strategy-mix", month="2026-10")
+    with django_assert_max_num_queries(9):  # session, user, teams, the cache key's stamp; no report lines read
+        again = _csv(client, "strategy-mix", month="2026-10")
+    assert first == again and first[0]["cost"] == "50.00"
