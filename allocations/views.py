@@ -146,7 +146,9 @@ def request_preview(request: HttpRequest) -> HttpResponse:
         except ProfileError as exc:
             errors = {name: list(messages) for name, messages in exc.errors.items()}
         else:
-            return render(request, "allocations/_spec.html", {"spec": placement.spec})
+            # budget_team: the preview (not a request's page) shows the team's money budget with this request in it.
+            context = {"spec": placement.spec, "budget_team": form.cleaned_data["team"]}
+            return render(request, "allocations/_spec.html", context)
     else:
         errors = {name: list(messages) for name, messages in form.errors.items()}
     rows = [

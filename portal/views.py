@@ -14,14 +14,21 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from allocations.pages import home_overview
+from billing.costs.selectors import home_costs
 from portal.health import readiness
 from portal.sso.backends import password_login, sso_enabled
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """The signed-in user's overview: their teams, quotas in use, and their latest requests."""
-    return render(request, "home.html", home_overview(user=request.user))
+    """The signed-in user's overview by role: their teams' quota headroom, spend against budget and latest requests;
+    for approvers and admins, pending approvals, fleet capacity and the month's spend and idle cost."""
+    context = home_overview(user=request.user)
+    costs = home_costs(user=request.user, teams=[row["team"] for row in context["team_rows"]])
+    for row in context["team_rows"]:
+        row["budget"] = costs["budgets"][row["team"].pk]
+    context.update(month_costs=costs["month_costs"], currency=costs["currency"])
+    return render(request, "home.html", context)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:

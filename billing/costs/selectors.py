@@ -253,3 +253,27 @@ def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, 
         "over_budget": bool(budget is not None and gpu_hours > budget),
         "money": team_budget_states(teams=[team], now=now, chargeback=chargeback)[team.pk],
     }
+
+
+def home_costs(*, user: User, teams: Iterable[Team], now: datetime | None = None) -> dict[str, Any]:
+    """The home page's money, from one chargeback of the month so far: each of ``teams``' budget state (team id ->
+    ``MoneyBudgetState``), and for those who see every team's costs the month's spend and idle cost."""
+    now = now or timezone.now()
+    month = now.astimezone(UTC).date().replace(day=1)
+    chargeback = month_chargeback(month=month, now=now)
+    fleet = None
+    if user_can_view_all_costs(user):
+        allocated = sum((charge.total for charge in chargeback.teams.values()), Decimal(0))
+        # With idle cost shared, teams' totals already carry it: the month's spend is the allocated part plus idle.
+        idle = Decimal(0) if chargeback.idle_shared else chargeback.total_idle_cost
+        fleet = {
+            "month": month,
+            "spent": to_cents(allocated),
+            "idle": to_cents(chargeback.total_idle_cost),
+            "total": to_cents(allocated + idle),
+        }
+    return {
+        "budgets": team_budget_states(teams=teams, now=now, chargeback=chargeback),
+        "month_costs": fleet,
+        "currency": settings.PORTAL_CURRENCY,
+    }

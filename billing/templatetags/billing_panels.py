@@ -6,13 +6,15 @@ the template layer composes the two apps and the dependency keeps pointing one w
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django import template
+from django.conf import settings
 
 from allocations.models import Cluster, GpuRequest, Team
-from billing.costs.budget import request_budget_effect
-from billing.costs.selectors import team_month_to_date
+from billing.costs.budget import request_budget_effect, spec_budget_effect
+from billing.costs.selectors import team_budget_states, team_month_to_date
 from billing.costs.whatif import price_basis
 from billing.utilization.selectors import request_utilization_context, team_utilization_context
 from billing.utilization.troubleshooting import cluster_triage_context, request_triage_context
@@ -69,6 +71,27 @@ def request_budget_panel(context: template.Context, gpu_request: GpuRequest) -> 
         months[team.pk] = team_month_to_date(team=team)
     effect = request_budget_effect(request=gpu_request, month_to_date=months[team.pk])
     return {"effect": effect, "month_to_date": months[team.pk], "gpu_request": gpu_request}
+
+
+@register.inclusion_tag("billing/_budget_preview.html")
+def team_budget_preview(team: Team, spec: dict[str, Any]) -> dict[str, Any]:
+    """The new-request preview's budget: the team's money budget this month, and where this request would take it."""
+    state = team_budget_states(teams=[team])[team.pk]
+    hours = (spec.get("estimated_cost") or {}).get("hours")  # the profile's duration, when it has one
+    effect = spec_budget_effect(
+        team=team,
+        spec=spec,
+        duration_hours=None if hours is None else Decimal(str(hours)),
+        month_to_date={"gpu_hours": 0, "amount": 0},  # only this request's own cost is read from the effect
+    )
+    cost = effect.cost_this_month if effect is not None else None
+    return {
+        "team": team,
+        "state": state,
+        "request_cost": cost,
+        "with_request": None if cost is None else state.projected + cost,
+        "currency": settings.PORTAL_CURRENCY,
+    }
 
 
 @register.simple_tag

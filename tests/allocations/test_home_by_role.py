@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
 from allocations.models import RequestStatus
-from tests.factories import DemoOrg, GpuRequestFactory
+from tests.factories import DemoOrg, GpuRequestFactory, TeamBudgetFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -41,3 +42,38 @@ def test_a_member_sees_no_platform_panel_but_their_teams_free_quota(client, demo
     assert 'id="home-approvals"' not in body
     assert 'id="home-fleet"' not in body
     assert '<td class="num headroom-free">6</td>' in body  # vision's quota of 8, 2 held
+
+
+def test_a_lead_sees_the_teams_spend_against_its_money_budget_with_the_month_end_projection(
+    client, demo_org: DemoOrg
+) -> None:
+    TeamBudgetFactory(team=demo_org.team, monthly_amount=Decimal("0.01"), thresholds_pct=[50, 100])
+    GpuRequestFactory(
+        team=demo_org.team,
+        status=RequestStatus.ACTIVE,
+        node_pool=demo_org.pool,
+        cluster=demo_org.cluster,
+        approved_at=timezone.now() - timedelta(hours=3),
+        activated_at=timezone.now() - timedelta(hours=3),
+    )
+    client.force_login(demo_org.team_lead)
+
+    body = client.get(reverse("home")).content.decode()
+
+    budget = body.partition(f'id="home-budget-{demo_org.team.slug}"')[2].partition("</div>\n    </div>")[0]
+    assert 'data-level="over"' in budget
+    assert "of a 0.01 USD budget" in budget
+    assert "by month end" in budget and "Budget spent." in budget
+    assert 'id="home-month-costs"' not in body  # the organisation's spend is for approvers, admins and Finance
+
+
+def test_an_approver_sees_this_months_spend_and_idle_cost(client, demo_org: DemoOrg) -> None:
+    client.force_login(demo_org.approver)
+
+    body = client.get(reverse("home")).content.decode()
+
+    costs = body.partition('id="home-month-costs"')[2].partition("</article>")[0]
+    assert "Idle capacity" in costs
+    # Nothing is allocated: the whole pool (8 dedicated H100s) is idle, priced at the catalog's rate, so not zero.
+    idle = costs.partition('id="home-idle-cost">')[2].partition(" USD")[0]
+    assert idle != "0.00" and float(idle.replace(",", "")) > 0

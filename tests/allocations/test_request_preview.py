@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from django.urls import reverse
 
 from allocations.placement import place
 from gpucore.decision import WorkloadProfile
-from tests.factories import DemoOrg, UserFactory
+from tests.factories import DemoOrg, TeamBudgetFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +41,7 @@ def test_the_preview_is_the_spec_fragment_a_request_page_shows(demo_org: DemoOrg
     assert response.templates[0].name == "allocations/_spec.html"
     html = response.content.decode()
     spec = place(WorkloadProfile.from_mapping({"workload_type": "training", "gpu_memory_gb": 40, "duration_hours": 48}))
-    assert html == render_to_string("allocations/_spec.html", {"spec": spec.spec})
+    assert html == render_to_string("allocations/_spec.html", {"spec": spec.spec, "budget_team": demo_org.team})
     assert 'class="rec-resource">nvidia.com/gpu<' in html and "Cost for 48 h" in html
     assert f'data-strategy="{spec.spec["strategy"]}"' in html and 'data-gpu-model="H100-80GB"' in html
 
@@ -79,3 +80,16 @@ def test_the_page_carries_no_copy_of_the_template_in_javascript() -> None:
     script = Path(finders.find("js/request_form.js")).read_text(encoding="utf-8")
     for markup in ("rec-head", "alternatives", "rationale", "Saving vs dedicated", 'createElement("table'):
         assert markup not in script
+
+
+def test_the_preview_shows_the_teams_money_budget_with_this_request_in_it(demo_org: DemoOrg) -> None:
+    TeamBudgetFactory(team=demo_org.team, monthly_amount=Decimal("100.00"))
+
+    html = client_for(demo_org.member).post(URL, PROFILE).content.decode()
+
+    budget = html.partition('id="budget-preview"')[2]
+    assert "<h3>Vision's budget this month</h3>" in budget
+    assert "0.00 USD</strong> of a 100.00 USD budget" in budget
+    # 48 hours of one dedicated H100 at the catalog's 6.88 an hour (README "How cost is computed"): 330.24.
+    assert "adds about <strong>330.24 USD</strong> this month" in budget
+    assert '<strong class="no">330.24 USD</strong> of 100.00' in budget  # it would take the month over budget

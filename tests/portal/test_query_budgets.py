@@ -28,6 +28,8 @@ BUDGETS = json.loads((Path(__file__).parent.parent / "query_budgets.json").read_
 # page: (URL, who looks at it)
 PAGES = {
     "home": ("/", "member"),
+    "home_lead": ("/", "team_lead"),
+    "home_approver": ("/", "approver"),
     "team_page": ("/teams/vision/", "member"),
     "approval_queue": ("/approvals/", "approver"),
     "dashboards": ("/billing/dashboards/", "approver"),
