@@ -46,6 +46,12 @@ def redis_problem() -> str | None:
     return None
 
 
+def redis_server_problem() -> str | None:
+    if not shutil.which("redis-server"):
+        return "the redis-server binary (Debian package 'redis-server'), for a broker the test restarts"
+    return None
+
+
 def prometheus_problem() -> str | None:
     if not (shutil.which("prometheus") and shutil.which("promtool")):
         return "Prometheus (Debian package 'prometheus': prometheus and promtool binaries)"
@@ -75,6 +81,7 @@ def reference_problem() -> str | None:
 SERVICE_CHECKS = {
     "postgres": postgres_problem,
     "redis": redis_problem,
+    "redis_server": redis_server_problem,
     "prometheus": prometheus_problem,
     "e2e": chromium_problem,
     "reference": reference_problem,

@@ -1,0 +1,226 @@
+"""The broker restarted without persistence while provisioning work is queued: the reconcile sweeper finishes it.
+
+A Redis of the test's own (``--save "" --appendonly no``, on a free port; the shared one is never touched) is the
+broker. One ``--pool=solo`` worker (``test_celery_worker``'s) is busy with the first of 20 approved requests, its apply
+held in the emulated API server, and the other 19 provisioning messages wait in Redis. Redis is then restarted: the
+queued messages, and the in-flight one's unacknowledged entry, are gone. The worker reconnects on its own. The
+requests left in ``approved`` are untouched by anything but the sweeper: once they are older than ``STUCK_AFTER``
+(their ``updated_at`` is moved back by that much, as the clock would), beat's ``reconcile_requests`` message is sent as
+beat sends it, and every request must end active, once, with one Job. The README states the resulting bound;
+``test_readme_states_the_sweepers_bound`` keeps it equal to the beat period plus ``STUCK_AFTER``.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db.models import F
+
+from allocations.models import GpuRequest, RequestStatus
+from allocations.provisioning import STUCK_AFTER
+from allocations.services import gpu_request_approve
+from tests.factories import DemoOrg
+from tests.integration.k8s_emulator import EmulatedCluster
+from tests.integration.test_celery_worker import (  # noqa: F401 (fixtures)
+    PROVISIONED_ONCE,
+    TASK_TIMEOUT_S,
+    Workers,
+    _job_path,
+    _owned_objects,
+    _reset_routing,
+    _submit,
+    _transitions,
+    _wait_for,
+    cluster,
+    org,
+)
+
+REQUESTS = 20
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class EphemeralRedis:
+    """A redis-server without persistence on a loopback port: restarting it loses everything, as a pod would."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = _free_port()
+        self.directory = directory
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        command = ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no"]
+        log = (self.directory / "redis.log").open("ab")
+        self.process = subprocess.Popen(command, cwd=self.directory, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while not self._answers():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"redis-server did not start:\n{(self.directory / 'redis.log').read_text()[-2000:]}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def queued(self, queue: str) -> int:
+        import redis
+
+        with redis.Redis.from_url(self.url) as client:
+            return int(client.llen(queue))
+
+    def _answers(self) -> bool:
+        import redis
+
+        try:
+            with redis.Redis.from_url(self.url, socket_timeout=1) as client:
+                return bool(client.ping())
+        except redis.RedisError:
+            return False
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[EphemeralRedis]:
+    redis = EphemeralRedis(tmp_path)
+    redis.start()
+    try:
+        yield redis
+    finally:
+        redis.stop()
+
+
+@pytest.fixture
+def workers_on(broker: EphemeralRedis, transactional_db: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``test_celery_worker``'s workers, and this process's publishing, on the test's own broker's default queue."""
+    from portal.celery import app
+
+    # Celery reads CELERY_BROKER_URL from the environment before its configuration.
+    monkeypatch.setenv("CELERY_BROKER_URL", broker.url)
+    pool = Workers(broker.url, tmp_path)
+    # The broker is the test's alone, so its workers consume the default queue, as in production: the sweeper (run
+    # by a worker, with the production routing) re-queues provisioning there.
+    pool.queue = app.conf.task_default_queue
+    saved = {key: getattr(app.conf, key) for key in ("task_always_eager", "broker_url")}
+    app.conf.task_always_eager = False
+    app.conf.broker_url = broker.url
+    _reset_publishing(app)
+    try:
+        yield pool
+    finally:
+        pool.kill_all()
+        for key, value in saved.items():
+            setattr(app.conf, key, value)
+        monkeypatch.undo()
+        _reset_publishing(app)
+        print(pool.logs())
+
+
+def _reset_publishing(app: Any) -> None:
+    """Forget the routes and the connection pools Celery caches, so the next publish uses the current broker."""
+    _reset_routing(app)
+    if app._pool is not None:
+        app._pool.force_close_all()
+        app._pool = None
+    app.amqp._producer_pool = None
+
+
+def _statuses(requests: list[GpuRequest]) -> Counter[str]:
+    return Counter(GpuRequest.objects.filter(pk__in=[r.pk for r in requests]).values_list("status", flat=True))
+
+
+@pytest.mark.integration
+@pytest.mark.postgres
+@pytest.mark.redis_server
+@pytest.mark.django_db(transaction=True)
+def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
+    broker: EphemeralRedis,
+    workers_on: Workers,
+    cluster: EmulatedCluster,  # noqa: F811 (the fixtures imported above)
+    org: DemoOrg,  # noqa: F811
+    record_property: pytest.RecordProperty,
+) -> None:
+    from allocations.tasks import reconcile_requests
+
+    started = time.monotonic()
+    org.team.quotas.update(limit=REQUESTS)
+    org.pool.node_count = 3  # 24 GPUs: room for the twenty
+    org.pool.save(update_fields=["node_count"])
+    requests = [_submit(org, cluster) for _ in range(REQUESTS)]
+    busy = cluster.delay("PATCH", _job_path(requests[0]), seconds=TASK_TIMEOUT_S * 3, outlive_client=True)
+    worker = workers_on.start()
+    for request in requests:
+        gpu_request_approve(request=request, acting_user=org.approver, comment="batch")
+    assert busy.arrived.wait(TASK_TIMEOUT_S), f"the first apply never came\n{workers_on.logs()}"
+    _wait_for(lambda: broker.queued(workers_on.queue) == REQUESTS - 1, "19 messages queued", workers_on)
+
+    broker.restart()
+    lost = REQUESTS - 1 - broker.queued(workers_on.queue)
+    busy.release()  # the worker finishes what it had in hand, on a broker that forgot it
+    _wait_for(lambda: _statuses(requests)[RequestStatus.ACTIVE] == 1, "the in-flight request to activate", workers_on)
+    assert worker.process.poll() is None, "the worker survives the broker's restart"
+    after_restart = _statuses(requests)
+    assert after_restart == {RequestStatus.ACTIVE: 1, RequestStatus.APPROVED: REQUESTS - 1}, after_restart
+
+    # Nothing but the sweeper picks them up: as the clock would, make them older than STUCK_AFTER, then beat's message.
+    stuck = GpuRequest.objects.filter(pk__in=[r.pk for r in requests], status=RequestStatus.APPROVED)
+    stuck.update(updated_at=F("updated_at") - STUCK_AFTER - timedelta(seconds=1))
+    swept_at = time.monotonic()
+    reconcile_requests.apply_async()
+    _wait_for(
+        lambda: _statuses(requests)[RequestStatus.ACTIVE] == REQUESTS,
+        "the sweeper's re-queued provisioning to activate every request",
+        workers_on,
+        timeout=TASK_TIMEOUT_S * 3,
+    )
+    sweep_s = time.monotonic() - swept_at
+
+    problems = []
+    for request in requests:
+        objects = _owned_objects(cluster, request)
+        if objects != [("Job", request.team.namespace, f"gpr-{request.pk}")]:
+            problems.append(f"request {request.pk}: objects {objects}")
+        if _transitions(request) != PROVISIONED_ONCE:
+            problems.append(f"request {request.pk}: events {dict(_transitions(request))}")
+    figure = (
+        f"broker restarted without persistence with {REQUESTS - 1} provisioning messages queued ({lost} lost) and "
+        f"1 in flight: after one sweep {dict(_statuses(requests))} in {sweep_s:.1f} s, {len(problems)} requests "
+        f"with extra objects or events; {time.monotonic() - started:.1f} s in all"
+    )
+    print(f"\n{figure}")
+    record_property("figure", figure)
+    assert lost == REQUESTS - 1, "the restart must have lost the queued messages for the test to mean anything"
+    assert not problems, "\n".join(problems) + f"\n{workers_on.logs()}"
+
+
+def test_readme_states_the_sweepers_bound() -> None:
+    """The README's bound for finishing an approval whose message was lost: beat's period plus ``STUCK_AFTER``."""
+    from portal.celery import app
+
+    period = app.conf.beat_schedule["reconcile-requests"]["schedule"]
+    bound_minutes = (float(period) + STUCK_AFTER.total_seconds()) / 60
+    operating = README.read_text().split("## Operating it", 1)[1].split("\n## ", 1)[0]
+    stated = re.search(r"within (\d+) minutes of (?:its|the) approval", operating)
+    assert stated, "the README's 'Operating it' section must say within how long a lost approval is provisioned"
+    assert float(stated[1]) == bound_minutes, f"README says {stated[1]} minutes, the schedule gives {bound_minutes}"
