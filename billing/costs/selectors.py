@@ -19,7 +19,7 @@ from django.utils import timezone
 from allocations.models import NodePool, Team
 from allocations.selectors import User, allocation_intervals, catalog_from_db, teams_of, user_is_approver
 from billing.metering.selectors import usage_by_request
-from billing.models import ImportedUsage, MonthlyReport, PriceBook, ReportStatus, TeamBudget
+from billing.models import BudgetNotice, ImportedUsage, MonthlyReport, PriceBook, ReportStatus, TeamBudget
 from gpucore.budget import MoneyBudgetState, money_budget_state
 from gpucore.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
 from gpucore.pricing import catalog_hourly_rate, to_cents
@@ -252,6 +252,7 @@ def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, 
         "budget_used_pct": round(gpu_hours / budget * 100, 1) if budget else None,
         "over_budget": bool(budget is not None and gpu_hours > budget),
         "money": team_budget_states(teams=[team], now=now, chargeback=chargeback)[team.pk],
+        "notices": list(BudgetNotice.objects.filter(team=team, month=month).order_by("threshold_pct")),
     }
 
 
