@@ -66,6 +66,11 @@ def test_a_kueue_cluster_receives_its_queues_and_a_gang_of_two_training_pods(
     result = cluster_objects_apply(cluster=demo_org.cluster)
 
     assert {ref.kind for ref in result.applied} >= {"ResourceFlavor", "ClusterQueue", "LocalQueue"}
+    # Every cluster object as the server stored it validates: Kueue's schemas and CEL rules, Kubernetes 1.30 and 1.33.
+    for ref in result.applied:
+        stored = emulated.get(ref.kind, ref.name, ref.namespace)
+        assert stored, f"{ref.kind} {ref.name} was not stored"
+        validate_live(stored)
     flavor = emulated.get("ResourceFlavor", "h100")
     assert flavor["spec"]["nodeLabels"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
     queue = emulated.get("ClusterQueue", "vision")
