@@ -12,7 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from allocations.models import MAX_EXTENSION_HOURS, Cluster, GpuModel, SlaTier, WorkloadType
+from allocations.models import MAX_EXTENSION_HOURS, Cluster, GpuModel, Role, SlaTier, WorkloadType
 from allocations.selectors import teams_of
 from gpucore.decision import WorkloadProfile
 
@@ -196,3 +196,16 @@ class ExtensionRequestForm(forms.Form):
         help_text="At most 720 (30 days).",
     )
     reason = forms.CharField(max_length=5000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class TeamMemberAddForm(forms.Form):
+    """A lead adds a portal user to the team: who (username) and with which role."""
+
+    username = forms.CharField(max_length=150, label="Username")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
+
+
+class TeamMemberRoleForm(forms.Form):
+    """A lead changes one member's role."""
+
+    role = forms.ChoiceField(choices=Role.choices)

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 from django.db.models import Q
 
 from allocations.extension_services import extend_refusal, extension_decide_refusal
+from allocations.membership_services import team_members_refusal
 from allocations.models import (
     POLLING_STATUSES,
     QUOTA_HOLDING_STATUSES,
@@ -21,6 +22,8 @@ from allocations.models import (
     GpuRequest,
     NodePool,
     RequestStatus,
+    Role,
+    Team,
 )
 from allocations.placement import gpu_hourly_rates, gpu_price
 from allocations.provisioning import pool_context
@@ -34,6 +37,7 @@ from allocations.selectors import (
     membership_role,
     pending_extensions_queue,
     quota_usage_by_quota,
+    team_roles_and_sizes,
     teams_of,
     teams_visible_to,
     units_allocated_by_pool,
@@ -109,13 +113,32 @@ def team_overview(*, user: User, slug: str) -> dict[str, object]:
         .select_related("node_pool__cluster")  # each row names its pool and cluster: one query, not one per row
         .order_by("-approved_at", "-id")
     )
+    lead_count = sum(1 for membership in memberships if membership.role == Role.LEAD)
     return {
         "team": team,
         "memberships": memberships,
         "quotas": quotas,
         "allocations": allocations,
         "role": membership_role(user=user, team=team),
+        # Leads manage members; the last lead's row offers neither removal nor stepping down (the service refuses).
+        "can_manage_members": team_members_refusal(user=user, team=team) is None,
+        "lead_count": lead_count,
+        "role_choices": Role.choices,
     }
+
+
+def team_list_overview(*, user: User, teams: list[Team]) -> dict[str, object]:
+    """The teams page: each visible team with its member count, cost centre and the user's role in it."""
+    roles, counts = team_roles_and_sizes(user=user, teams=teams)
+    rows = [
+        {
+            "team": team,
+            "members": counts.get(team.pk, 0),
+            "role": Role(roles[team.pk]).label if team.pk in roles else "",
+        }
+        for team in teams
+    ]
+    return {"rows": rows}
 
 
 # --- A request's detail page and the approval queue --------------------------------------------------------------

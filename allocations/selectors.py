@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 
 from allocations.gateways import gateway_for
 from allocations.gateways.base import ClusterGateway, GatewayError, PodStatus, WorkloadEvent
@@ -83,6 +83,13 @@ def membership_role(*, user: User, team: Team) -> str | None:
     if not user.is_authenticated:
         return None
     return Membership.objects.filter(user=user, team=team).values_list("role", flat=True).first()
+
+
+def team_roles_and_sizes(*, user: User, teams: list[Team]) -> tuple[dict[int, str], dict[int, int]]:
+    """The user's role per team (where a member) and each team's member count, in two queries."""
+    roles = dict(Membership.objects.filter(user=user, team__in=teams).values_list("team_id", "role"))
+    sizes = Membership.objects.filter(team__in=teams).values("team_id").annotate(n=Count("id"))
+    return roles, {row["team_id"]: row["n"] for row in sizes}
 
 
 def quota_usage(*, team: Team, resource_name: str, quota: Quota | None = None) -> int:

@@ -1,0 +1,48 @@
+"""The team page from the navigation in Chromium: a lead adds a member, changes a role and removes someone after a
+confirmation naming them; at 390 px the page does not scroll sideways. Screenshots at 1440 and 390 px under /tmp."""
+
+from __future__ import annotations
+
+import pytest
+
+from allocations.models import Membership, Role
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.e2e,
+    pytest.mark.django_db(transaction=True),
+]
+
+
+def test_a_lead_manages_members_from_the_navigation(new_page) -> None:
+    page = new_page("dave")
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    page.click("nav.mainnav >> text=Teams")
+    page.wait_for_url("**/teams/vision/")
+    page.fill("#member-username", "bob")
+    page.select_option("#member-role", "member")
+    page.click("#member-add button[type=submit]")
+    page.locator(".messages").wait_for()
+    assert "bob joined Computer Vision as member." in page.locator(".messages").inner_text()
+    page.select_option("#member-bob select[name=role]", "lead")
+    page.click("#member-bob button:has-text('Change')")
+    page.locator(".messages", has_text="bob is now team lead").wait_for()
+    page.screenshot(path="/tmp/h13b-team-lead-1440.png", full_page=True)
+
+    page.click("#member-alice button:has-text('Remove')")
+    dialog = page.locator("dialog#confirm-dialog")
+    dialog.wait_for(state="visible")
+    assert "Remove alice from team Computer Vision?" in dialog.locator("h2").inner_text()
+    dialog.locator("#confirm-ok").click()
+    page.locator(".messages", has_text="alice was removed").wait_for()
+    roles = dict(Membership.objects.filter(team__slug="vision").values_list("user__username", "role"))
+    assert roles == {"dave": Role.LEAD, "bob": Role.LEAD}
+
+
+def test_the_team_page_fits_a_narrow_screen(new_page) -> None:
+    page = new_page("dave")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/teams/vision/")
+    page.locator("#member-add").wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    page.screenshot(path="/tmp/h13b-team-lead-390.png", full_page=True)
