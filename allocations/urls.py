@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from allocations import views
+from allocations import team_views, views
 from allocations.mig_plans import views as mig_views
 
 app_name = "allocations"
@@ -22,11 +22,13 @@ urlpatterns = [
     path("approvals/bulk/", views.approval_bulk, name="approval-bulk"),
     path("approvals/<int:pk>/", views.approval_review, name="approval-review"),
     path("approvals/extensions/<int:pk>/", views.extension_review, name="extension-review"),
-    path("teams/", views.team_list, name="team-list"),
-    path("teams/<slug:slug>/", views.team_detail, name="team-detail"),
-    path("teams/<slug:slug>/members/", views.team_member_add_view, name="team-member-add"),
-    path("teams/<slug:slug>/members/<int:user_id>/role/", views.team_member_role_view, name="team-member-role"),
-    path("teams/<slug:slug>/members/<int:user_id>/remove/", views.team_member_remove_view, name="team-member-remove"),
+    path("teams/", team_views.team_list, name="team-list"),
+    path("teams/<slug:slug>/", team_views.team_detail, name="team-detail"),
+    path("teams/<slug:slug>/members/", team_views.team_member_add_view, name="team-member-add"),
+    path("teams/<slug:slug>/members/<int:user_id>/role/", team_views.team_member_role_view, name="team-member-role"),
+    path(
+        "teams/<slug:slug>/members/<int:user_id>/remove/", team_views.team_member_remove_view, name="team-member-remove"
+    ),
     path("clusters/", views.cluster_list, name="cluster-list"),
     path("clusters/<slug:name>/", views.cluster_detail, name="cluster-detail"),
     path("clusters/<slug:name>/sync/", views.cluster_sync, name="cluster-sync"),
