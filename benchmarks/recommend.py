@@ -1,24 +1,33 @@
 """Recommendations per second for a mix of profiles: in-process, and through the REST API (Django test client).
 
 Prints both rates and their ratio, measured in the same run on the same profiles, so the figure that matters (what
-the HTTP/DRF layer costs on top of the framework) does not depend on the machine. No assertion on time.
+the HTTP/DRF layer costs on top of the framework) does not depend on the machine. It also times ``recommend()`` as it
+was before issue #15's profiling (``BASELINE_COMMIT``'s ``gpucore``, extracted with ``git archive``) against today's,
+each in a fresh process on the same profiles, one after the other in every run: the speed-up is a ratio of the same
+run. No assertion on time.
 
-    .venv/bin/python benchmarks/recommend.py [--profiles 10000] [--api-profiles 2000]
+    .venv/bin/python benchmarks/recommend.py [--profiles 10000] [--api-profiles 2000] [--baseline-commit SHA]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project, and benchmarks as a package
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the project, and benchmarks as a package
+
+# main before the framework was profiled for issue #15: the "today's figure" the >= 3x target is measured against.
+BASELINE_COMMIT = "52feb892582c9491e55e490cd3c6570cc5491fe5"
 
 WORKLOADS = ["training", "batch_inference", "realtime_inference", "development", "hpc_simulation"]
 TIERS = [None, "tier1_realtime", "tier2_batch", "tier3_development"]
@@ -94,6 +103,27 @@ def create_benchmark_cluster() -> None:
             )
 
 
+def baseline_tree(commit: str) -> Path | None:
+    """``gpucore`` as it was at ``commit``, extracted into a temporary folder; None without git or that history."""
+    target = Path(tempfile.mkdtemp(prefix="bench-recommend-baseline-"))
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", commit, "gpucore"], capture_output=True, check=False
+    )
+    if archive.returncode != 0:
+        return None
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    return target
+
+
+def tree_rate(root: Path, profiles_json: bytes) -> float:
+    """Recommendations per second of ``root``'s ``recommend()`` in a fresh process (bench_recommend_rate.py)."""
+    runner = ROOT / "benchmarks" / "bench_recommend_rate.py"
+    done = subprocess.run(
+        [sys.executable, str(runner), str(root)], input=profiles_json, capture_output=True, check=True
+    )
+    return json.loads(done.stdout)["rate"]
+
+
 def spread(values: list[float], fmt: str = "{:.0f}") -> str:
     return "/".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
 
@@ -103,7 +133,11 @@ def main() -> None:
     parser.add_argument("--profiles", type=int, default=10_000, help="profiles run in-process")
     parser.add_argument("--api-profiles", type=int, default=2_000, help="profiles sent through the API")
     parser.add_argument("--runs", type=int, default=3, help="repetitions; figures are printed as min/median/max")
+    parser.add_argument(
+        "--baseline-commit", default=BASELINE_COMMIT, help="the commit whose recommend() is the baseline"
+    )
     args = parser.parse_args()
+    baseline = baseline_tree(args.baseline_commit)
     database = setup_django()
     logging.disable(logging.WARNING)  # a 400 for an unservable profile is an expected answer, not news
 
@@ -118,8 +152,12 @@ def main() -> None:
     client = APIClient()
     client.force_authenticate(User.objects.create_user("bench", password="x"))  # noqa: S106
     client.post("/api/v1/recommendations/", api_sample[0], format="json")  # warm: URLconf import, first queries
-    in_process_rates, api_rates = [], []
+    in_process_rates, api_rates, before_rates, after_rates = [], [], [], []
+    profiles_json = json.dumps(profiles).encode()
     for _ in range(args.runs):
+        if baseline is not None:
+            before_rates.append(tree_rate(baseline, profiles_json))
+            after_rates.append(tree_rate(ROOT, profiles_json))
         catalog, tiers = catalog_from_db(), tiers_by_slug()
         refused = 0
         start = time.perf_counter()
@@ -150,6 +188,16 @@ def main() -> None:
     print(f"recommend() in-process:         {spread(in_process_rates):>20} recommendations/s")
     print(f"POST /api/v1/recommendations/:  {spread(api_rates):>20} recommendations/s (Django test client)")
     print(f"ratio in-process / API:         {spread(ratios, '{:.1f}'):>20} x (target, issue #15: <= 5x)")
+    if baseline is None:
+        print(f"recommend() before/after: no baseline (git history with {args.baseline_commit[:12]} not available)")
+        return
+    speedups = [a / b for a, b in zip(after_rates, before_rates, strict=True)]
+    print(f"recommend() at {args.baseline_commit[:7]} (built-in catalog, fresh process): {spread(before_rates):>14} /s")
+    print(f"recommend() now (same profiles, fresh process):        {spread(after_rates):>14} /s")
+    print(
+        f"speed-up now / {args.baseline_commit[:7]}:                             {spread(speedups, '{:.2f}'):>14} x "
+        "(target, issue #15: >= 3x)"
+    )
 
 
 if __name__ == "__main__":

@@ -92,6 +92,18 @@ class GpuModelSpec:
     # Dense (no sparsity) FP16/BF16 tensor throughput from NVIDIA's datasheet, for the what-if's per-run estimates.
     dense_fp16_tflops: Decimal | None = None
     throughput_source: str = ""
+    # Derived once (the spec is frozen): the framework asks for them for every model of every recommendation.
+    _recommendable: tuple[MigProfile, ...] = field(init=False, repr=False, compare=False)
+    _node_selector: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
+    folded_names: tuple[str, ...] = field(init=False, repr=False, compare=False)  # name and aliases, casefolded
+
+    def __post_init__(self) -> None:
+        partial = [p for p in self.mig_profiles if p.recommendable and p.compute_slices < self.mig_compute_slices]
+        object.__setattr__(
+            self, "_recommendable", tuple(sorted(partial, key=lambda p: (p.memory_gb, p.compute_slices)))
+        )
+        object.__setattr__(self, "_node_selector", (("nvidia.com/gpu.product", self.product_label),))
+        object.__setattr__(self, "folded_names", tuple(key.casefold() for key in (self.name, *self.aliases)))
 
     @property
     def mig_capable(self) -> bool:
@@ -100,7 +112,7 @@ class GpuModelSpec:
     @property
     def node_selector(self) -> dict[str, str]:
         """The node selector that pins a pod to this model (GPU Feature Discovery's product label)."""
-        return {"nvidia.com/gpu.product": self.product_label}
+        return dict(self._node_selector)
 
     def profile(self, name: str) -> MigProfile:
         for profile in self.mig_profiles:
@@ -114,8 +126,7 @@ class GpuModelSpec:
 
         The full-GPU profile (7g.*, or 4g.24gb on A30) is left out: a whole GPU is better served as a dedicated GPU.
         """
-        partial = [p for p in self.mig_profiles if p.recommendable and p.compute_slices < self.mig_compute_slices]
-        return tuple(sorted(partial, key=lambda p: (p.memory_gb, p.compute_slices)))
+        return self._recommendable
 
 
 @dataclass(frozen=True)

@@ -209,7 +209,7 @@ class WorkloadProfile:
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         """The names of the profile's fields, in contract order (for splitting them out of a larger request body)."""
-        return tuple(f.name for f in fields(cls))
+        return _FIELD_NAMES
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> WorkloadProfile:
@@ -262,3 +262,7 @@ def _json_number(value: Decimal) -> int | float:
     if value == value.to_integral_value():
         return int(value)
     return float(value)
+
+
+# Read on every parse: worked out once (the dataclass's fields never change).
+_FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(WorkloadProfile))

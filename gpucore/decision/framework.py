@@ -42,6 +42,7 @@ from gpucore.decision.options import (
     Option,
     Recommendation,
     core_fields,
+    core_values,
     format_money,
     need_text,
     normalize_layouts,
@@ -209,6 +210,19 @@ def _walk(
     ctx: DecisionContext, model: GpuModelSpec, intent: Intent, order: tuple[Strategy, ...], rationale: list[str] | None
 ) -> Option | None:
     """The first strategy of the model's plan that policy allows and that fits, noting each fallback."""
+    if rationale is None:  # a silent walk is asked again for the alternatives: once per context
+        known = ctx.walked.get(model.name)
+        if known is not None and known[0] is intent and known[1] is order:
+            return known[2]
+        option = _walk_model(ctx, model, intent, order, None)
+        ctx.walked[model.name] = (intent, order, option)
+        return option
+    return _walk_model(ctx, model, intent, order, rationale)
+
+
+def _walk_model(
+    ctx: DecisionContext, model: GpuModelSpec, intent: Intent, order: tuple[Strategy, ...], rationale: list[str] | None
+) -> Option | None:
     plan = [s for s in model_plan(intent, model) if s in order]
     tried: list[Strategy] = []
     for strategy in order:
@@ -320,7 +334,7 @@ def _alternative(
         reason = f"No node pool here offers {option.resource_name} on {option.model.name}."
     if reason is None:
         tradeoffs.append(why_not(option, chosen, preference, intent_reason, named=named))
-    return Alternative(**core_fields(ctx, option), tradeoffs=tuple(tradeoffs), permitted=reason is None, reason=reason)
+    return Alternative(*core_values(ctx, option), tuple(tradeoffs), reason is None, reason)
 
 
 def _no_pool_serves(ctx: DecisionContext, model: GpuModelSpec | None) -> str:

@@ -13,7 +13,7 @@ the small prose helpers (GB, percentages, money) every explanation shares.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
 from typing import Any
@@ -36,6 +36,7 @@ from gpucore.vocabulary import Strategy
 # The catalog's reference prices (cloud list price, or TCO from a USD purchase price) are in US dollars.
 CATALOG_CURRENCY = "USD"
 
+_ONE, _HUNDRED = Decimal(1), Decimal(100)
 STRATEGY_WORDS = {Strategy.DEDICATED: "a dedicated GPU", Strategy.MIG: "MIG", Strategy.TIME_SLICING: "time-slicing"}
 
 
@@ -90,13 +91,13 @@ class Option:
     @property
     def unit_share(self) -> Decimal:
         """The GPU share of one allocated unit (one GPU, one MIG instance, one time-sliced share)."""
-        return self.share / Decimal(self.quantity)
+        return self.share / self.quantity
 
     @property
     def saving_pct(self) -> Decimal:
         # Against the same profile on dedicated GPUs of the same model: the price and SLA multiplier cancel out,
         # so the saving is known even when the price is not.
-        return (Decimal(1) - self.share / Decimal(self.quantity)) * Decimal(100)
+        return (_ONE - self.share / self.quantity) * _HUNDRED
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,16 +120,30 @@ class DecisionContext:
     # (casefolded model name, MIG profile) -> the per-GPU layout of the pool that serves it; the GPU share then
     # scales by the layout's weight (DESIGN.md "GPU share"), as chargeback does.
     mig_layouts: Mapping[tuple[str, str], Mapping[str, int]] = field(default_factory=dict)
+    # Memos of one decision: one recommendation sizes each (model, strategy) and walks each model several times
+    # (choosing, then listing alternatives), and asks a pool callback per option; each is worked out once.
+    # ``replace()`` starts them empty, as a context with other inputs must.
+    sized: dict[tuple[str, Strategy], Option | str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    walked: dict[str, tuple[Any, Any, Option | None]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    offers: dict[tuple[str, str, str | None], bool] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def is_offered(self, option: Option) -> bool:
         if self.offered is None:
             return True
-        return self.offered(option.model.name, option.strategy.value, option.mig.name if option.mig else None)
+        key = (option.model.name, option.strategy.value, option.mig.name if option.mig else None)
+        known = self.offers.get(key)
+        if known is None:
+            known = self.offers[key] = bool(self.offered(*key))
+        return known
 
     def lookup(self, table: Mapping[str, Any], model: GpuModelSpec) -> Any:
-        for key in (model.name, *model.aliases):
-            if key.casefold() in table:
-                return table[key.casefold()]
+        if not table:
+            return None
+        for key in model.folded_names:
+            if key in table:
+                return table[key]
         return None
 
 
@@ -191,10 +206,16 @@ class Recommendation(AllocationOption):
         }
 
 
+# Enum ``.value`` goes through a descriptor; these plain lookups are what every alternative of every answer reads.
+_STRATEGY_VALUE = {strategy: strategy.value for strategy in Strategy}
+_ISOLATION_VALUE = {isolation: isolation.value for isolation in Isolation}
+_TENTH = Decimal("0.1")
+
+
 def _core_dict(item: AllocationOption) -> dict[str, Any]:
     amount = item.estimated_monthly_cost
     return {
-        "strategy": item.strategy.value,
+        "strategy": _STRATEGY_VALUE[item.strategy],
         "resource_name": item.resource_name,
         "quantity": item.quantity,
         "replicas": item.replicas,
@@ -204,13 +225,13 @@ def _core_dict(item: AllocationOption) -> dict[str, Any]:
         "node_selector": dict(item.node_selector),
         "expected_overhead_pct": list(item.expected_overhead_pct),
         "utilization_target_pct": list(item.utilization_target_pct),
-        "isolation": item.isolation.value,
+        "isolation": _ISOLATION_VALUE[item.isolation],
         "estimated_monthly_cost": {
             "amount": None if amount is None else str(to_cents(amount)),
             "currency": item.currency,
         },
-        "saving_vs_dedicated_pct": float(item.saving_vs_dedicated_pct.quantize(Decimal("0.1"), ROUND_HALF_UP)),
-        "gpu_share": share_text(item.gpu_share),
+        "saving_vs_dedicated_pct": float(item.saving_vs_dedicated_pct.quantize(_TENTH, ROUND_HALF_UP)),
+        "gpu_share": _share_text(item.gpu_share),
         "estimated_cost": (
             None
             if item.duration_hours is None
@@ -223,30 +244,52 @@ def _core_dict(item: AllocationOption) -> dict[str, Any]:
     }
 
 
+_SHARE_TEXTS: dict[Decimal, str] = {}
+
+
+def _share_text(share: Decimal) -> str:
+    """``share_text``, remembered: a catalog has a few dozen distinct shares and every answer prints several."""
+    text = _SHARE_TEXTS.get(share)
+    if text is None:
+        if len(_SHARE_TEXTS) > 4096:  # bounded: an odd price book or layout must not grow it without end
+            _SHARE_TEXTS.clear()
+        text = _SHARE_TEXTS[share] = share_text(share)
+    return text
+
+
 def _json_hours(hours: Decimal) -> int | float:
     return int(hours) if hours == hours.to_integral_value() else float(hours)
 
 
+def core_values(ctx: DecisionContext, option: Option) -> tuple[Any, ...]:
+    """``core_fields`` in ``AllocationOption``'s field order, for positional construction (one per alternative)."""
+    strategy = option.strategy
+    return (
+        strategy,
+        option.mig.resource_name if option.mig else "nvidia.com/gpu",
+        option.quantity,
+        ctx.profile.replicas,
+        option.model.name,
+        option.mig.name if option.mig else None,
+        option.time_slice_replicas,
+        option.model.node_selector,
+        EXPECTED_OVERHEAD_PCT[strategy],
+        UTILIZATION_TARGET_PCT[strategy],
+        ISOLATION[strategy],
+        option.monthly,
+        ctx.currency,
+        option.saving_pct,
+        option.unit_share,
+        option.duration_cost,
+        ctx.profile.duration_hours,
+    )
+
+
 def core_fields(ctx: DecisionContext, option: Option) -> dict[str, Any]:
-    return {
-        "strategy": option.strategy,
-        "resource_name": option.resource_name,
-        "quantity": option.quantity,
-        "replicas": ctx.profile.replicas,
-        "gpu_model": option.model.name,
-        "mig_profile": option.mig.name if option.mig else None,
-        "time_slice_replicas": option.time_slice_replicas,
-        "node_selector": option.model.node_selector,
-        "expected_overhead_pct": EXPECTED_OVERHEAD_PCT[option.strategy],
-        "utilization_target_pct": UTILIZATION_TARGET_PCT[option.strategy],
-        "isolation": ISOLATION[option.strategy],
-        "estimated_monthly_cost": option.monthly,
-        "currency": ctx.currency,
-        "saving_vs_dedicated_pct": option.saving_pct,
-        "gpu_share": option.unit_share,
-        "estimated_cost": option.duration_cost,
-        "duration_hours": ctx.profile.duration_hours,
-    }
+    return dict(zip(_CORE_NAMES, core_values(ctx, option), strict=True))
+
+
+_CORE_NAMES = tuple(f.name for f in fields(AllocationOption))
 
 
 # --- arguments -------------------------------------------------------------------------------------------------
@@ -295,7 +338,15 @@ def normalize_node_sizes(sizes: Mapping[str, int]) -> dict[str, int]:
 
 
 def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | str:
-    """The option of running the profile on ``model`` with ``strategy``, or why it does not fit."""
+    """The option of running the profile on ``model`` with ``strategy``, or why it does not fit (once per context)."""
+    key = (model.name, strategy)
+    sized = ctx.sized.get(key)
+    if sized is None:
+        sized = ctx.sized[key] = _size_option(ctx, model, strategy)
+    return sized
+
+
+def _size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | str:
     profile = ctx.profile
     memory, n = profile.gpu_memory_gb, profile.gpu_count
     mig: MigProfile | None = None

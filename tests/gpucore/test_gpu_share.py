@@ -6,6 +6,7 @@ MIG billing compute slices only (4 x 1g.20gb on an H100 billing 4/7 of a GPU; A3
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal as D
 from fractions import Fraction
@@ -74,7 +75,7 @@ def test_reproduction_2_a30_geometry_from_the_catalog_not_the_name() -> None:
     model = BUILTIN_CATALOG.by_dcgm_model_name("NVIDIA A30")
     assert model is A30
     assert gpu_share("mig", model=model, mig_profile="1g.6gb") == D("0.25")
-    renamed = GpuModelSpec(**{**{f: getattr(A30, f) for f in A30.__slots__}, "name": "NVIDIA A30"})
+    renamed = replace(A30, name="NVIDIA A30")  # the same geometry under the DCGM name
     assert gpu_share("mig", model=renamed, mig_profile="2g.12gb") == D("0.5")
 
 
