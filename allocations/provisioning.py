@@ -270,14 +270,20 @@ def gpu_request_provision(*, request_id: int, task_id: str = "", gateway: Cluste
     if request is None:
         return Outcome(request_id, "missing")
     if request.status == RequestStatus.APPROVED:
-        gpu_request_transition(
-            request=request,
-            to_status=RequestStatus.PROVISIONING,
-            acting_user=None,
-            actor_label=SYSTEM,
-            updates={"last_task_id": task_id} if task_id else None,
-        )
-    elif request.status not in (RequestStatus.PROVISIONING, RequestStatus.ACTIVE):
+        try:
+            gpu_request_transition(
+                request=request,
+                to_status=RequestStatus.PROVISIONING,
+                acting_user=None,
+                actor_label=SYSTEM,
+                updates={"last_task_id": task_id} if task_id else None,
+                from_statuses=frozenset({RequestStatus.APPROVED}),
+            )
+        except InvalidTransition as exc:
+            # Another delivery of this task (the sweeper's re-queue, a redelivered message) started it since we read
+            # it: carry on as a re-apply, which is idempotent, rather than fail with an error on a healthy request.
+            request.status = exc.from_status
+    if request.status not in (RequestStatus.PROVISIONING, RequestStatus.ACTIVE):
         return Outcome(request_id, "skipped", f"status is {request.status}")
     if request.cluster is None:
         return _fail(request, "The request has no cluster to run on.")
