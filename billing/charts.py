@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
@@ -60,7 +61,12 @@ def series_colour(name: str) -> str:
 
 
 def cost_over_time_figure(
-    table: Table, currency: str, *, drill_down: Callable[[str, str], str] | None = None, group_label: str = "team"
+    table: Table,
+    currency: str,
+    *,
+    drill_down: Callable[[str, str], str] | None = None,
+    group_label: str = "team",
+    budget: Decimal | None = None,
 ) -> go.Figure:
     """Cost per month stacked by group; idle capacity, when shown, is a line on its own axis so teams keep scale.
 
@@ -83,6 +89,18 @@ def cost_over_time_figure(
             hovertemplate=f"{group}<br>%{{x}}: %{{y:,.2f}} {currency}<extra></extra>",
         )
     layout = _layout(f"GPU cost per month, by {group_label}", barmode="stack")
+    if len(months) <= 2:
+        layout["bargap"] = 0.6  # one or two months: bars of a sensible width, not the whole plot
+    if budget is not None and months:
+        # A line across the plot (a shape, so one month shows it too), named in the legend by an empty trace.
+        fig.add_hline(y=float(budget), line={"color": "#c53030", "dash": "dash", "width": 2})
+        fig.add_scatter(
+            name=f"Monthly budget ({float(budget):,.0f} {currency})",
+            x=[months[0]],
+            y=[None],
+            mode="lines",
+            line={"color": "#c53030", "dash": "dash", "width": 2},
+        )
     if IDLE_LABEL in by_group:
         fig.add_scatter(
             name="Idle capacity (right axis)",

@@ -158,12 +158,14 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     budgets = None
     if query.group == "team":
         budgets = dashboards.team_budgets(teams=cost_teams_visible_to(request.user), months=len(query.months))
+    money_budget = dashboards.money_budget(query=query, teams=cost_teams_visible_to(request.user))
     figures = {
         "cost-over-time": charts.cost_over_time_figure(
             tables["cost-over-time"],
             currency,
             drill_down=lambda month, group: query.drill_down(month=parse_month(month), group_value=group),
             group_label=group_label,
+            budget=money_budget,
         ),
         "allocation-vs-utilization": charts.allocation_vs_utilization_figure(
             tables["allocation-vs-utilization"], budgets
@@ -209,6 +211,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         if query.last >= this_month
         else query.url(month=f"{add_months(query.last, 1):%Y-%m}", period="month"),
         "budget_note": bool(budgets),
+        "money_budget": money_budget,
     }
     return render(request, "billing/dashboard.html", context)
 

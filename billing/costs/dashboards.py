@@ -15,6 +15,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, QuerySet, Sum
 
@@ -23,7 +24,7 @@ from allocations.selectors import allocation_intervals
 from billing.costs.dashboard_query import DashboardQuery
 from billing.costs.selectors import closed_reports, month_bounds, month_chargeback
 from billing.metering.selectors import usage_totals
-from billing.models import ImportedUsage, MonthlyReport, MonthlyReportLine, OrganisationMonthSummary
+from billing.models import ImportedUsage, MonthlyReport, MonthlyReportLine, OrganisationMonthSummary, TeamBudget
 from gpucore.chargeback import Chargeback
 from gpucore.pricing import to_cents
 from gpucore.vocabulary import Strategy
@@ -358,6 +359,19 @@ def pool_heatmap(*, query: DashboardQuery, teams: QuerySet[Team] | None, now: da
         cell[1] += row["util_samples"]
     rows = [[pool, day.isoformat(), round(w / n, 1)] for (pool, day), (w, n) in sorted(cells.items())]
     return ["pool", "day", "avg_utilization_pct"], rows
+
+
+def money_budget(*, query: DashboardQuery, teams: QuerySet[Team]) -> Decimal | None:
+    """The monthly spending budget of the teams in view (``TeamBudget``), summed; None when none has one or when a
+    filter other than team narrows the costs below what a team's budget covers."""
+    if set(query.filters) - {"team"}:
+        return None
+    if "team" in query.filters:
+        teams = teams.filter(slug=query.filters["team"])
+    total = TeamBudget.objects.filter(team__in=teams, currency__in=["", settings.PORTAL_CURRENCY]).aggregate(
+        total=Sum("monthly_amount")
+    )["total"]
+    return total
 
 
 def team_budgets(*, teams: QuerySet[Team], months: int) -> dict[str, Decimal]:

@@ -16,6 +16,7 @@ from django.urls import reverse
 from billing import charts
 from billing.costs.dashboard_query import DashboardQueryError, parse_dashboard_query
 from billing.costs.services import monthly_reports_close
+from billing.models import TeamBudget
 from tests.billing.cost_helpers import OCT, held_request, load_book, rollup
 from tests.billing.test_cost_reports import OCTOBER
 
@@ -108,6 +109,11 @@ def test_budget_marks_and_empty_states(october, client) -> None:
     allocation = json.loads(next(p for p in page.context["panels"] if p["id"] == "allocation-vs-utilization")["figure"])
     budget = next(t for t in allocation["data"] if t["name"] == "Budget (GPU-hours)")
     assert budget["x"] == ["vision"] and budget["y"] == [100.0]
+    TeamBudget.objects.create(team=october.team, monthly_amount=Decimal("120.00"))
+    page = client.get(reverse("billing:dashboard"), {"month": "2026-10"})
+    cost = json.loads(page.context["panels"][0]["figure"])
+    assert any(t["name"] == "Monthly budget (120 USD)" for t in cost["data"])
+    assert [s["y0"] for s in cost["layout"]["shapes"]] == [120.0]
     quiet = client.get(reverse("billing:dashboard"), {"month": "2026-10", "strategy": "mig"})
     panel = next(p for p in quiet.context["panels"] if p["id"] == "cost-over-time")
     assert panel["empty"] and b"No GPU cost in October 2026 for these filters." in quiet.content

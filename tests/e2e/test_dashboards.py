@@ -98,3 +98,56 @@ def test_member_sees_only_their_team(new_page) -> None:
     table = page.text_content("#panel-cost-per-request table") or ""
     assert "bert-train" in table and "resnet-sweep" not in table
     assert "(idle capacity)" not in (page.text_content("#panel-cost-over-time table") or "")
+
+
+def test_controls_filter_group_drill_down_and_narrow_screens(new_page) -> None:
+    """Carol (approver) groups by strategy, filters to vision, turns idle on, clicks a bar; then 390 px wide."""
+    from decimal import Decimal
+
+    from allocations.models import Team
+    from billing.models import TeamBudget
+
+    _october_usage()
+    TeamBudget.objects.update_or_create(
+        team=Team.objects.get(slug="vision"), defaults={"monthly_amount": Decimal("3000")}
+    )
+    page = new_page("carol")
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    page.goto("/billing/dashboards/?month=2026-10")
+    page.wait_for_selector("#chart-cost-over-time .main-svg")
+    # Controls: group by strategy, only vision, idle capacity on; the form submits as a GET.
+    page.select_option("#id_group", "strategy")
+    page.select_option("#id_filter_team", "vision")
+    page.check("#id_idle")
+    page.click("#dashboard-controls button[type=submit]")
+    page.wait_for_url("**group=strategy**")
+    page.wait_for_selector("#chart-cost-over-time .main-svg")
+    legend = " ".join(page.locator("#chart-cost-over-time .legendtext").all_text_contents())
+    assert "dedicated" in legend and "mig" in legend and "Idle capacity" in legend
+    table = page.text_content("#panel-cost-per-request table") or ""
+    assert "resnet-sweep" in table and "bert-train" not in table  # nlp filtered out
+    assert "Monthly budget" in legend  # vision's spending budget as a line
+    page.screenshot(path="/tmp/hdash/dashboards-1440.png", full_page=True)
+    # A quarter: the range control switches inputs and the heading names the quarter.
+    page.select_option("#id_period", "quarter")
+    assert page.is_visible("#id_quarter") and not page.is_visible("#id_month")
+    page.select_option("#id_quarter", "2026-Q4")
+    page.click("#dashboard-controls button[type=submit]")
+    page.wait_for_selector("h1:has-text('2026-Q4')")
+    # Click-through: October's dedicated bar opens that month's dedicated requests.
+    page.wait_for_selector("#chart-cost-over-time .bars path")
+    page.locator("#chart-cost-over-time .trace.bars").first.locator("path").first.click(force=True)
+    page.wait_for_url("**period=month**strategy=**")
+    assert "month=2026-10" in page.url
+    rows = page.text_content("#panel-cost-per-request table") or ""
+    assert "resnet-sweep" in rows and "seg-serving" not in rows  # only the dedicated ones
+    # An empty state, not a -1..1 axis: nothing on time-slicing in nlp.
+    page.goto("/billing/dashboards/?month=2026-10&team=nlp&strategy=time-slicing")
+    assert page.is_visible("[data-empty=cost-over-time]")
+    assert "No GPU cost in October 2026 for these filters." in page.inner_text("#panel-cost-over-time")
+    # 390 px: the controls stack and nothing scrolls sideways.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/billing/dashboards/?month=2026-10")
+    page.wait_for_selector("#chart-cost-over-time .main-svg")
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    page.screenshot(path="/tmp/hdash/dashboards-390.png", full_page=True)
