@@ -14,11 +14,30 @@ from django.utils import timezone
 
 from allocations.models import MAX_EXTENSION_HOURS, Cluster, GpuModel, Role, SlaTier, WorkloadType
 from allocations.selectors import teams_of
-from gpucore.decision import WorkloadProfile
+from gpucore.decision import ProfileError, WorkloadProfile
+from gpucore.profile import parse_profile_field
 
 # The workload profile fields of DESIGN.md, in contract order (the profile itself is the source).
 PROFILE_FIELDS = WorkloadProfile.field_names()
 LATENCY_CHOICES = [("", "Auto (by workload type)"), ("true", "Yes"), ("false", "No")]
+
+
+class ProfileNumberField(forms.Field):
+    """A workload-profile number checked by the core's own parser (``gpucore.profile.parse_profile_field``), so the
+    form, its live preview and the API refuse the same values with the same message (no second set of bounds here)."""
+
+    def __init__(self, *, profile_field: str, integer: bool = False, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", forms.NumberInput(attrs={"step": "1" if integer else "any"}))
+        super().__init__(**kwargs)
+        self.profile_field = profile_field
+
+    def to_python(self, value: Any) -> Any:
+        if value in self.empty_values:
+            return None
+        try:
+            return parse_profile_field(self.profile_field, value)
+        except ProfileError as exc:
+            raise ValidationError(exc.errors[self.profile_field]) from None
 
 
 class GpuRequestForm(forms.Form):
@@ -29,16 +48,13 @@ class GpuRequestForm(forms.Form):
     purpose = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
     workload_type = forms.ChoiceField(choices=WorkloadType.choices, initial=WorkloadType.TRAINING)
-    gpu_memory_gb = forms.DecimalField(
-        label="GPU memory (GB)",
-        min_value=Decimal("0.01"),
-        max_digits=7,
-        decimal_places=2,
-        help_text="Peak GPU memory one replica needs.",
+    gpu_memory_gb = ProfileNumberField(
+        profile_field="gpu_memory_gb", label="GPU memory (GB)", help_text="Peak GPU memory one replica needs."
     )
-    gpu_count = forms.IntegerField(label="GPUs per replica", min_value=1, initial=1)
-    replicas = forms.IntegerField(
-        min_value=1,
+    gpu_count = ProfileNumberField(profile_field="gpu_count", integer=True, label="GPUs per replica", initial=1)
+    replicas = ProfileNumberField(
+        profile_field="replicas",
+        integer=True,
         initial=1,
         help_text=(
             "Training or HPC with more than one replica runs as one distributed job (torchrun/NCCL): its pods must "
@@ -46,19 +62,19 @@ class GpuRequestForm(forms.Form):
         ),
     )
     latency_sensitive = forms.ChoiceField(choices=LATENCY_CHOICES, required=False, label="Latency-sensitive")
-    latency_p99_ms = forms.DecimalField(label="Latency p99 (ms)", required=False, min_value=Decimal("0.01"))
+    latency_p99_ms = ProfileNumberField(profile_field="latency_p99_ms", label="Latency p99 (ms)", required=False)
     isolation_required = forms.BooleanField(
         required=False, label="Needs memory and fault isolation", help_text="Rules out time-slicing."
     )
-    expected_utilization_pct = forms.DecimalField(
-        label="Expected utilization (%)", required=False, min_value=Decimal(0), max_value=Decimal(100)
+    expected_utilization_pct = ProfileNumberField(
+        profile_field="expected_utilization_pct", label="Expected utilization (%)", required=False
     )
     gpu_model = forms.ChoiceField(required=False, label="GPU model", help_text="Leave empty: the portal picks.")
 
     sla_tier = forms.ModelChoiceField(
         queryset=SlaTier.objects.all(), to_field_name="slug", required=False, empty_label="No tier", label="SLA tier"
     )
-    duration_hours = forms.DecimalField(label="Duration (hours)", required=False, min_value=Decimal("0.01"))
+    duration_hours = ProfileNumberField(profile_field="duration_hours", label="Duration (hours)", required=False)
     expires_on = forms.DateField(label="or expiry date", required=False, widget=forms.DateInput(attrs={"type": "date"}))
 
     cluster = forms.ModelChoiceField(

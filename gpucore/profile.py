@@ -21,6 +21,17 @@ from gpucore.vocabulary import WorkloadType
 MAX_NUMBER = Decimal(1_000_000)
 # Enough resolution for GB (1 kB), milliseconds and hours; more digits are almost always float noise.
 MAX_DECIMAL_PLACES = 6
+# The documented bounds of the sizing fields, the one source for the form, the live preview and the API (each
+# shows the same message). What actually fits is the catalog's call: the framework refuses more memory than the
+# largest GPU x gpu_count and names the gpu_count that would fit. These bounds only catch typing slips (MB for GB)
+# and keep values inside the database columns (7 digits for GB, small integers for counts).
+MAX_GPU_MEMORY_GB = Decimal(10_000)  # 64 GPUs x 141 GB is about 9 TB: no replica needs more
+MAX_GPUS_PER_REPLICA = 1_024
+MAX_REPLICAS = 10_000
+GPU_MEMORY_TOO_BIG = (
+    f"No replica needs more than {MAX_GPU_MEMORY_GB} GB of GPU memory: give one replica's peak memory in GB "
+    "(spread a bigger model over more GPUs per replica)."
+)
 
 # DRF's BooleanField spellings, so the API and notebooks can send what they already send to other endpoints.
 _TRUE = frozenset({"true", "t", "yes", "y", "on", "1"})
@@ -64,22 +75,28 @@ def _to_decimal(value: Any) -> Decimal:
     return number
 
 
-def _check_range(number: Decimal, *, minimum: Decimal | None, exclusive_min: bool, maximum: Decimal) -> None:
+def _check_range(
+    number: Decimal, *, minimum: Decimal | None, exclusive_min: bool, maximum: Decimal, too_big: str = ""
+) -> None:
     if minimum is not None:
         if exclusive_min and number <= minimum:
             raise _FieldError(f"Ensure this value is greater than {minimum}.")
         if not exclusive_min and number < minimum:
             raise _FieldError(f"Ensure this value is greater than or equal to {minimum}.")
     if number > maximum:
-        raise _FieldError(f"Ensure this value is less than or equal to {maximum}.")
+        raise _FieldError(too_big or f"Ensure this value is less than or equal to {maximum}.")
 
 
 def _decimal(
-    *, minimum: Decimal | None = Decimal(0), exclusive_min: bool = True, maximum: Decimal = MAX_NUMBER
+    *,
+    minimum: Decimal | None = Decimal(0),
+    exclusive_min: bool = True,
+    maximum: Decimal = MAX_NUMBER,
+    too_big: str = "",
 ) -> Callable[[Any], Decimal]:
     def parse(value: Any) -> Decimal:
         number = _to_decimal(value)
-        _check_range(number, minimum=minimum, exclusive_min=exclusive_min, maximum=maximum)
+        _check_range(number, minimum=minimum, exclusive_min=exclusive_min, maximum=maximum, too_big=too_big)
         exponent = number.as_tuple().exponent
         if isinstance(exponent, int) and -exponent > MAX_DECIMAL_PLACES:
             raise _FieldError(f"Ensure that there are no more than {MAX_DECIMAL_PLACES} decimal places.")
@@ -88,7 +105,7 @@ def _decimal(
     return parse
 
 
-def _integer(*, minimum: int = 1) -> Callable[[Any], int]:
+def _integer(*, minimum: int = 1, maximum: int = int(MAX_NUMBER)) -> Callable[[Any], int]:
     def parse(value: Any) -> int:
         if isinstance(value, bool):
             raise _FieldError("A valid integer is required.")
@@ -102,7 +119,7 @@ def _integer(*, minimum: int = 1) -> Callable[[Any], int]:
             if decimal != decimal.to_integral_value():  # "2.0" is 2, as in DRF; 2.5 is not an integer
                 raise _FieldError("A valid integer is required.")
             number = int(decimal)
-        _check_range(Decimal(number), minimum=Decimal(minimum), exclusive_min=False, maximum=MAX_NUMBER)
+        _check_range(Decimal(number), minimum=Decimal(minimum), exclusive_min=False, maximum=Decimal(maximum))
         return number
 
     return parse
@@ -145,9 +162,9 @@ def _name(value: Any) -> str:
 
 _PARSERS: dict[str, Callable[[Any], Any]] = {
     "workload_type": _workload_type,
-    "gpu_memory_gb": _decimal(),
-    "gpu_count": _integer(),
-    "replicas": _integer(),
+    "gpu_memory_gb": _decimal(maximum=MAX_GPU_MEMORY_GB, too_big=GPU_MEMORY_TOO_BIG),
+    "gpu_count": _integer(maximum=MAX_GPUS_PER_REPLICA),
+    "replicas": _integer(maximum=MAX_REPLICAS),
     "latency_sensitive": _boolean,
     "latency_p99_ms": _decimal(),
     "isolation_required": _boolean,
@@ -161,6 +178,17 @@ _REQUIRED = ("workload_type", "gpu_memory_gb")
 _NULLABLE = frozenset(
     {"latency_sensitive", "latency_p99_ms", "expected_utilization_pct", "sla_tier", "gpu_model", "duration_hours"}
 )
+
+
+def parse_profile_field(name: str, value: Any) -> Any:
+    """One profile field parsed and checked exactly as ``WorkloadProfile`` does (the browser form's fields use it, so
+    form, preview and API give the same message); ``ProfileError`` naming the field otherwise. Blank is None."""
+    if value is None or _is_blank(value):
+        return None
+    try:
+        return _PARSERS[name](value)
+    except _FieldError as error:
+        raise ProfileError({name: [str(error)]}) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from allocations.models import (
 )
 from allocations.selectors import teams_visible_to
 from gpucore.decision import ProfileError, WorkloadProfile
-from gpucore.profile import MAX_NUMBER
+from gpucore.profile import MAX_GPU_MEMORY_GB, MAX_GPUS_PER_REPLICA, MAX_NUMBER, MAX_REPLICAS
 
 _POSITIVE_NUMBER = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": int(MAX_NUMBER)}
 
@@ -40,6 +40,11 @@ _POSITIVE_NUMBER = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "m
 @extend_schema_field(_POSITIVE_NUMBER)
 class _PositiveNumberField(serializers.FloatField):
     """A number > 0 in the schema; the core parses it exactly as a Decimal."""
+
+
+@extend_schema_field({**_POSITIVE_NUMBER, "maximum": int(MAX_GPU_MEMORY_GB)})
+class _GpuMemoryField(_PositiveNumberField):
+    """GB per replica > 0 and at most the core's documented bound; the core checks it (one message everywhere)."""
 
 
 # --- Workload profile in ----------------------------------------------------------------------------------------------
@@ -53,11 +58,11 @@ class ProfileInputSerializer(serializers.Serializer):
     """
 
     workload_type = serializers.ChoiceField(choices=WorkloadType.choices)
-    gpu_memory_gb = _PositiveNumberField(help_text="Peak GPU memory one replica needs, in GB.")
+    gpu_memory_gb = _GpuMemoryField(help_text="Peak GPU memory one replica needs, in GB.")
     gpu_count = serializers.IntegerField(
-        required=False, min_value=1, max_value=int(MAX_NUMBER), help_text="GPUs per replica (default 1)."
+        required=False, min_value=1, max_value=MAX_GPUS_PER_REPLICA, help_text="GPUs per replica (default 1)."
     )
-    replicas = serializers.IntegerField(required=False, min_value=1, max_value=int(MAX_NUMBER))
+    replicas = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPLICAS)
     latency_sensitive = serializers.BooleanField(
         required=False, allow_null=True, help_text="Default: true for realtime_inference, else false."
     )
