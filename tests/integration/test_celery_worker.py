@@ -74,9 +74,12 @@ def _database_url() -> str:
 
 
 class Worker:
-    """One ``celery worker --pool=solo`` process consuming ``queue``, its output in a log file."""
+    """One ``celery worker`` process (``--pool=solo`` unless ``pool_args`` say otherwise) consuming ``queue``, its
+    output in a log file."""
 
-    def __init__(self, name: str, queue: str, broker_url: str, log_path: Path) -> None:
+    def __init__(
+        self, name: str, queue: str, broker_url: str, log_path: Path, pool_args: tuple[str, ...] = ("--pool=solo",)
+    ) -> None:
         self.name = name
         self.log_path = log_path
         env = {
@@ -97,7 +100,7 @@ class Worker:
             "-A",
             "portal",
             "worker",
-            "--pool=solo",
+            *pool_args,
             "-Q",
             queue,
             "-n",
@@ -143,10 +146,10 @@ class Workers:
         self.log_dir = log_dir
         self.started: list[Worker] = []
 
-    def start(self) -> Worker:
+    def start(self, pool_args: tuple[str, ...] = ("--pool=solo",)) -> Worker:
         index = len(self.started) + 1
         name = f"{self.queue}-{index}"
-        worker = Worker(name, self.queue, self.broker_url, self.log_dir / f"worker-{index}.log")
+        worker = Worker(name, self.queue, self.broker_url, self.log_dir / f"worker-{index}.log", pool_args)
         self.started.append(worker)
         worker.wait_ready()
         return worker

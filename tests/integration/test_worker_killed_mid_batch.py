@@ -1,11 +1,13 @@
 """The Celery worker SIGKILLed while 20 approved requests provision; a new worker finishes them, each exactly once.
 
-The workers, the broker and the emulated API server are ``test_celery_worker``'s (same fixtures). Twenty requests are
-approved at once, so twenty provisioning messages wait on Redis for one ``--pool=solo`` worker. The apply of the
-eighth request's Job is held in the API server; when it arrives the worker is SIGKILLed, with seven requests active,
-one in flight (its message unacknowledged) and twelve still queued. A new worker started after the visibility timeout
-takes back the unacknowledged message and the queued ones. Every request must end active, with one event per
-transition, one Job in the cluster, and the dead worker's late apply a no-op on the Job the new worker made.
+The workers, the broker and the emulated API server are ``test_celery_worker``'s (same fixtures), run as deployed
+(``deploy/kubernetes/base/worker.yaml``: the prefork pool, ``--concurrency=2``). Twenty requests are approved at
+once, so twenty provisioning messages wait on Redis. The applies of the eighth and ninth requests' Jobs are held in
+the API server, one in each pool process; when both have arrived the worker (its whole process group) is SIGKILLed,
+with seven requests active, two in flight (their messages unacknowledged) and eleven still queued. A new worker
+started after the visibility timeout takes back the unacknowledged messages and the queued ones. Every request must
+end active, with one event per transition, one Job in the cluster, and the dead worker's late applies no-ops on the
+Jobs the new worker made.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ pytestmark = [
 ]
 
 REQUESTS = 20
-KILLED_DURING = 7  # the index of the request whose apply is in flight when the worker dies
+KILLED_DURING = (7, 8)  # the indexes of the requests whose applies are in flight when the worker dies
+AS_DEPLOYED = ("--concurrency=2",)  # the prefork pool, as deploy/kubernetes/base/worker.yaml runs it
 
 
 def _statuses(requests: list[GpuRequest]) -> Counter[str]:
@@ -64,33 +67,41 @@ def test_a_worker_killed_while_20_requests_provision_is_replaced_and_each_is_pro
     org.pool.node_count = 3
     org.pool.save(update_fields=["node_count"])
     requests = [_submit(org, cluster) for _ in range(REQUESTS)]
-    in_flight = requests[KILLED_DURING]
-    held = cluster.delay("PATCH", _job_path(in_flight), seconds=TASK_TIMEOUT_S * 3, outlive_client=True)
-    first = workers.start()
+    in_flight = [requests[index] for index in KILLED_DURING]
+    held = [
+        cluster.delay("PATCH", _job_path(request), seconds=TASK_TIMEOUT_S * 4, outlive_client=True)
+        for request in in_flight
+    ]
+    first = workers.start(AS_DEPLOYED)
 
     for request in requests:
         gpu_request_approve(request=request, acting_user=org.approver, comment="batch")
 
-    assert held.arrived.wait(TASK_TIMEOUT_S), f"the apply of request #{KILLED_DURING} never came\n{workers.logs()}"
+    for delay, index in zip(held, KILLED_DURING, strict=True):
+        assert delay.arrived.wait(TASK_TIMEOUT_S), f"the apply of request {index + 1} never came\n{workers.logs()}"
     delivered_by = time.monotonic()
     first.kill()
     assert first.process.returncode == -signal.SIGKILL
     at_kill = _statuses(requests)
-    assert at_kill[RequestStatus.ACTIVE] == KILLED_DURING, at_kill
-    assert GpuRequest.objects.get(pk=in_flight.pk).status == RequestStatus.PROVISIONING
+    assert at_kill == {
+        RequestStatus.ACTIVE: KILLED_DURING[0],
+        RequestStatus.PROVISIONING: len(KILLED_DURING),
+        RequestStatus.APPROVED: REQUESTS - KILLED_DURING[0] - len(KILLED_DURING),
+    }, at_kill
 
     # As an orchestrator restarting the crashed pod: the new worker starts once the visibility timeout has passed.
     time.sleep(max(0.0, delivered_by + VISIBILITY_TIMEOUT_S + 0.5 - time.monotonic()))
-    workers.start()
+    workers.start(AS_DEPLOYED)
     _wait_for(
         lambda: _statuses(requests)[RequestStatus.ACTIVE] == REQUESTS,
         "every request to become active",
         workers,
         timeout=TASK_TIMEOUT_S * 3,
     )
-    job_before_late_apply = cluster.get("Job", f"gpr-{in_flight.pk}", in_flight.team.namespace)
-    held.release()  # the dead worker's apply lands now, after the new worker's
-    assert held.done.wait(TASK_TIMEOUT_S) and held.outcome == 200, "served late, onto the existing Job"
+    jobs_before_late_applies = [cluster.get("Job", f"gpr-{r.pk}", r.team.namespace) for r in in_flight]
+    for delay in held:
+        delay.release()  # the dead worker's applies land now, after the new worker's
+        assert delay.done.wait(TASK_TIMEOUT_S) and delay.outcome == 200, "served late, onto the existing Job"
 
     problems = []
     applies: Counter[int] = Counter()
@@ -104,10 +115,10 @@ def test_a_worker_killed_while_20_requests_provision_is_replaced_and_each_is_pro
             problems.append(f"request {request.pk}: events {dict(transitions)}")
         applies[_patches(cluster, _job_path(request))] += 1
     _assert_shared_objects(cluster, org.team.namespace)
-    late = cluster.get("Job", f"gpr-{in_flight.pk}", in_flight.team.namespace)
-    assert job_before_late_apply is not None and late is not None
+    late_jobs = [cluster.get("Job", f"gpr-{r.pk}", r.team.namespace) for r in in_flight]
     figure = (
-        f"{REQUESTS} approved requests, worker SIGKILLed during the apply of #{KILLED_DURING + 1} "
+        f"{REQUESTS} approved requests, worker (prefork, 2 processes) SIGKILLed during the applies of requests "
+        f"{' and '.join(str(index + 1) for index in KILLED_DURING)} "
         f"(at the kill: {dict(at_kill)}); after a new worker: {dict(_statuses(requests))}, "
         f"{len(problems)} requests with extra objects or events, Job applies per request {dict(applies)}, "
         f"{time.monotonic() - started:.1f} s"
@@ -115,8 +126,9 @@ def test_a_worker_killed_while_20_requests_provision_is_replaced_and_each_is_pro
     print(f"\n{figure}")
     record_property("figure", figure)
     assert not problems, "\n".join(problems) + f"\n{workers.logs()}"
-    assert late["metadata"]["uid"] == job_before_late_apply["metadata"]["uid"], "the same Job, not a second one"
-    assert late["metadata"]["resourceVersion"] == job_before_late_apply["metadata"]["resourceVersion"], "a no-op"
-    # One apply per Job, two for the one in flight: its message was delivered to both workers.
-    assert applies == {1: REQUESTS - 1, 2: 1}
-    assert _patches(cluster, _job_path(in_flight)) == 2
+    for before, late in zip(jobs_before_late_applies, late_jobs, strict=True):
+        assert before is not None and late is not None
+        assert late["metadata"]["uid"] == before["metadata"]["uid"], "the same Job, not a second one"
+        assert late["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"], "the late apply: a no-op"
+    # One apply per Job, two for those in flight: their messages were delivered to both workers.
+    assert applies == {1: REQUESTS - len(KILLED_DURING), 2: len(KILLED_DURING)}
