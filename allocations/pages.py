@@ -236,6 +236,7 @@ def approval_queue(*, user: User) -> list[dict[str, object]]:
                 "fits": fit.fits,
                 "borrows": fit.borrowed,
                 "quota_refusal": fit.refusal,
+                "quota_refusal_short": fit.short_refusal,
                 "review_refusal": refusal,
             }
         )

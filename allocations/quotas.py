@@ -35,6 +35,11 @@ class QuotaHeadroom:
 class QuotaExceeded(ValidationError):
     """The allocation would take the team over a quota; the message names the quota, limit, use and ask."""
 
+    def __init__(self, message: str, code: str, short: str = "") -> None:
+        super().__init__(message, code=code)
+        # The reason alone, for a page that already shows the numbers (the approval queue).
+        self.short = short
+
 
 def _covers(quota: Quota, node_pool: NodePool | None) -> bool:
     # A loaded quota's scope test: the same rule as the query in ``applicable_quotas``.
@@ -119,12 +124,13 @@ def _judge(*, team: Team, resource_name: str, item: QuotaHeadroom, units: int, b
         f"{item.in_use} in use, {units} asked, {item.available} available"
     )
     if not (quota.in_cohort and quota.borrowing_limit):
-        raise QuotaExceeded(f"{intro}.", code="quota_exceeded")
+        raise QuotaExceeded(f"{intro}.", code="quota_exceeded", short="No borrowing on this quota.")
     if not borrow:
         raise QuotaExceeded(
             f"{intro}. Only preemptible (tier 3) requests may borrow beyond the nominal quota "
             f"(up to {quota.borrowing_limit} more, from other teams' unused quota).",
             code="quota_exceeded",
+            short=f"Only tier 3 may borrow (up to {quota.borrowing_limit} more).",
         )
     admission = admit(_member(quota, item.in_use), cohort_members(quota=quota), units, may_borrow=True)
     if not admission.fits:
@@ -132,6 +138,7 @@ def _judge(*, team: Team, resource_name: str, item: QuotaHeadroom, units: int, b
             f"{intro}; borrowing up to {quota.borrowing_limit} more, {admission.available} can be admitted "
             f"now with what other teams lend.",
             code="quota_exceeded",
+            short=f"Even borrowing, {admission.available} can be admitted now.",
         )
     return QuotaHeadroom(quota=quota, in_use=item.in_use, borrowed=admission.borrowed)
 
@@ -166,6 +173,7 @@ class QuotaFit:
     fits: bool
     headroom: list[QuotaHeadroom]
     refusal: str = ""
+    short_refusal: str = ""
 
     @property
     def borrowed(self) -> int:
@@ -179,7 +187,7 @@ def quota_fit(*, request: GpuRequest, headroom: list[QuotaHeadroom]) -> QuotaFit
     borrowing from the cohort within the borrowing limit. Only a row over its nominal quota costs queries.
     """
     if not headroom:
-        return QuotaFit(False, [], f"No quota for {request.resource_name}.")
+        return QuotaFit(False, [], f"No quota for {request.resource_name}.", "No quota.")
     try:
         judged = [
             _judge(
@@ -192,5 +200,5 @@ def quota_fit(*, request: GpuRequest, headroom: list[QuotaHeadroom]) -> QuotaFit
             for item in headroom
         ]
     except QuotaExceeded as exc:
-        return QuotaFit(False, headroom, exc.messages[0])
+        return QuotaFit(False, headroom, exc.message, exc.short)
     return QuotaFit(True, judged)

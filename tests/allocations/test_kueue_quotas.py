@@ -116,6 +116,7 @@ def test_the_approval_queue_shows_borrowing_tier3_as_fitting_and_tier2_as_not(co
     assert (rows[tier3.pk]["fits"], rows[tier3.pk]["borrows"]) == (True, 2)
     assert (rows[tier2.pk]["fits"], rows[tier2.pk]["borrows"]) == (False, 0)
     assert "Only preemptible (tier 3) requests may borrow" in rows[tier2.pk]["quota_refusal"]
+    assert rows[tier2.pk]["quota_refusal_short"] == "Only tier 3 may borrow (up to 2 more)."
     html = response.content.decode()
     assert f'id="pending-{tier3.pk}" class="fits-borrowed" data-fits="borrowed"' in html
     assert f'id="pending-{tier2.pk}" class="no-fit" data-fits="no"' in html

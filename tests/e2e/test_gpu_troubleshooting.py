@@ -92,3 +92,43 @@ def test_the_tree_on_the_request_and_cluster_pages_fits_wide_and_narrow_screens(
     assert page.locator("#triage-temperature").count() == 1 and page.locator("#triage-cuda").count() == 1
     admin = new_page("carol")
     _check(admin, f"/clusters/{cluster}/", "cluster")
+
+
+def test_the_approval_queue_marks_a_borrowing_tier3_request_as_fitting(new_page) -> None:
+    from django.utils import timezone
+
+    from allocations.models import GpuRequest, NodePool, Quota, SlaTier, Team
+    from tests.factories import GpuRequestFactory, dedicated_spec
+
+    vision, pool = Team.objects.get(slug="vision"), NodePool.objects.get(name="h100-dedicated")
+    # Vision holds 2 H100s of a nominal 3 and may borrow 4 more from nlp's unused H100s.
+    Quota.objects.filter(team=vision, node_pool=pool).update(limit=3, borrowing_limit=4)
+    asks = {"tier3_development": ("dev-borrow", 3), "tier2_batch": ("train-over", 2)}
+    ids = {}
+    for tier, (name, units) in asks.items():
+        ids[tier] = GpuRequestFactory(
+            team=vision,
+            requester=GpuRequest.objects.get(name="resnet50-training").requester,
+            name=name,
+            sla_tier=SlaTier.objects.get(slug=tier),
+            node_pool=pool,
+            cluster=pool.cluster,
+            resource_units=units,
+            gpu_count=units,
+            spec=dedicated_spec(quantity=units),
+            submitted_at=timezone.now(),
+        ).pk
+    page = new_page("carol")
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto("/approvals/")
+        borrowing = page.locator(f"#pending-{ids['tier3_development']}")
+        assert borrowing.get_attribute("data-fits") == "borrowed"
+        assert "Borrows 2" in borrowing.inner_text()  # 2 held + 3 asked, nominal 3
+        refused = page.locator(f"#pending-{ids['tier2_batch']}")
+        assert refused.get_attribute("data-fits") == "no"
+        assert "Only tier 3 may borrow (up to 4 more)." in refused.inner_text()
+        page.screenshot(path=f"/tmp/e2e-queue-borrowing-{width}.png", full_page=True)
+        # At 390 px the queue's table scrolls sideways: the headroom cells themselves, scrolled into view.
+        for tier, row in (("tier3", borrowing), ("tier2", refused)):
+            row.locator("td.headroom").screenshot(path=f"/tmp/e2e-queue-headroom-{tier}-{width}.png")
