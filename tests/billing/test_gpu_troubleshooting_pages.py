@@ -103,3 +103,9 @@ def test_the_cluster_page_reads_every_gpu_of_the_last_day(faulty) -> None:
     assert "2 GPUs read" in html
     assert 'id="triage-driver"' in html and "Driver/library version mismatch" in html
     assert client_for(org.member).get(url).status_code in (403, 404)
+
+
+def test_a_cluster_without_readings_does_not_claim_health(demo_org: DemoOrg) -> None:
+    url = reverse("allocations:cluster-detail", args=[demo_org.cluster.name])
+    html = client_for(demo_org.platform_admin).get(url).content.decode()
+    assert 'id="triage-no-readings"' in html and 'id="triage-clear"' not in html
