@@ -3,7 +3,8 @@
 A Redis of the test's own (``--save "" --appendonly no``, on a free port; the shared one is never touched) is the
 broker. One ``--pool=solo`` worker (``test_celery_worker``'s) is busy with the first of 20 approved requests, its apply
 held in the emulated API server, and the other 19 provisioning messages wait in Redis. Redis is then restarted: the
-queued messages, and the in-flight one's unacknowledged entry, are gone. The worker reconnects on its own. The
+queued messages, and the in-flight one's unacknowledged entry, are gone; while it is down an approver approves one
+more request over the API (the approval stands; its message cannot be sent). The worker reconnects on its own. The
 requests left in ``approved`` are untouched by anything but the sweeper: once they are older than ``STUCK_AFTER``
 (their ``updated_at`` is moved back by that much, as the clock would), beat's ``reconcile_requests`` message is sent as
 beat sends it, and every request must end active, once, with one Job. The README states the resulting bound;
@@ -24,6 +25,7 @@ from typing import Any
 
 import pytest
 from django.db.models import F
+from rest_framework.test import APIClient
 
 from allocations.models import GpuRequest, RequestStatus
 from allocations.provisioning import STUCK_AFTER
@@ -80,10 +82,6 @@ class EphemeralRedis:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=10)
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
 
     def queued(self, queue: str) -> int:
         import redis
@@ -164,10 +162,11 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
     from allocations.tasks import reconcile_requests
 
     started = time.monotonic()
-    org.team.quotas.update(limit=REQUESTS)
-    org.pool.node_count = 3  # 24 GPUs: room for the twenty
+    org.team.quotas.update(limit=REQUESTS + 1)
+    org.pool.node_count = 3  # 24 GPUs: room for the twenty and the one approved while Redis is down
     org.pool.save(update_fields=["node_count"])
     requests = [_submit(org, cluster) for _ in range(REQUESTS)]
+    approved_in_outage = _submit(org, cluster)
     busy = cluster.delay("PATCH", _job_path(requests[0]), seconds=TASK_TIMEOUT_S * 3, outlive_client=True)
     worker = workers_on.start()
     for request in requests:
@@ -175,13 +174,22 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
     assert busy.arrived.wait(TASK_TIMEOUT_S), f"the first apply never came\n{workers_on.logs()}"
     _wait_for(lambda: broker.queued(workers_on.queue) == REQUESTS - 1, "19 messages queued", workers_on)
 
-    broker.restart()
+    broker.stop()
+    # An approver approves while Redis is down: the approval stands, its message cannot be sent.
+    client = APIClient()
+    client.force_authenticate(org.approver)
+    approve_started = time.monotonic()
+    response = client.post(f"/api/v1/requests/{approved_in_outage.pk}/approve/", {}, format="json")
+    approve_s = time.monotonic() - approve_started
+    assert response.status_code in (200, 202), response.content
+    broker.start()
     lost = REQUESTS - 1 - broker.queued(workers_on.queue)
+    requests.append(approved_in_outage)
     busy.release()  # the worker finishes what it had in hand, on a broker that forgot it
     _wait_for(lambda: _statuses(requests)[RequestStatus.ACTIVE] == 1, "the in-flight request to activate", workers_on)
     assert worker.process.poll() is None, "the worker survives the broker's restart"
     after_restart = _statuses(requests)
-    assert after_restart == {RequestStatus.ACTIVE: 1, RequestStatus.APPROVED: REQUESTS - 1}, after_restart
+    assert after_restart == {RequestStatus.ACTIVE: 1, RequestStatus.APPROVED: REQUESTS}, after_restart
 
     # Nothing but the sweeper picks them up: as the clock would, make them older than STUCK_AFTER, then beat's message.
     stuck = GpuRequest.objects.filter(pk__in=[r.pk for r in requests], status=RequestStatus.APPROVED)
@@ -189,7 +197,7 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
     swept_at = time.monotonic()
     reconcile_requests.apply_async()
     _wait_for(
-        lambda: _statuses(requests)[RequestStatus.ACTIVE] == REQUESTS,
+        lambda: _statuses(requests)[RequestStatus.ACTIVE] == len(requests),
         "the sweeper's re-queued provisioning to activate every request",
         workers_on,
         timeout=TASK_TIMEOUT_S * 3,
@@ -205,8 +213,9 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
             problems.append(f"request {request.pk}: events {dict(_transitions(request))}")
     figure = (
         f"broker restarted without persistence with {REQUESTS - 1} provisioning messages queued ({lost} lost) and "
-        f"1 in flight: after one sweep {dict(_statuses(requests))} in {sweep_s:.1f} s, {len(problems)} requests "
-        f"with extra objects or events; {time.monotonic() - started:.1f} s in all"
+        f"1 in flight, and 1 request approved while it was down (HTTP {response.status_code} in {approve_s:.1f} s): "
+        f"after one sweep {dict(_statuses(requests))} in {sweep_s:.1f} s, {len(problems)} requests with extra "
+        f"objects or events; {time.monotonic() - started:.1f} s in all"
     )
     print(f"\n{figure}")
     record_property("figure", figure)
