@@ -13,10 +13,10 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F, QuerySet, Sum
+from django.db.models import F, Max, QuerySet, Sum
 from django.utils import timezone
 
-from allocations.models import NodePool, Team
+from allocations.models import GpuModel, NodePool, Team
 from allocations.selectors import User, allocation_intervals, catalog_from_db, teams_of, user_is_approver
 from billing.metering.selectors import usage_by_request
 from billing.models import BudgetNotice, ImportedUsage, MonthlyReport, PriceBook, ReportStatus, TeamBudget
@@ -278,3 +278,17 @@ def home_costs(*, user: User, teams: Iterable[Team], now: datetime | None = None
         "month_costs": fleet,
         "currency": settings.PORTAL_CURRENCY,
     }
+
+
+def catalog_models_by_name() -> dict[str, GpuModel]:
+    """Catalog GPU models by case-folded name and alias, with their MIG profiles prefetched."""
+    names: dict[str, GpuModel] = {}
+    for model in GpuModel.objects.prefetch_related("mig_profiles"):
+        for key in (model.name, *(model.aliases or [])):
+            names[str(key).casefold()] = model
+    return names
+
+
+def last_closed_month() -> date | None:
+    """The first day of the latest month with a closed report (None: no month is closed)."""
+    return MonthlyReport.objects.filter(status=ReportStatus.CLOSED).aggregate(last=Max("month"))["last"]

@@ -5,13 +5,10 @@ The email of a closed month is sent by its own task (``billing.costs.tasks``, ``
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -20,14 +17,14 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from allocations.models import GpuModel, SlaTier, Team
+from allocations.models import SlaTier, Team
 from allocations.selectors import User
 from audit.services import audit_record
-from billing.costs.selectors import month_bounds, month_chargeback
+from billing.costs.selectors import catalog_models_by_name, last_closed_month, month_bounds, month_chargeback
 from billing.costs.tasks import email_monthly_reports as email_monthly_reports_task
+from billing.costs.usage_import import USAGE_HEADER, usage_import
 from billing.models import (
     GpuPrice,
-    ImportedUsage,
     MonthlyReport,
     MonthlyReportLine,
     OrganisationMonthSummary,
@@ -35,38 +32,10 @@ from billing.models import (
     ReportStatus,
     SlaMultiplier,
 )
-from gpucore.catalog import CatalogError
 from gpucore.chargeback import TeamCharge
 from gpucore.pricebook import PriceBookError, load_price_book_text
 
 logger = logging.getLogger(__name__)
-
-USAGE_HEADER = [
-    "team",
-    "request",
-    "gpu_model",
-    "strategy",
-    "resource_name",
-    "quantity",
-    "time_slice_replicas",
-    "start",
-    "end",
-    "avg_utilization_pct",
-]
-_MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-\d+g\.\d+gb(\+me)?$")
-
-
-def _catalog_names() -> dict[str, GpuModel]:
-    names: dict[str, GpuModel] = {}
-    for model in GpuModel.objects.prefetch_related("mig_profiles"):
-        for key in (model.name, *(model.aliases or [])):
-            names[str(key).casefold()] = model
-    return names
-
-
-def _last_closed_month() -> date | None:
-    return MonthlyReport.objects.filter(status=ReportStatus.CLOSED).aggregate(last=Max("month"))["last"]
-
 
 # The price book file's key for a stored price's column (the TCO inputs keep their names).
 _PRICE_BOOK_KEYS = {"list_hourly": "hourly", "hourly_rate": "hourly", "multiplier": ""}
@@ -100,7 +69,7 @@ def price_book_load(*, text: str | None, acting_user: User | None = None) -> tup
     except PriceBookError as exc:
         raise ValidationError(dict(exc.errors.items())) from exc
     errors: dict[str, list[str]] = {}
-    catalog = _catalog_names()
+    catalog = catalog_models_by_name()
     for price in spec.gpu_prices:
         if price.gpu_model.casefold() not in catalog:
             known = ", ".join(sorted({m.name for m in catalog.values()}))
@@ -109,7 +78,7 @@ def price_book_load(*, text: str | None, acting_user: User | None = None) -> tup
     for slug in spec.sla_multipliers:
         if slug not in tiers:
             errors[f"sla_multipliers.{slug}"] = [f"is not an SLA tier. Known tiers: {', '.join(sorted(tiers))}."]
-    last_closed = _last_closed_month()
+    last_closed = last_closed_month()
     if last_closed is not None and spec.effective_from < month_bounds(last_closed)[1].date():
         errors["effective_from"] = [
             f"{spec.effective_from} falls in or before {last_closed:%Y-%m}, which is closed; "
@@ -164,182 +133,6 @@ def price_book_load(*, text: str | None, acting_user: User | None = None) -> tup
             _clean_as(row, f"sla_multipliers.{slug}", exclude=["price_book"])
             row.save()
     return book, True
-
-
-# --- usage import ----------------------------------------------------------------------------------------------
-
-
-_WHOLE_NUMBER = re.compile(r"[0-9]{1,12}")  # ASCII digits only: str.isdigit() also accepts "\u0661" and "²"
-MAX_USAGE_QUANTITY = 100_000  # GPUs or slices in one row: far beyond any cluster, well inside the column
-MAX_TIME_SLICE_REPLICAS = 1_000
-
-
-def _parse_time(value: str, column: str, problems: list[str]) -> datetime | None:
-    try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        problems.append(f"{column}: '{value}' is not an ISO 8601 time such as 2026-09-01T00:00:00Z.")
-        return None
-    if timezone.is_naive(parsed):
-        problems.append(f"{column}: '{value}' has no UTC offset; write it as ...Z or +00:00.")
-        return None
-    return parsed.astimezone(UTC)
-
-
-def _usage_row(row: dict[str, str], teams: dict[str, Team], catalog: dict[str, GpuModel]) -> tuple[dict, list[str]]:
-    problems: list[str] = []
-    value = {k: (row.get(k) or "").strip() for k in USAGE_HEADER}
-    for column, text in value.items():
-        if "\x00" in text:
-            problems.append(f"{column}: contains a NUL character; remove it.")
-            value[column] = text.replace("\x00", "")
-    team = teams.get(value["team"])
-    if team is None:
-        problems.append(f"team: '{value['team']}' is not a team slug.")
-    if not value["request"]:
-        problems.append("request: is required (the request's name or id).")
-    model = catalog.get(value["gpu_model"].casefold())
-    if model is None:
-        problems.append(f"gpu_model: '{value['gpu_model']}' is not a catalog GPU model.")
-    strategy = value["strategy"]
-    if strategy not in {"dedicated", "mig", "time-slicing"}:
-        problems.append(f"strategy: '{strategy}' must be dedicated, mig or time-slicing.")
-    resource = value["resource_name"]
-    if strategy == "dedicated" and resource != "nvidia.com/gpu":
-        problems.append("resource_name: a dedicated allocation uses nvidia.com/gpu.")
-    if strategy == "time-slicing" and resource not in {"nvidia.com/gpu", "nvidia.com/gpu.shared"}:
-        problems.append("resource_name: a time-sliced share uses nvidia.com/gpu or nvidia.com/gpu.shared.")
-    if strategy == "mig":
-        if not _MIG_RESOURCE.match(resource):
-            problems.append("resource_name: a MIG slice uses nvidia.com/mig-<n>g.<m>gb, e.g. nvidia.com/mig-1g.5gb.")
-        elif model is not None:
-            # The catalog's profiles, never the digits of the name: 3g.99gb has 3 compute slices but no H100 has it.
-            try:
-                model.to_spec().profile(resource.removeprefix("nvidia.com/mig-"))
-            except CatalogError as exc:
-                problems.append(f"resource_name: {exc}")
-    quantity = None
-    if not _WHOLE_NUMBER.fullmatch(value["quantity"]) or not 1 <= int(value["quantity"]) <= MAX_USAGE_QUANTITY:
-        problems.append(f"quantity: '{value['quantity']}' must be a whole number from 1 to {MAX_USAGE_QUANTITY}.")
-    else:
-        quantity = int(value["quantity"])
-    replicas = None
-    if strategy == "time-slicing":
-        replicas_text = value["time_slice_replicas"]
-        if not _WHOLE_NUMBER.fullmatch(replicas_text) or not 2 <= int(replicas_text) <= MAX_TIME_SLICE_REPLICAS:
-            problems.append("time_slice_replicas: a time-sliced share needs the replicas per GPU (>= 2).")
-        else:
-            replicas = int(value["time_slice_replicas"])
-    elif value["time_slice_replicas"]:
-        problems.append("time_slice_replicas: only for strategy time-slicing; leave it empty.")
-    start = _parse_time(value["start"], "start", problems)
-    end = _parse_time(value["end"], "end", problems)
-    if start and end and end <= start:
-        problems.append("end: must be after start.")
-    util = None
-    if value["avg_utilization_pct"]:
-        try:
-            util = float(Decimal(value["avg_utilization_pct"]))
-            if not 0 <= util <= 100:
-                raise InvalidOperation
-        except InvalidOperation:
-            problems.append(f"avg_utilization_pct: '{value['avg_utilization_pct']}' must be a number from 0 to 100.")
-            util = None
-    fields = {
-        "team": team,
-        "request_label": value["request"][:100],
-        "gpu_model": model.name if model else "",
-        "strategy": strategy,
-        "resource_name": resource,
-        "quantity": quantity,
-        "time_slice_replicas": replicas,
-        "start": start,
-        "end": end,
-        "avg_utilization_pct": util,
-    }
-    return fields, problems
-
-
-def usage_import(*, csv_text: str, source_name: str = "", acting_user: User | None = None) -> int:
-    """Load historical allocations from CSV (DESIGN.md header), all or nothing; errors name line and column."""
-    reader = csv.DictReader(io.StringIO(csv_text.lstrip("\ufeff")))
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    if header != USAGE_HEADER:
-        raise ValidationError({"header": [f"line 1: the header must be exactly {','.join(USAGE_HEADER)}."]})
-    teams = {t.slug: t for t in Team.objects.all()}
-    catalog = _catalog_names()
-    last_closed = _last_closed_month()
-    closed_until = month_bounds(last_closed)[1] if last_closed else None
-    errors: list[str] = []
-    rows: list[ImportedUsage] = []
-    now = timezone.now()
-    for row in reader:
-        line = reader.line_num
-        fields, problems = _usage_row(row, teams, catalog)
-        if not problems and closed_until is not None and fields["start"] < closed_until:
-            problems.append(f"start: {last_closed:%Y-%m} and earlier months are closed; their reports never change.")
-        if not problems and fields["start"] > now:
-            problems.append("start: is in the future; only usage that happened can be imported.")
-        errors.extend(f"line {line}: {problem}" for problem in problems)
-        if not problems:
-            rows.append(ImportedUsage(**fields, source_file=source_name[:255], line_number=line, imported_at=now))
-    errors.extend(_usage_overlaps(rows))
-    if not rows and not errors:
-        errors.append("line 2: the file has a header but no rows.")
-    if errors:
-        raise ValidationError({"rows": errors})
-    with transaction.atomic():
-        for obj in rows:
-            obj.full_clean()
-        ImportedUsage.objects.bulk_create(rows)
-    logger.info("Imported %s usage rows from %s by %s", len(rows), source_name or "CSV", acting_user)
-    return len(rows)
-
-
-def _span(start: datetime, end: datetime) -> str:
-    return f"{start:%Y-%m-%dT%H:%MZ}..{end:%Y-%m-%dT%H:%MZ}"
-
-
-def _usage_overlaps(rows: list[ImportedUsage]) -> list[str]:
-    """One error per row that overlaps another of the file or an earlier import for the same team, request and
-    resource (one allocation billed twice), naming both lines; rows that only touch (end == next start) are fine."""
-    if not rows:
-        return []
-    by_key: dict[tuple[int, str, str], list[tuple[datetime, datetime, str, int]]] = {}
-    for obj in rows:
-        key = (obj.team_id, obj.request_label, obj.resource_name)
-        by_key.setdefault(key, []).append((obj.start, obj.end, "", obj.line_number))
-    earlier = ImportedUsage.objects.filter(
-        team_id__in={key[0] for key in by_key},
-        request_label__in={key[1] for key in by_key},
-        start__lt=max(obj.end for obj in rows),
-        end__gt=min(obj.start for obj in rows),
-    ).values_list("team_id", "request_label", "resource_name", "start", "end", "source_file", "line_number")
-    for team_id, label, resource, start, end, source, line in earlier.iterator():
-        if (team_id, label, resource) in by_key:
-            by_key[(team_id, label, resource)].append((start, end, source or "an earlier file", line))
-    errors: list[tuple[int, str]] = []
-    for intervals in by_key.values():
-        # Sorted by start, a row overlaps the one (of those before it) that ends last, if that ends after it starts.
-        intervals.sort(key=lambda item: (item[0], item[2] == "", item[3]))
-        latest: tuple[datetime, datetime, str, int] | None = None
-        for interval in intervals:
-            if latest is not None and interval[0] < latest[1]:
-                # The file's row is named first; "" marks a row of this file, else the earlier import's file.
-                mine, other = (interval, latest) if interval[2] == "" else (latest, interval)
-                if mine[2] == "":
-                    where = f"line {other[3]} of {other[2]}, already imported," if other[2] else f"line {other[3]}"
-                    errors.append(
-                        (
-                            mine[3],
-                            f"line {mine[3]}: request: {_span(mine[0], mine[1])} overlaps {where} "
-                            f"({_span(other[0], other[1])}) for the same team, request and resource_name; "
-                            "it would be billed twice.",
-                        )
-                    )
-            if latest is None or interval[1] > latest[1]:
-                latest = interval
-    return [message for _, message in sorted(errors)]
 
 
 # --- closing a month -------------------------------------------------------------------------------------------
@@ -476,6 +269,7 @@ def previous_month(now: datetime | None = None) -> date:
 
 
 __all__: list[Any] = [
+    "USAGE_HEADER",
     "CloseResult",
     "monthly_reports_close",
     "previous_month",

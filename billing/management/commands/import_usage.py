@@ -1,4 +1,4 @@
-"""``manage.py import_usage FILE.csv``: load historical allocations, all rows or none."""
+"""``manage.py import_usage FILE.csv``: load historical allocations, all rows or none, streamed from the file."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from billing.costs.services import USAGE_HEADER, usage_import
-from gpucore.textfiles import NotUtf8Error, decode_utf8
+from gpucore.textfiles import NotUtf8Error, iter_utf8_lines
 
 
 class Command(BaseCommand):
@@ -20,13 +20,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, file: Path, **options: Any) -> None:
         try:
-            text = decode_utf8(file.read_bytes(), name=str(file))
+            # Read a line at a time (bounded memory): a UTF-8 error half-way aborts the import's transaction.
+            with file.open("rb") as handle:
+                count = usage_import(lines=iter_utf8_lines(handle, name=str(file)), source_name=file.name)
         except OSError as exc:
             raise CommandError(f"Cannot read {file}: {exc}") from exc
         except NotUtf8Error as exc:
             raise CommandError(f"{exc} Nothing was loaded.") from exc
-        try:
-            count = usage_import(csv_text=text, source_name=file.name)
         except ValidationError as exc:
             problems = [message for messages in exc.message_dict.values() for message in messages]
             raise CommandError(f"{file}: nothing imported.\n" + "\n".join(f"  {p}" for p in problems)) from exc
