@@ -473,84 +473,11 @@ class OrganisationMonthSummary(models.Model):
         raise ClosedReportError("A closed organisation summary cannot be deleted.")
 
 
-# --- Budgets in money, and the threshold notices sent (issue #13) ------------------------------------------------
-
-
-def validate_thresholds_pct(value: Any) -> None:
-    """Thresholds are a non-empty list of whole percentages from 1 to 1000 (e.g. [50, 80, 100])."""
-    if not isinstance(value, list) or not value:
-        raise ValidationError("Give the thresholds as a list of percentages, e.g. [50, 80, 100].")
-    for pct in value:
-        if isinstance(pct, bool) or not isinstance(pct, int) or not 1 <= pct <= 1000:
-            raise ValidationError(f"{pct!r} is not a whole percentage from 1 to 1000.")
-    if len(set(value)) != len(value):
-        raise ValidationError("Each threshold once.")
-
-
-def default_thresholds_pct() -> list[int]:
-    return [50, 80, 100]
-
-
-class TeamBudget(models.Model):
-    """A team's spending budget per calendar month, in the portal's currency, and who hears when it is crossed.
-
-    Each threshold (a percentage of the amount) notifies the team's leads by email and, with a chat URL, Slack or
-    Teams through apprise, once per month (``BudgetNotice``).
-    """
-
-    team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="budget")
-    monthly_amount = models.DecimalField(
-        max_digits=14, decimal_places=2, validators=_NON_NEGATIVE, help_text="Spend allowed per calendar month."
-    )
-    currency = models.CharField(max_length=3, blank=True, editable=False, help_text="PORTAL_CURRENCY when saved.")
-    thresholds_pct = models.JSONField(
-        default=default_thresholds_pct,
-        validators=[validate_thresholds_pct],
-        help_text="Percentages of the amount that notify, each once a month, e.g. [50, 80, 100].",
-    )
-    chat_webhook_url = models.CharField(
-        max_length=500,
-        blank=True,
-        help_text="An apprise URL: slack://..., msteams://..., workflows://... (blank: email only).",
-    )
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["team__name"]
-
-    def __str__(self) -> str:
-        return f"{self.team_id}: {self.monthly_amount} {self.currency}/month"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        # The amount is in the currency every other amount is in; a default in the field would freeze it in a migration.
-        self.currency = self.currency or settings.PORTAL_CURRENCY
-        super().save(*args, **kwargs)
-
-
-class BudgetNotice(models.Model):
-    """One threshold of one team's budget crossed in one month: made once, then delivered by email and chat.
-
-    The unique key makes the check idempotent: a retried or concurrent run finds the row and only finishes what was
-    not delivered (``emailed_at``, ``chat_sent_at``).
-    """
-
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="budget_notices")
-    month = models.DateField(help_text="First day of the month (UTC).")
-    threshold_pct = models.PositiveSmallIntegerField()
-    spent = models.DecimalField(max_digits=14, decimal_places=2)
-    budget = models.DecimalField(max_digits=14, decimal_places=2)
-    projected = models.DecimalField(max_digits=14, decimal_places=2)
-    currency = models.CharField(max_length=3)
-    crossed_at = models.DateTimeField()
-    emailed_at = models.DateTimeField(null=True, blank=True)
-    chat_sent_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["team", "month", "threshold_pct"], name="unique_budget_notice_per_month")
-        ]
-        ordering = ["-month", "team_id", "threshold_pct"]
-
-    def __str__(self) -> str:
-        return f"{self.team_id} {self.month:%Y-%m} {self.threshold_pct} %"
+# Budgets and alert handling live in their own module (this one stays readable); exported here for Django and callers.
+from billing.budget_models import (  # noqa: E402, F401
+    AlertAcknowledgement,
+    BudgetNotice,
+    TeamBudget,
+    default_thresholds_pct,
+    validate_thresholds_pct,
+)

@@ -212,3 +212,73 @@ def count_by_kind(alerts: Iterable[Alert]) -> dict[str, int]:
     for alert in alerts:
         counts[alert.kind.value] += 1
     return counts
+
+
+@dataclass(frozen=True, slots=True)
+class AlertGroup:
+    """Every run of one rule on one device: first and last seen, how many runs and hours, the worst reading.
+
+    One row per GPU and rule instead of one per run: a GPU idle every night is one group with a count, not 50 rows.
+    """
+
+    kind: AlertKind
+    cluster: str
+    device: str
+    first_seen: datetime  # the start of the first hour
+    last_seen: datetime  # the end of the last hour
+    count: int  # runs of consecutive hours
+    hours: int
+    worst: float
+    teams: tuple[str, ...] = ()
+    request_ids: tuple[int, ...] = ()
+    hostname: str = ""
+    gpu_model: str = ""
+
+    @property
+    def severity(self) -> Severity:
+        return SEVERITY[self.kind]
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.kind]
+
+    @property
+    def detail(self) -> str:
+        """The worst reading over every run."""
+        if self.kind is AlertKind.TEMPERATURE:
+            return f"Hottest {self.worst:.1f} °C over {self.hours} h."
+        if self.kind is AlertKind.MEMORY_PRESSURE:
+            return (
+                f"Up to {self.worst:.0f} minutes an hour above {MEMORY_PRESSURE_RATIO:.0%} of memory, {self.hours} h."
+            )
+        return f"As low as {self.worst:.1f} % utilization while held, {self.hours} h."
+
+
+def group_alerts(alerts: Iterable[Alert]) -> list[AlertGroup]:
+    """Alerts grouped by rule, cluster and device; most severe first, then most recently seen."""
+    buckets: dict[tuple[AlertKind, str, str], list[Alert]] = {}
+    for alert in alerts:
+        buckets.setdefault((alert.kind, alert.cluster, alert.device), []).append(alert)
+    groups = []
+    for (kind, cluster, device), items in buckets.items():
+        values = [a.worst for a in items]
+        latest = max(items, key=lambda a: a.last_hour)
+        groups.append(
+            AlertGroup(
+                kind=kind,
+                cluster=cluster,
+                device=device,
+                first_seen=min(a.first_hour for a in items),
+                last_seen=max(a.until for a in items),
+                count=len(items),
+                hours=sum(a.hours for a in items),
+                worst=min(values) if kind is AlertKind.IDLE else max(values),
+                teams=tuple(sorted({a.team for a in items if a.team})),
+                request_ids=tuple(sorted({a.request_id for a in items if a.request_id is not None})),
+                hostname=latest.hostname,
+                gpu_model=latest.gpu_model,
+            )
+        )
+    order = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
+    groups.sort(key=lambda g: (order[g.severity], -g.last_seen.timestamp(), g.device))
+    return groups

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 
 from allocations.pages import home_overview
 from billing.costs.selectors import home_costs
+from billing.utilization.selectors import fleet_alerts_needing_action
 from portal.health import readiness
 from portal.sso.backends import password_login, sso_enabled
 
@@ -27,7 +28,11 @@ def home(request: HttpRequest) -> HttpResponse:
     costs = home_costs(user=request.user, teams=[row["team"] for row in context["team_rows"]])
     for row in context["team_rows"]:
         row["budget"] = costs["budgets"][row["team"].pk]
-    context.update(month_costs=costs["month_costs"], currency=costs["currency"])
+    context.update(
+        month_costs=costs["month_costs"],
+        currency=costs["currency"],
+        fleet_alerts=fleet_alerts_needing_action(user=request.user),
+    )
     return render(request, "home.html", context)
 
 

@@ -36,7 +36,7 @@ from billing.metering.selectors import (
     utilization_weighted_sum,
     weighted_utilization_pct,
 )
-from billing.models import UtilizationRollup
+from billing.models import AlertAcknowledgement, UtilizationRollup
 from gpucore import advice as advice_rules
 from gpucore import alerts as alert_rules
 from gpucore import forecast as forecast_rules
@@ -100,6 +100,42 @@ def device_hours(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.DeviceHour
 def alerts_for(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.Alert]:
     """Alerts raised by the rollups of a queryset (most severe, then most recent, first)."""
     return alert_rules.evaluate(device_hours(qs))
+
+
+def alert_group_rows(
+    *, alerts: list[alert_rules.Alert], team: Team | None, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Alerts grouped by GPU and rule (``gpucore.alerts.group_alerts``) with their acknowledgement in this scope
+    (``team``, or None for the fleet): those needing action first. One query for every group's state."""
+    groups = alert_rules.group_alerts(alerts)
+    if not groups:
+        return []
+    now = now or timezone.now()
+    acks = {
+        (row["cluster__name"], row["device"], row["kind"]): row
+        for row in AlertAcknowledgement.objects.filter(
+            team=team, device__in={g.device for g in groups}, kind__in={g.kind.value for g in groups}
+        ).values("cluster__name", "device", "kind", "acknowledged_through", "acknowledged_by__username", "muted_until")
+    }
+    rows = []
+    for group in groups:
+        ack = acks.get((group.cluster, group.device, group.kind.value)) or {}
+        through = ack.get("acknowledged_through")
+        muted_until = ack.get("muted_until")
+        acknowledged = through is not None and through >= group.last_seen
+        muted = muted_until is not None and muted_until > now
+        rows.append(
+            {
+                "group": group,
+                "acknowledged": acknowledged,
+                "acknowledged_by": ack.get("acknowledged_by__username") if acknowledged else None,
+                "muted_until": muted_until if muted else None,
+                "needs_action": not acknowledged and not muted,
+                "scope": team.slug if team else "",
+            }
+        )
+    rows.sort(key=lambda row: not row["needs_action"])  # stable: the groups' severity and recency order stays
+    return rows
 
 
 def usage_summary(qs: QuerySet[UtilizationRollup]) -> dict[str, Any]:
@@ -218,7 +254,7 @@ def request_utilization_context(
             "days": days,
             "has_data": summary["gpu_hours"] > 0,
             "summary": summary,
-            "alerts": alerts_for(qs)[:MAX_ALERTS_SHOWN],
+            "alert_groups": alert_group_rows(alerts=alerts_for(qs), team=request.team, now=now)[:MAX_ALERTS_SHOWN],
             "advice": request_advice(request=request, summary=summary),
             **_coverage(start=start, end=end, clusters=clusters),
         }
@@ -258,7 +294,7 @@ def team_utilization_context(
             "has_data": summary["gpu_hours"] > 0,
             "summary": summary,
             "alert_counts": alert_rules.count_by_kind(alerts),
-            "alerts": alerts[:MAX_ALERTS_SHOWN],
+            "alert_groups": alert_group_rows(alerts=alerts, team=team, now=now)[:MAX_ALERTS_SHOWN],
             "requests": per_request,
             **_coverage(start=start, end=end),
         }
@@ -410,7 +446,8 @@ def platform_utilization(*, user: User, now: datetime | None = None, days: int =
         "summary": usage_summary(qs),
         "clusters": cluster_rows(qs),
         "unallocated": unallocated_usage(qs),
-        "alerts": alerts[:MAX_ALERTS_SHOWN],
+        "alert_groups": (groups := alert_group_rows(alerts=alerts, team=None, now=now))[:MAX_ALERTS_SHOWN],
+        "alert_groups_total": len(groups),
         "alert_counts": alert_rules.count_by_kind(alerts),
         "alerts_total": len(alerts),
         "forecasts": forecasts,
@@ -451,3 +488,19 @@ def capacity_forecast(
             ]
         )
     return FORECAST_COLUMNS, rows
+
+
+HOME_ALERT_WINDOW_DAYS = 1
+
+
+def fleet_alerts_needing_action(*, user: User, now: datetime | None = None) -> dict[str, Any] | None:
+    """For an approver's home: the fleet's alert groups of the last day not acknowledged or muted (count, the first
+    three, most severe first); None for everyone else."""
+    if not user_is_approver(user):
+        return None
+    start, end = window(days=HOME_ALERT_WINDOW_DAYS, now=now)
+    rows = alert_group_rows(
+        alerts=alerts_for(UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end)), team=None, now=now
+    )
+    pending = [row for row in rows if row["needs_action"]]
+    return {"count": len(pending), "top": pending[:3], "days": HOME_ALERT_WINDOW_DAYS}

@@ -77,3 +77,26 @@ def test_an_approver_sees_this_months_spend_and_idle_cost(client, demo_org: Demo
     # Nothing is allocated: the whole pool (8 dedicated H100s) is idle, priced at the catalog's rate, so not zero.
     idle = costs.partition('id="home-idle-cost">')[2].partition(" USD")[0]
     assert idle != "0.00" and float(idle.replace(",", "")) > 0
+
+
+def test_an_approver_sees_fleet_alerts_that_need_action_and_not_the_acknowledged(client, demo_org: DemoOrg) -> None:
+    from billing.models import AlertAcknowledgement
+    from tests.billing.rollups import hours_back, rollup
+
+    hour = hours_back(timezone.now(), 2)[0]
+    rollup(cluster=demo_org.cluster, hour=hour, gpu_uuid="GPU-HOT", max_temperature_c=90.0, team=demo_org.team)
+    rollup(cluster=demo_org.cluster, hour=hour, gpu_uuid="GPU-SEEN", max_temperature_c=90.0, team=demo_org.team)
+    AlertAcknowledgement.objects.create(
+        team=None, cluster=demo_org.cluster, device="GPU-SEEN", kind="temperature", acknowledged_through=timezone.now()
+    )
+    client.force_login(demo_org.approver)
+
+    alerts = client.get(reverse("home")).content.decode().partition('id="home-alerts"')[2].partition("</article>")[0]
+
+    assert '<p class="kpi">1</p>' in alerts
+    assert "GPU-HOT" in alerts and "GPU-SEEN" not in alerts
+
+
+def test_a_member_has_no_fleet_alerts_panel(client, demo_org: DemoOrg) -> None:
+    client.force_login(demo_org.member)
+    assert 'id="home-alerts"' not in client.get(reverse("home")).content.decode()

@@ -102,7 +102,7 @@ def test_incomplete_hours_never_raise_waste(demo_org: DemoOrg) -> None:
         cluster=demo_org.cluster, hour=hour, team=demo_org.team, request=req, avg_utilization_pct=0, is_complete=False
     )
     context = request_utilization_context(user=demo_org.member, request=req)["utilization"]
-    assert context["alerts"] == []
+    assert context["alert_groups"] == []
 
 
 def test_request_partial_suggests_a_mig_slice_with_the_saving(demo_org: DemoOrg) -> None:

@@ -12,6 +12,7 @@ from gpucore.alerts import (
     Severity,
     count_by_kind,
     evaluate,
+    group_alerts,
     has_memory_pressure,
     hour_findings,
     is_overheated,
@@ -122,3 +123,20 @@ def test_alerts_are_ordered_by_severity_and_carry_their_owner() -> None:
 def test_separate_owners_of_one_device_are_separate_alerts() -> None:
     alerts = evaluate([hour(0, max_temperature_c=90.0), hour(1, max_temperature_c=90.0, request_id=8)])
     assert len(alerts) == 2
+
+
+def test_runs_of_one_rule_on_one_gpu_are_one_group_with_first_and_last_seen_and_a_count() -> None:
+    # Idle two hours every night for five nights on GPU-1; one hot hour on GPU-2.
+    idle_nights = [hour(day * 24 + h, avg_utilization_pct=2.0 + day) for day in range(5) for h in range(2)]
+    hot = [hour(0, device="GPU-2", avg_utilization_pct=90.0, max_temperature_c=91.0, team="nlp", request_id=None)]
+
+    alerts = evaluate([*idle_nights, *hot])
+    groups = group_alerts(alerts)
+
+    assert len([a for a in alerts if a.kind is AlertKind.IDLE]) == 5  # five nights: five runs, five rows before
+    assert [(g.kind, g.device) for g in groups] == [(AlertKind.TEMPERATURE, "GPU-2"), (AlertKind.IDLE, "GPU-1")]
+    idle = groups[1]
+    assert (idle.count, idle.hours) == (5, 10)
+    assert idle.first_seen == H0 and idle.last_seen == H0 + timedelta(days=4, hours=2)
+    assert idle.worst == 2.0  # the lowest utilization of any night
+    assert idle.teams == ("vision",) and idle.request_ids == (7,)
