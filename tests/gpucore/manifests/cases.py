@@ -15,6 +15,8 @@ from gpucore.manifests.contexts import is_dns_label, is_dns_subdomain, is_label_
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
 
 KUBERNETES_VERSION = "1.30.0"
+# The oldest and a recent release the rendered objects must be valid in (issue #11).
+KUBERNETES_VERSIONS = (KUBERNETES_VERSION, "1.33.0")
 # The shared reference folder sits beside the repository root (/work/main -> /work/shared).
 SHARED_DIR = Path(__file__).resolve().parents[3].parent / "shared"
 FAMILIES = ("A100-40GB", "A100-80GB", "H100-80GB", "H200", "A30", "L4", "T4", "V100-32GB")
@@ -29,13 +31,16 @@ TIER3 = DEFAULT_TIERS_BY_SLUG["tier3_development"]
 
 
 def validate(obj: Mapping[str, Any]) -> None:
-    """Validate against the Kubernetes 1.30 OpenAPI schema, strictly; fail with a short, readable message."""
-    try:
-        kubernetes_validate.validate(dict(obj), KUBERNETES_VERSION, strict=True)
-    except kubernetes_validate.ValidationError as error:
-        path = "/".join(str(p) for p in error.path)
-        name = obj.get("metadata", {}).get("name")
-        raise AssertionError(f"{obj.get('kind')} {name}: {error.message} at {path}") from None
+    """Validate against the Kubernetes 1.30 and 1.33 OpenAPI schemas, strictly; fail with a short, readable message."""
+    for version in KUBERNETES_VERSIONS:
+        try:
+            kubernetes_validate.validate(dict(obj), version, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            path = "/".join(str(p) for p in error.path)
+            name = obj.get("metadata", {}).get("name")
+            raise AssertionError(
+                f"{obj.get('kind')} {name} (Kubernetes {version}): {error.message} at {path}"
+            ) from None
 
 
 def check_names_and_labels(obj: Mapping[str, Any]) -> None:
