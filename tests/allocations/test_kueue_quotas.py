@@ -128,3 +128,23 @@ def test_the_approval_queue_shows_borrowing_tier3_as_fitting_and_tier2_as_not(co
     assert tier3.borrowed is True
     with pytest.raises(ValidationError, match="Only preemptible"):
         gpu_request_approve(request=tier2, acting_user=org.approver)
+
+
+def test_the_api_answers_borrowed_for_tier3_and_a_quota_400_for_tier2(cohort) -> None:
+    from rest_framework.test import APIClient
+
+    org, _, _ = cohort
+    gpu_request_approve(request=submit(org, TIER2, name="first", units=2), acting_user=org.approver)
+    client = APIClient()
+    client.force_authenticate(org.member)
+    body = {"team": org.team.slug, "name": "dev", "purpose": "explore", "gpu_count": 1}
+
+    borrowing = client.post("/api/v1/requests/", {**body, **TIER3, "gpu_count": 1}, format="json")
+    assert borrowing.status_code == 201, borrowing.json()
+    assert borrowing.json()["borrowed"] is True
+    assert client.get(f"/api/v1/requests/{borrowing.json()['id']}/").json()["borrowed"] is True
+
+    refused = client.post("/api/v1/requests/", {**body, **TIER2, "gpu_count": 1}, format="json")
+    assert refused.status_code == 400
+    (message,) = refused.json()["quota"]
+    assert "Only preemptible (tier 3) requests may borrow beyond the nominal quota" in message
