@@ -9,11 +9,12 @@ class AllocationsConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from allocations.models import GpuModel, MigProfileDefinition, SlaTier
+        from allocations.models import Cluster, GpuModel, MigProfileDefinition, NodePool, SlaTier
         from allocations.reference_cache import bump_reference_version
 
-        # What catalog_from_db() and tiers_by_slug() keep per process (allocations.reference_cache).
-        for model in (GpuModel, MigProfileDefinition, SlaTier):
+        # What catalog_from_db(), tiers_by_slug() and placement's candidate pools keep per process
+        # (allocations.reference_cache).
+        for model in (GpuModel, MigProfileDefinition, SlaTier, Cluster, NodePool):
             post_save.connect(bump_reference_version, sender=model, dispatch_uid=f"reference-version-{model.__name__}")
             post_delete.connect(
                 bump_reference_version, sender=model, dispatch_uid=f"reference-version-del-{model.__name__}"

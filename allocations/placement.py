@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from allocations.models import Cluster, GpuModel, NodePool, SharingMode
+from allocations.reference_cache import built_once
 from allocations.selectors import catalog_from_db, tiers_by_slug
 from gpucore.decision import Catalog, ProfileError, Recommendation, WorkloadProfile, recommend
 from gpucore.pricing import CATALOG_PRICE_BASIS
@@ -34,10 +35,24 @@ class Placement:
 
 def candidate_pools(cluster: Cluster | None = None) -> list[NodePool]:
     """Pools of active clusters (or of one cluster) that a request may be placed on."""
-    pools = NodePool.objects.filter(cluster__is_active=True).select_related("cluster", "gpu_model")
-    if cluster is not None:
-        pools = pools.filter(cluster=cluster)
-    return list(pools.order_by("cluster__name", "name"))
+    return list(_placement_inputs(cluster)[0])
+
+
+def _placement_inputs(cluster: Cluster | None) -> tuple[tuple[NodePool, ...], PoolOffers]:
+    """The candidate pools and what they offer, read once per process until a cluster, pool or GPU model changes.
+
+    Every recommendation and submission needs them and admins change them rarely; a save or delete of those rows
+    bumps the reference version (allocations.apps), so a stale copy is never used. The pools are read, never saved.
+    """
+
+    def read() -> tuple[tuple[NodePool, ...], PoolOffers]:
+        pools = NodePool.objects.filter(cluster__is_active=True).select_related("cluster", "gpu_model")
+        if cluster is not None:
+            pools = pools.filter(cluster=cluster)
+        ordered = tuple(pools.order_by("cluster__name", "name"))
+        return ordered, pool_offers(list(ordered))
+
+    return built_once(f"placement:{cluster.pk if cluster is not None else '*'}", read)
 
 
 def gpu_hourly_rates() -> dict[str, Any]:
@@ -142,9 +157,11 @@ def catalog_for_pools(profile: WorkloadProfile, offered: PoolOffers) -> Catalog:
     return catalog
 
 
-def recommend_for_pools(profile: WorkloadProfile, pools: list[NodePool]) -> Recommendation:
+def recommend_for_pools(
+    profile: WorkloadProfile, pools: list[NodePool], *, offered: PoolOffers | None = None
+) -> Recommendation:
     """Run the framework over what these pools offer: their GPU models, sharing modes, MIG layouts and replicas."""
-    offered = pool_offers(pools)
+    offered = pool_offers(pools) if offered is None else offered
     catalog = catalog_for_pools(profile, offered)
     return recommend(
         profile,
@@ -182,8 +199,9 @@ def pool_for(
 
 def place(profile: WorkloadProfile, *, cluster: Cluster | None = None) -> Placement:
     """Recommend among what the candidate pools offer and choose the pool; ProfileError when none can serve it."""
-    pools = candidate_pools(cluster)
-    recommendation = recommend_for_pools(profile, pools)
+    cached_pools, offered = _placement_inputs(cluster)
+    pools = list(cached_pools)
+    recommendation = recommend_for_pools(profile, pools, offered=offered)
     pool = pool_for(
         pools,
         gpu_model=recommendation.gpu_model,

@@ -1,4 +1,5 @@
-"""The catalog and the SLA tiers, built once per process and rebuilt when either changes (issue #15).
+"""Reference data built once per process and rebuilt when it changes (issue #15): the catalog, the SLA tiers, the
+candidate node pools of placement and the price books' GPU rates (billing.costs.selectors).
 
 Every recommendation used to read the GPU models, their MIG profiles and the tiers (three queries and a few hundred
 ORM objects) although admins change them a few times a year. Each process keeps the pure, frozen values it built
@@ -44,7 +45,7 @@ def bump_reference_version(**_: Any) -> None:
 
 
 def built_once(name: str, build: Callable[[], _T]) -> _T:
-    """``build()``'s value, reused while the version token is unchanged; the value must be immutable."""
+    """``build()``'s value, reused while the version token is unchanged; callers must never change the value."""
     token = reference_version()
     hit = _built.get(name)
     if hit is not None and hit[0] == token:

@@ -7,6 +7,7 @@ the core and answers its ``ProfileError`` in DRF's ``{"field": ["message"]}`` sh
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -34,6 +35,7 @@ from allocations.selectors import teams_visible_to
 from gpucore.decision import ProfileError, WorkloadProfile
 from gpucore.profile import MAX_GPU_MEMORY_GB, MAX_GPUS_PER_REPLICA, MAX_NUMBER, MAX_REPLICAS
 
+_PROFILE_FIELD_NAMES = frozenset(WorkloadProfile.field_names())
 _POSITIVE_NUMBER = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": int(MAX_NUMBER)}
 
 
@@ -87,12 +89,20 @@ class ProfileInputSerializer(serializers.Serializer):
         help_text="Place on this cluster only (name); default: any active cluster.",
     )
 
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # DRF deep-copies every declared field for every instance, which cost more than the recommendation itself
+        # (issue #15). The profile fields only document the schema (to_internal_value hands them to the core, never
+        # runs them), so a shallow copy to bind is enough; the others (cluster, team, ...) are copied as DRF does.
+        return {
+            name: copy.copy(field) if name in _PROFILE_FIELD_NAMES else copy.deepcopy(field)
+            for name, field in self._declared_fields.items()
+        }
+
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, Mapping):
             message = f"Invalid data. Expected a dictionary, but got {type(data).__name__}."
             raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [message]}, code="invalid")
-        profile_names = set(WorkloadProfile.field_names())
-        own = {name for name in self.fields if name not in profile_names}
+        own = {name for name in self.fields if name not in _PROFILE_FIELD_NAMES}
         # Unknown keys go to the core along with the profile fields, which names them in its answer.
         profile_data = {key: data[key] for key in data if key not in own}
         errors: dict[str, Any] = {}

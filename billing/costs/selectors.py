@@ -17,6 +17,7 @@ from django.db.models import F, Max, QuerySet, Sum
 from django.utils import timezone
 
 from allocations.models import GpuModel, NodePool, Team
+from allocations.reference_cache import built_once
 from allocations.selectors import User, allocation_intervals, catalog_from_db, teams_of, user_is_approver
 from billing.metering.selectors import usage_by_request
 from billing.models import BudgetNotice, ImportedUsage, MonthlyReport, PriceBook, ReportStatus, TeamBudget
@@ -75,11 +76,26 @@ def price_book_in_effect(*, at: datetime | None = None) -> PriceBook | None:
 
 
 def current_gpu_rates() -> dict[str, Decimal]:
-    """Model name -> hourly price of one whole GPU in the price book in effect now (empty when there is none)."""
-    book = price_book_in_effect()
-    if book is None:
-        return {}
-    return dict(book.gpu_prices.values_list("gpu_model", "hourly_rate"))
+    """Model name -> hourly price of one whole GPU in the price book in effect now (empty when there is none).
+
+    Every recommendation asks: the books' rates are read once per process (``built_once``; a price book change
+    bumps the reference version, billing.apps) and the one in effect is picked by today's date (UTC), so a book that
+    takes effect at midnight applies without a write.
+    """
+    day = timezone.now().astimezone(UTC).date()
+    for effective_from, rates in built_once("price-book-rates", _every_book_rates):
+        if effective_from <= day:
+            return dict(rates)
+    return {}
+
+
+def _every_book_rates() -> tuple[tuple[date, tuple[tuple[str, Decimal], ...]], ...]:
+    """Each price book's (effective_from, GPU rates), latest first."""
+    books = PriceBook.objects.order_by("-effective_from").prefetch_related("gpu_prices")
+    return tuple(
+        (book.effective_from, tuple((price.gpu_model, price.hourly_rate) for price in book.gpu_prices.all()))
+        for book in books
+    )
 
 
 def price_periods(*, until: datetime) -> list[PricePeriod]:

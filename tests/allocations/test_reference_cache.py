@@ -1,4 +1,5 @@
-"""The catalog and tiers kept per process: reused while nothing changes, rebuilt after an admin's save or delete."""
+"""Reference data kept per process (catalog, tiers, candidate pools, price book rates): reused while nothing changes,
+rebuilt after an admin's save or delete."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from decimal import Decimal
 import pytest
 from django.core.cache import cache
 
-from allocations.models import GpuModel, MigProfileDefinition, SlaTier
+from allocations.models import GpuModel, MigProfileDefinition, NodePool, SlaTier
+from allocations.placement import candidate_pools
 from allocations.reference_cache import VERSION_KEY
 from allocations.selectors import catalog_from_db, tiers_by_slug
 
@@ -52,3 +54,39 @@ def test_a_cleared_cache_rebuilds(django_assert_num_queries):
 
     with django_assert_num_queries(2):  # the models and their MIG profiles, read again
         catalog_from_db()
+
+
+def test_pools_and_prices_for_placement_are_read_once_and_seen_at_once_after_a_change(
+    demo_org, django_assert_num_queries
+):
+    # The recommendation path (issue #15): candidate pools and the price book's rates are kept per process too.
+    from billing.costs.selectors import current_gpu_rates
+    from tests.billing.cost_helpers import load_book
+
+    load_book({"H100-80GB": "2.00"}, effective_from="2026-01-01")
+    assert current_gpu_rates() == {"H100-80GB": Decimal("2.00")}
+    pools = candidate_pools()
+    with django_assert_num_queries(0):
+        assert candidate_pools() == pools
+        current_gpu_rates()
+
+    added = NodePool.objects.create(cluster=demo_org.cluster, name="zz-t4", gpu_model=GpuModel.objects.get(name="T4"))
+    load_book({"H100-80GB": "3.50"}, effective_from="2026-02-01")
+
+    assert added in candidate_pools()
+    assert current_gpu_rates() == {"H100-80GB": Decimal("3.50")}
+
+
+def test_a_price_book_takes_effect_on_its_date_without_a_write(demo_org):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from billing.costs.selectors import current_gpu_rates
+    from tests.billing.cost_helpers import load_book
+
+    today = timezone.now().date()
+    load_book({"H100-80GB": "2.00"}, effective_from=f"{today - timedelta(days=1):%Y-%m-%d}")
+    load_book({"H100-80GB": "9.00"}, effective_from=f"{today + timedelta(days=1):%Y-%m-%d}")
+
+    assert current_gpu_rates() == {"H100-80GB": Decimal("2.00")}  # tomorrow's book is not in effect yet

@@ -120,3 +120,25 @@ def test_recommendation_has_no_side_effects(client_as, submit):
     assert (GpuRequest.objects.count(), RequestEvent.objects.count()) == before
     writes = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
     assert writes == []
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [
+        {"workload_type": "training", "gpu_memory_gb": 40, "duration_hours": 48},
+        {"workload_type": "development", "gpu_memory_gb": 4, "replicas": 2},
+        {"workload_type": "realtime_inference", "gpu_memory_gb": 8, "sla_tier": "tier2_batch"},
+    ],
+)
+def test_the_answer_is_exactly_what_the_documented_serializer_gives(client_as, profile):
+    # The view answers the frozen spec as it is (no serializer pass, issue #15): it must be the documented shape,
+    # field for field and in the same order, as RecommendationSerializer would have written it.
+    from allocations.api.serializers import RecommendationSerializer
+
+    body = client_as("member").post(URL, profile, format="json").json()
+
+    documented = RecommendationSerializer(body).data
+    assert list(body) == list(documented)
+    assert body == documented
+    for answered, written in zip(body["alternatives"], documented["alternatives"], strict=True):
+        assert list(answered) == list(written)
