@@ -149,7 +149,7 @@ def _xid_branch(gpus: Sequence[GpuSignals]) -> Branch | None:
             title="XID errors, of the kind the application raises",
             evidence=evidence,
             next_steps=(
-                "The guide sends XID errors to hardware, but NVIDIA's Xid catalog names these codes as usually "
+                "XID errors usually point to the hardware, but NVIDIA's Xid catalog names these codes as usually "
                 "caused by the application: fix the job first, and suspect the GPU only if they recur with "
                 "other code on the same GPU.",
             ),

@@ -58,8 +58,7 @@ def _pool_full(resource: str) -> Hint:
         code="pool-full",
         title=f"The pool is full: no node has free {resource}",
         explanation=(
-            f"The scheduler found no node with enough free {what}: every one of them is allocated to other pods "
-            "(guide 8.1, reason 1)."
+            f"The scheduler found no node with enough free {what}: every one of them is allocated to other pods."
         ),
         fixes=(
             "Wait: the pod is scheduled as soon as another allocation on the pool is released or expires.",
@@ -75,7 +74,7 @@ _TAINT_HINT = Hint(
     title="The GPU nodes carry a taint the pod does not tolerate",
     explanation=(
         "The pool's nodes are tainted (typically nvidia.com/gpu=present:NoSchedule) and the rendered pod has no "
-        "matching toleration, so the scheduler keeps it off them (guide 8.1, reason 3)."
+        "matching toleration, so the scheduler keeps it off them."
     ),
     fixes=(
         "Platform admins: make the node pool's taints in the portal match the nodes' real taints "
@@ -88,7 +87,7 @@ _SELECTOR_HINT = Hint(
     title="No node carries the labels the pod asks for",
     explanation=(
         "The pod's node selector names the GPU product label (nvidia.com/gpu.product) and the pool's labels, and no "
-        "node has them all (guide 8.1, reason 2). Time-sliced nodes are often labelled '<product>-SHARED' by GPU "
+        "node has them all. Time-sliced nodes are often labelled '<product>-SHARED' by GPU "
         "Feature Discovery, which does not match the plain product name."
     ),
     fixes=(
@@ -145,7 +144,7 @@ _CORDONED_HINT = Hint(
     title="The GPU nodes are cordoned",
     explanation=(
         "The nodes that could run the pod are marked unschedulable (SchedulingDisabled), usually for maintenance or "
-        "a drain; the scheduler places nothing new on them (guide 8.1, solution 3)."
+        "a drain; the scheduler places nothing new on them."
     ),
     fixes=(
         "Check: kubectl get nodes | grep SchedulingDisabled.",
@@ -171,7 +170,7 @@ _NO_GPU_HINT = Hint(
     title="The container does not see its GPU",
     explanation=(
         "The pod was given a GPU but CUDA finds no device or driver: the NVIDIA container toolkit or runtime on "
-        "the node, or the device plugin, is not set up (guide 8.2)."
+        "the node, or the device plugin, is not set up."
     ),
     fixes=(
         "Run nvidia-smi in the pod (kubectl exec <pod> -- nvidia-smi) and list /dev/nvidia*.",
@@ -185,7 +184,7 @@ _CUDA_OOM_HINT = Hint(
     title="The workload ran out of GPU memory",
     explanation=(
         "CUDA could not allocate GPU memory: the model, batch or activations need more than the GPU (or MIG "
-        "slice) holds (guide 8.3)."
+        "slice) holds."
     ),
     fixes=(
         "Reduce the batch size, or use gradient accumulation to keep the effective batch.",
@@ -202,7 +201,7 @@ def _node_resources_hint(resource: str) -> Hint:
         explanation=f"A node with free GPUs exists but not with enough free {resource} for the pod's request.",
         fixes=(
             "Wait for other pods on the pool to finish, or ask the platform admins to review the pool's CPU and "
-            "memory per GPU (guide section 7: 8-16 cores and 32-64 GB per GPU for training).",
+            "memory per GPU.",
         ),
     )
 

@@ -18,6 +18,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
 from typing import Any
 
+from gpucore import formatting
 from gpucore.catalog import Catalog, GpuModelSpec, MigProfile
 from gpucore.pricing import (
     CATALOG_PRICE_BASIS,
@@ -495,7 +496,8 @@ def _pct(value: Decimal) -> str:
 
 
 def format_money(amount: Decimal, currency: str) -> str:
-    return f"{to_cents(amount)} {currency}"
+    """Money in prose, in the portal's one format (``gpucore.formatting``): ``5,022.40 USD``."""
+    return formatting.format_money(amount, currency)
 
 
 def _plain(value: Decimal) -> str:

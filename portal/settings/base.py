@@ -91,6 +91,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "portal.context_processors.portal",
             ],
+            # One voice: the money and gpu_hours filters in every template (portal/templatetags/portal_format.py).
+            "builtins": ["portal.templatetags.portal_format"],
         },
     },
 ]

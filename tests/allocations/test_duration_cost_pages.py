@@ -45,7 +45,7 @@ def test_the_request_page_and_queue_show_the_48_hour_cost_and_the_budget(budgete
 
     detail = client_for(budgeted.member).get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
     assert "Cost for 48 h" in detail and "330.24 USD" in detail
-    assert "5022.40 USD" in detail  # the monthly rate beside it
+    assert "5,022.40 USD" in detail  # the monthly rate beside it
     assert "catalog list price, AWS us-east-1 on-demand per GPU" in detail  # the price basis is named
     assert "<dt>Overhead</dt><dd>none</dd>" in detail  # a dedicated GPU's overhead, never "0-0 %"
 
@@ -53,11 +53,11 @@ def test_the_request_page_and_queue_show_the_48_hour_cost_and_the_budget(budgete
     assert "330.24 USD" in queue and "for 48 h" in queue
     assert "This request this month: 48.0 GPU-h · 330.24 USD" in queue
     assert "Budget left after it: <strong>52.0</strong> of 100 GPU-h" in queue
-    assert "Team this month: 0 GPU-h · 0.00 USD" in queue
+    assert "Team this month: 0.0 GPU-h · 0.00 USD" in queue  # one voice: GPU-hours to one decimal
 
     (message,) = [m for m in mail.outbox if "waiting for approval" in m.body]
     assert "Estimated cost for the 48 hours asked for: 330.24 USD" in message.body
-    assert "Monthly rate: 5022.40 USD per month" in message.body
+    assert "Monthly rate: 5,022.40 USD per month" in message.body
 
 
 def test_a_request_with_only_an_expiry_is_priced_until_it(budgeted):

@@ -16,6 +16,7 @@ from billing.utilization.selectors import (
     request_utilization_context,
     team_utilization_context,
 )
+from gpucore.formatting import format_money
 from tests.billing.rollups import hours_back, rollup
 from tests.factories import DemoOrg, GpuRequestFactory, dedicated_spec
 
@@ -123,7 +124,7 @@ def test_request_partial_suggests_a_mig_slice_with_the_saving(demo_org: DemoOrg)
     html = render_to_string("billing/_request_utilization.html", context)
     assert "Use a MIG 2g.10gb slice" in html
     if advice["monthly_saving"] is not None:
-        assert f"Saves {advice['monthly_saving']}" in html
+        assert f"Saves {format_money(advice['monthly_saving'], advice['currency'])} a month" in html
 
 
 def test_request_partial_is_empty_for_other_teams(demo_org: DemoOrg) -> None:

@@ -155,7 +155,7 @@ def test_cost_cents_by_hand():
         replicas=2,
     )
     assert tier1.to_dict()["estimated_monthly_cost"]["amount"] == "6010.89"  # 2.7447 x 1.5 x 730 x 2 = 6010.893
-    assert "x SLA multiplier 1.5 x 730 h x 2 replicas = 6010.89 USD/month" in text(tier1)
+    assert "x SLA multiplier 1.5 x 730 h x 2 replicas = 6,010.89 USD/month" in text(tier1)
 
 
 def test_price_book_names_are_case_and_alias_insensitive():
@@ -231,7 +231,7 @@ def test_alternatives_carry_tradeoffs_and_core_fields():
     assert dedicated.isolation == "full"
     assert any(t.startswith("Performance: the whole GPU") for t in dedicated.tradeoffs)
     assert any(t.startswith("Isolation: full") for t in dedicated.tradeoffs)
-    assert "Cost: 2003.63 USD/month, 1502.72 USD more than the recommendation." in dedicated.tradeoffs
+    assert "Cost: 2,003.63 USD/month, 1,502.72 USD more than the recommendation." in dedicated.tradeoffs
     mig = alternatives[("A100-40GB", M)]
     assert mig.mig_profile == "2g.10gb"
     assert "Not chosen: batch inference that is not latency-sensitive is time-sliced to save cost." in mig.tradeoffs

@@ -1,0 +1,31 @@
+"""Template filters for one voice across pages and e-mails (a builtin: no ``{% load %}`` needed).
+
+``{{ amount|money }}`` in the portal's currency, ``{{ amount|money:"EUR" }}`` in another, and ``{{ money_dict|money }}``
+for the API's ``{"amount": "...", "currency": "..."}`` shape; ``{{ hours|gpu_hours }}`` to one decimal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django import template
+from django.conf import settings
+
+from gpucore.formatting import format_gpu_hours, format_money
+
+register = template.Library()
+
+
+@register.filter
+def money(value: Any, currency: str | None = None) -> str:
+    """An amount as ``5,022.40 USD`` (a money dict brings its own currency); '' when there is none."""
+    if isinstance(value, Mapping):
+        return format_money(value.get("amount"), str(value.get("currency") or currency or settings.PORTAL_CURRENCY))
+    return format_money(value, currency or settings.PORTAL_CURRENCY)
+
+
+@register.filter
+def gpu_hours(value: Any) -> str:
+    """GPU-hours to one decimal (``1,234.5``)."""
+    return format_gpu_hours(value)
