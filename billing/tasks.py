@@ -9,7 +9,7 @@ from celery import shared_task
 from allocations.models import Cluster
 from billing.costs import tasks as costs_tasks  # registers billing.email_monthly_reports with autodiscovery
 from billing.costs.services import monthly_reports_close, previous_month
-from billing.metering.gpu_health import gpu_health_pull
+from billing.metering.gpu_health import gpu_health_catch_up
 from billing.metering.prometheus import PrometheusUnavailable
 from billing.metering.services import HOUR, utilization_health_pull, utilization_pull
 
@@ -33,12 +33,14 @@ def pull_utilization(cluster_id: int) -> dict[str, object]:
     if cluster is None:
         return {"cluster": cluster_id, "skipped": "inactive, missing or without a Prometheus URL"}
     result = utilization_pull(cluster=cluster)
-    if result.hours and result.watermark is not None:
-        # The alert inputs (hottest minute, minutes of memory pressure) for the same hours the pull just read.
+    if result.watermark is not None:
         end = result.watermark + HOUR
-        utilization_health_pull(cluster=cluster, start=end - result.hours * HOUR, end=end)
-        # XID codes and driver versions per GPU (the troubleshooting tree on the request and cluster pages).
-        gpu_health_pull(cluster=cluster, start=end - result.hours * HOUR, end=end)
+        read_from = end - result.hours * HOUR if result.hours else None
+        if read_from is not None:
+            # The alert inputs (hottest minute, minutes of memory pressure) for the same hours the pull just read.
+            utilization_health_pull(cluster=cluster, start=read_from, end=end)
+        # XID codes and driver versions per GPU (the troubleshooting tree), also hours a failed try left out.
+        gpu_health_catch_up(cluster=cluster, through=end, read_from=read_from)
     return {
         "cluster": cluster.name,
         "hours": result.hours,

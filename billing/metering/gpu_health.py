@@ -16,6 +16,7 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from allocations.models import Cluster
@@ -27,6 +28,8 @@ from gpucore.attribution import GAUGE_BLANK_FLOOR
 from gpucore.xid import xid_hours
 
 MINUTE = timedelta(minutes=1)
+# How far back a catch-up reads at most: a cluster whose health rows stopped long ago is not re-read from the start.
+CATCH_UP_LIMIT = timedelta(days=7)
 _FLOOR = f"{GAUGE_BLANK_FLOOR:.0f}"
 # The GPU, not the MIG instance or the pod: an XID is the device's, and a driver the node's.
 _GPU_BY = "UUID, gpu, modelName, Hostname, hostname"
@@ -67,6 +70,25 @@ def gpu_health_pull(
             GpuHealthHour.objects.bulk_create(rows, batch_size=2000)
         written += len(rows)
     return written
+
+
+def gpu_health_catch_up(
+    *, cluster: Cluster, through: datetime, read_from: datetime | None = None, client: PrometheusClient | None = None
+) -> int:
+    """Pull the GPU health hours before ``through`` that the cluster lacks; returns rows written.
+
+    From the hour after the cluster's newest row, or from ``read_from`` (the hours a utilization pull just read)
+    if earlier, at most ``CATCH_UP_LIMIT`` back. So a task retried after this pull failed, whose utilization pull
+    then finds nothing new, still fills the hours left out.
+    """
+    newest = GpuHealthHour.objects.filter(cluster=cluster, hour__lt=through).aggregate(Max("hour"))["hour__max"]
+    starts = [hour for hour in (newest + HOUR if newest else None, read_from) if hour is not None]
+    if not starts:
+        return 0
+    start = max(min(starts), through - CATCH_UP_LIMIT)
+    if start >= through:
+        return 0
+    return gpu_health_pull(cluster=cluster, start=start, end=through, client=client)
 
 
 def _read_chunk(

@@ -264,6 +264,22 @@ def test_xid_errors_and_driver_versions_land_per_gpu_and_hour(rig: Rig, org) -> 
     assert GpuHealthHour.objects.filter(cluster=org.cluster).count() == written  # replaced, never doubled
 
 
+def test_gpu_health_catches_up_on_hours_a_failed_pull_left_out(rig: Rig, org) -> None:
+    from billing.metering.gpu_health import gpu_health_catch_up, gpu_health_pull
+    from billing.models import GpuHealthHour
+
+    whole_gpus = len([device for device in DEVICES if not device.is_mig])
+    assert gpu_health_catch_up(cluster=org.cluster, through=rig.hour(9)) == 0  # no rows, nothing just read
+    gpu_health_pull(cluster=org.cluster, start=rig.hour(2), end=rig.hour(4), now=rig.now)
+    # A retried task's utilization pull read nothing new: the catch-up resumes after the newest row.
+    assert gpu_health_catch_up(cluster=org.cluster, through=rig.hour(7)) == 3 * whole_gpus
+    hours = sorted(set(GpuHealthHour.objects.filter(cluster=org.cluster).values_list("hour", flat=True)))
+    assert hours == [rig.hour(h) for h in range(2, 7)]
+    # Hours just re-read before the newest row are read again too; nothing is doubled.
+    assert gpu_health_catch_up(cluster=org.cluster, through=rig.hour(7), read_from=rig.hour(3)) == 4 * whole_gpus
+    assert GpuHealthHour.objects.filter(cluster=org.cluster).count() == 5 * whole_gpus
+
+
 def test_pulling_twice_gives_the_same_rows(rig: Rig, org) -> None:
     from billing.metering.services import utilization_pull
 
@@ -368,5 +384,11 @@ def test_pull_utilization_command(rig: Rig, org) -> None:
     call_command("pull_utilization", cluster="gpu-east", start=start, end=end, stdout=out, stderr=StringIO())
     assert "3 hours" in out.getvalue()
     assert UtilizationRollup.objects.filter(cluster=org.cluster).count() == 3 * len(DEVICES)
+    # A backfill also reads the alert inputs and the GPU faults of those hours.
+    from billing.models import GpuHealthHour
+
+    health = GpuHealthHour.objects.filter(cluster=org.cluster)
+    assert sorted(set(health.values_list("hour", flat=True))) == [rig.hour(h) for h in (1, 2, 3)]
+    assert not UtilizationRollup.objects.filter(cluster=org.cluster, memory_pressure_minutes__isnull=True).exists()
     with pytest.raises(CommandError, match="No cluster"):
         call_command("pull_utilization", cluster="nowhere", stdout=StringIO())

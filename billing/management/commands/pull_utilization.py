@@ -9,8 +9,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from allocations.models import Cluster
+from billing.metering.gpu_health import gpu_health_pull
 from billing.metering.prometheus import PrometheusError
-from billing.metering.services import HOUR, floor_hour, last_complete_hour_end, utilization_pull
+from billing.metering.services import (
+    HOUR,
+    floor_hour,
+    last_complete_hour_end,
+    utilization_health_pull,
+    utilization_pull,
+)
 
 
 def _aware(value: str) -> datetime:
@@ -52,5 +59,16 @@ class Command(BaseCommand):
                 )
             except PrometheusError as exc:
                 raise CommandError(f"Prometheus error: {exc}") from exc
+        # The hours just read: from --start, or up to the watermark when catching up.
+        first = floor_hour(start) if start is not None else None
+        if first is None and result.watermark is not None:
+            first = result.watermark + HOUR - result.hours * HOUR
+        if result.hours and first is not None:
+            last = first + result.hours * HOUR
+            try:
+                utilization_health_pull(cluster=cluster, start=first, end=last)
+                gpu_health_pull(cluster=cluster, start=first, end=last)
+            except PrometheusError as exc:
+                raise CommandError(f"Prometheus error (alert inputs and GPU faults): {exc}") from exc
         mark = result.watermark.isoformat() if result.watermark else "none"
         self.stdout.write(f"{result.hours} hours, {result.rows} rollup rows; watermark {mark}")
