@@ -17,7 +17,9 @@ from billing.costs.budget import request_budget_effect, spec_budget_effect
 from billing.costs.selectors import team_budget_states, team_month_to_date
 from billing.costs.whatif import price_basis
 from billing.utilization.selectors import request_utilization_context, team_utilization_context
+from billing.utilization.series import TEAM_SERIES_DAYS, request_series, team_series
 from billing.utilization.troubleshooting import cluster_triage_context, request_triage_context
+from billing.utilization_charts import utilization_timeseries_figure
 from gpucore.pricing import CATALOG_PRICE_BASIS
 
 register = template.Library()
@@ -32,7 +34,13 @@ def team_month_to_date_panel(team: Team) -> dict[str, Any]:
 @register.inclusion_tag("billing/_request_utilization.html", takes_context=True)
 def request_utilization_panel(context: template.Context, gpu_request: GpuRequest) -> dict[str, Any]:
     """The request's utilization, alerts and right-sizing advice, for the viewing user."""
-    return request_utilization_context(user=context["request"].user, request=gpu_request)
+    panel = request_utilization_context(user=context["request"].user, request=gpu_request)
+    if panel["utilization"] is not None:  # visible: the hourly chart over the allocation's life
+        panel["utilization"]["series_figure"] = utilization_timeseries_figure(
+            request_series(gpu_request), title=f"Request #{gpu_request.pk}: utilization, memory and power by hour"
+        )
+    panel["request"] = context["request"]  # the alert forms come back to this page
+    return panel
 
 
 @register.inclusion_tag("billing/_gpu_troubleshooting.html", takes_context=True)
@@ -50,7 +58,14 @@ def cluster_troubleshooting_panel(context: template.Context, cluster: Cluster) -
 @register.inclusion_tag("billing/_team_utilization.html", takes_context=True)
 def team_utilization_panel(context: template.Context, team: Team) -> dict[str, Any]:
     """The team's utilization by request over the last days, for the viewing user."""
-    return team_utilization_context(user=context["request"].user, team=team)
+    panel = team_utilization_context(user=context["request"].user, team=team)
+    if panel["team_utilization"] is not None:
+        panel["team_utilization"]["series_days"] = TEAM_SERIES_DAYS
+        panel["team_utilization"]["series_figure"] = utilization_timeseries_figure(
+            team_series(team.pk), title=f"{team.name}: utilization, memory and power by hour"
+        )
+    panel["request"] = context["request"]  # the alert forms come back to this page
+    return panel
 
 
 @register.simple_tag(takes_context=True)

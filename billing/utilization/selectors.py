@@ -36,7 +36,8 @@ from billing.metering.selectors import (
     utilization_weighted_sum,
     weighted_utilization_pct,
 )
-from billing.models import AlertAcknowledgement, UtilizationRollup
+from billing.models import UtilizationRollup
+from billing.utilization.alert_groups import alert_group_rows
 from gpucore import advice as advice_rules
 from gpucore import alerts as alert_rules
 from gpucore import forecast as forecast_rules
@@ -100,42 +101,6 @@ def device_hours(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.DeviceHour
 def alerts_for(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.Alert]:
     """Alerts raised by the rollups of a queryset (most severe, then most recent, first)."""
     return alert_rules.evaluate(device_hours(qs))
-
-
-def alert_group_rows(
-    *, alerts: list[alert_rules.Alert], team: Team | None, now: datetime | None = None
-) -> list[dict[str, Any]]:
-    """Alerts grouped by GPU and rule (``gpucore.alerts.group_alerts``) with their acknowledgement in this scope
-    (``team``, or None for the fleet): those needing action first. One query for every group's state."""
-    groups = alert_rules.group_alerts(alerts)
-    if not groups:
-        return []
-    now = now or timezone.now()
-    acks = {
-        (row["cluster__name"], row["device"], row["kind"]): row
-        for row in AlertAcknowledgement.objects.filter(
-            team=team, device__in={g.device for g in groups}, kind__in={g.kind.value for g in groups}
-        ).values("cluster__name", "device", "kind", "acknowledged_through", "acknowledged_by__username", "muted_until")
-    }
-    rows = []
-    for group in groups:
-        ack = acks.get((group.cluster, group.device, group.kind.value)) or {}
-        through = ack.get("acknowledged_through")
-        muted_until = ack.get("muted_until")
-        acknowledged = through is not None and through >= group.last_seen
-        muted = muted_until is not None and muted_until > now
-        rows.append(
-            {
-                "group": group,
-                "acknowledged": acknowledged,
-                "acknowledged_by": ack.get("acknowledged_by__username") if acknowledged else None,
-                "muted_until": muted_until if muted else None,
-                "needs_action": not acknowledged and not muted,
-                "scope": team.slug if team else "",
-            }
-        )
-    rows.sort(key=lambda row: not row["needs_action"])  # stable: the groups' severity and recency order stays
-    return rows
 
 
 def usage_summary(qs: QuerySet[UtilizationRollup]) -> dict[str, Any]:

@@ -40,8 +40,8 @@ def _groups(org: DemoOrg, user) -> list[dict]:
     return team_utilization_context(user=user, team=org.team)["team_utilization"]["alert_groups"]
 
 
-def _post(client: Client, org: DemoOrg, group, action: str, scope: str | None = None) -> int:
-    data = {
+def _data(org: DemoOrg, group, action: str, scope: str | None = None) -> dict[str, str]:
+    return {
         "scope": org.team.slug if scope is None else scope,
         "cluster": group.cluster,
         "device": group.device,
@@ -50,7 +50,10 @@ def _post(client: Client, org: DemoOrg, group, action: str, scope: str | None = 
         "action": action,
         "next": "/teams/vision/",
     }
-    return client.post(ACTION_URL, data).status_code
+
+
+def _post(client: Client, org: DemoOrg, group, action: str, scope: str | None = None) -> int:
+    return client.post(ACTION_URL, _data(org, group, action, scope)).status_code
 
 
 def test_four_idle_runs_of_one_gpu_are_one_row_with_a_count(client: Client, idle_nights: DemoOrg) -> None:
@@ -72,7 +75,10 @@ def test_a_member_acknowledges_their_teams_alert_and_a_later_run_needs_action_ag
     group = _groups(idle_nights, idle_nights.member)[0]["group"]
     client.force_login(idle_nights.member)
 
-    assert _post(client, idle_nights, group, "acknowledge") == 302
+    response = client.post(ACTION_URL, {**_data(idle_nights, group, "acknowledge"), "next": "https://evil.example/"})
+    assert response.status_code == 302 and response["Location"] == "/"  # never sent off the site
+    html = client.get("/teams/vision/").content.decode()
+    assert '<input type="hidden" name="next" value="/teams/vision/">' in html  # the forms come back to the page
 
     row = _groups(idle_nights, idle_nights.member)[0]
     assert row["acknowledged"] and not row["needs_action"] and row["acknowledged_by"] == "member"
