@@ -6,8 +6,8 @@ once, so twenty provisioning messages wait on Redis. The applies of the eighth a
 the API server, one in each pool process; when both have arrived the worker (its whole process group) is SIGKILLed,
 with seven requests active, two in flight (their messages unacknowledged) and eleven still queued. A new worker
 started after the visibility timeout takes back the unacknowledged messages and the queued ones. Every request must
-end active, with one event per transition, one Job in the cluster, and the dead worker's late applies no-ops on the
-Jobs the new worker made.
+end active, with one event per transition (in its events and in the audit trail), one Job in the cluster, and the
+dead worker's late applies no-ops on the Jobs the new worker made.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pytest
 
 from allocations.models import GpuRequest, RequestStatus
 from allocations.services import gpu_request_approve
+from audit.models import AuditEvent
 from tests.factories import DemoOrg
 from tests.integration.k8s_emulator import EmulatedCluster
 from tests.integration.test_celery_worker import (  # noqa: F401 (fixtures)
@@ -49,10 +50,18 @@ pytestmark = [
 REQUESTS = 20
 KILLED_DURING = (7, 8)  # the indexes of the requests whose applies are in flight when the worker dies
 AS_DEPLOYED = ("--concurrency=2",)  # the prefork pool, as deploy/kubernetes/base/worker.yaml runs it
+# The audit trail also has the request's creation (as a draft, submitted in the same call).
+AUDITED_ONCE = PROVISIONED_ONCE + Counter({RequestStatus.DRAFT: 1})
 
 
 def _statuses(requests: list[GpuRequest]) -> Counter[str]:
     return Counter(GpuRequest.objects.filter(pk__in=[r.pk for r in requests]).values_list("status", flat=True))
+
+
+def _audited_statuses(request: GpuRequest) -> Counter[str]:
+    """The statuses the audit trail records the request moving to (each audited write keeps its changed fields)."""
+    events = AuditEvent.objects.filter(object_type="allocations.gpurequest", object_id=str(request.pk))
+    return Counter(event.after["status"] for event in events if event.after and "status" in event.after)
 
 
 def test_a_worker_killed_while_20_requests_provision_is_replaced_and_each_is_provisioned_once(
@@ -113,6 +122,8 @@ def test_a_worker_killed_while_20_requests_provision_is_replaced_and_each_is_pro
         transitions = _transitions(request)
         if transitions != PROVISIONED_ONCE:
             problems.append(f"request {request.pk}: events {dict(transitions)}")
+        if _audited_statuses(request) != AUDITED_ONCE:
+            problems.append(f"request {request.pk}: audited status changes {dict(_audited_statuses(request))}")
         applies[_patches(cluster, _job_path(request))] += 1
     _assert_shared_objects(cluster, org.team.namespace)
     late_jobs = [cluster.get("Job", f"gpr-{r.pk}", r.team.namespace) for r in in_flight]
