@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,9 +31,15 @@ MAX_MESSAGES = 50
 FAILING_PHASES = frozenset({"Failed", "CrashLoopBackOff"})
 
 
-def _signals(
-    rows: Iterable[dict[str, Any]], temperatures: dict[str, tuple[float, datetime | None]]
-) -> list[GpuSignals]:
+@dataclass(frozen=True)
+class _Hottest:
+    value: float
+    hour: datetime | None = None
+    hostname: str = ""
+    gpu_index: int | None = None
+
+
+def _signals(rows: Iterable[dict[str, Any]], temperatures: dict[str, _Hottest]) -> list[GpuSignals]:
     """One GpuSignals per GPU from its health hours (oldest first) and its hottest minute."""
     by_gpu: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -50,19 +57,19 @@ def _signals(
     signals = []
     for uuid in uuids:
         gpu = by_gpu.get(uuid, {})
-        hottest, hottest_hour = temperatures.get(uuid, (None, None))
+        hottest = temperatures.get(uuid)
         signals.append(
             GpuSignals(
                 gpu_uuid=uuid,
-                hostname=gpu.get("hostname", ""),
-                gpu_index=gpu.get("index"),
+                hostname=gpu.get("hostname") or (hottest.hostname if hottest else ""),
+                gpu_index=gpu["index"] if gpu.get("index") is not None else (hottest.gpu_index if hottest else None),
                 gpu_model=gpu.get("model", ""),
                 driver_version=gpu.get("driver", ""),
                 xid_codes=tuple(gpu.get("codes", ())),
                 xid_events=gpu.get("events", 0),
                 last_xid_hour=gpu.get("last_hour"),
-                max_temperature_c=hottest,
-                hottest_hour=hottest_hour,
+                max_temperature_c=hottest.value if hottest else None,
+                hottest_hour=hottest.hour if hottest else None,
             )
         )
     return signals
@@ -80,23 +87,23 @@ _HEALTH_FIELDS = (
 )
 
 
-def _hot_gpus(rollups: Any) -> dict[str, tuple[float, datetime | None]]:
-    """Each GPU's hottest minute in the rollups, with its hour when above the alert limit (one more query)."""
+def _hot_gpus(rollups: Any) -> dict[str, _Hottest]:
+    """Each GPU's hottest minute in the rollups; above the alert limit also its hour and node (one more query)."""
     hottest = {
-        row["gpu_uuid"]: (row["hottest"], None)
+        row["gpu_uuid"]: _Hottest(row["hottest"])
         for row in rollups.values("gpu_uuid").annotate(hottest=Max("max_temperature_c"))
         if row["hottest"] is not None
     }
-    hot = [uuid for uuid, (value, _) in hottest.items() if value > TEMPERATURE_LIMIT_C]
+    hot = [uuid for uuid, found in hottest.items() if found.value > TEMPERATURE_LIMIT_C]
     if hot:
         for row in (
             rollups.filter(gpu_uuid__in=hot, max_temperature_c__gt=TEMPERATURE_LIMIT_C)
             .order_by("gpu_uuid", "-max_temperature_c", "-hour")
-            .values("gpu_uuid", "hour", "max_temperature_c")
+            .values("gpu_uuid", "hour", "max_temperature_c", "hostname", "gpu_index")
         ):
-            value, hour = hottest[row["gpu_uuid"]]
-            if hour is None and row["max_temperature_c"] == value:
-                hottest[row["gpu_uuid"]] = (value, row["hour"])
+            found = hottest[row["gpu_uuid"]]
+            if found.hour is None and row["max_temperature_c"] == found.value:
+                hottest[row["gpu_uuid"]] = _Hottest(found.value, row["hour"], row["hostname"], row["gpu_index"])
     return hottest
 
 

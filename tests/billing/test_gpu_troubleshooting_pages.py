@@ -76,7 +76,8 @@ def test_temperature_and_cuda_errors_of_a_failed_request(faulty) -> None:
     )
     html = client_for(org.member).get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
     assert 'id="triage-xid"' not in html and 'id="triage-driver"' not in html
-    assert 'id="triage-temperature" data-verdict="hardware"' in html and "reached 88 °C" in html
+    assert 'id="triage-temperature" data-verdict="hardware"' in html
+    assert f"GPU 0 on gpu-node-1 reached 88 °C (hour of {hours[0]:%Y-%m-%d %H:00} UTC)" in html  # from its rollup
     assert 'id="triage-cuda" data-verdict="software"' in html
     assert f"Request #{request.pk}: RuntimeError: CUDA error: device-side assert triggered" in html
     assert 'id="triage-runtime"' not in html  # another branch explains it
