@@ -28,7 +28,8 @@ from django.utils import timezone
 from allocations.models import Cluster, GpuRequest, Team
 from billing.metering.aggregates import refresh_usage_aggregates
 from billing.metering.prometheus import PrometheusClient, PrometheusError, Series
-from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
+from billing.metering.rollup_store import ingest_hours_log, rollups_replace
+from billing.models import IngestStatus, UtilizationRollup, UtilizationWatermark
 from gpucore import attribution
 from gpucore.attribution import GAUGE_BLANK_FLOOR, GPU_UTIL, GR_ENGINE_ACTIVE, HourStats
 
@@ -221,68 +222,47 @@ def _write_chunk(
         if not attribution.hour_is_covered(minutes):
             short[hour][(uuid, mig)] = minutes
     rows = [
-        UtilizationRollup(
-            cluster=cluster,
-            hour=hour,
-            gpu_uuid=identity.uuid,
-            mig_instance=identity.mig_instance_id,
-            namespace=owner.namespace[:63],
-            pod=owner.pod[:253],
-            team_id=owner.team,
-            request_id=owner.request_id,
-            gpu_model_name=identity.model_name[:100],
-            mig_profile=identity.mig_profile[:32],
-            hostname=identity.host[:253],
-            gpu_index=identity.gpu_index,
-            sample_count=stats.samples,
-            avg_utilization_pct=stats.avg_utilization_pct,
-            peak_utilization_pct=stats.peak_utilization_pct,
-            avg_memory_used_mib=stats.avg_memory_used_mib,
-            peak_memory_used_mib=stats.peak_memory_used_mib,
-            energy_kwh=None if identity.is_mig_instance else stats.energy_kwh,
-            is_complete=hour + HOUR <= complete_before and (identity.uuid, identity.mig_instance_id) not in short[hour],
-            pulled_at=now,
+        (
+            cluster.pk,
+            hour,
+            identity.uuid,
+            identity.mig_instance_id,
+            owner.namespace[:63],
+            owner.pod[:253],
+            owner.team,
+            owner.request_id,
+            identity.model_name[:100],
+            identity.mig_profile[:32],
+            identity.host[:253],
+            identity.gpu_index,
+            stats.samples,
+            stats.avg_utilization_pct,
+            stats.peak_utilization_pct,
+            stats.avg_memory_used_mib,
+            stats.peak_memory_used_mib,
+            None if identity.is_mig_instance else stats.energy_kwh,
+            hour + HOUR <= complete_before and (identity.uuid, identity.mig_instance_id) not in short[hour],
+            now,
         )
         for (hour, *_), (identity, owner, stats) in collected.rollups.items()
     ]
     per_hour: dict[datetime, int] = defaultdict(int)
-    for row in rows:
-        per_hour[row.hour] += 1
+    for hour, *_ in collected.rollups:
+        per_hour[hour] += 1
+    ended = [hour for hour in hours if hour + HOUR <= complete_before]
+    log = []
+    for hour in ended:
+        status, note = IngestStatus.COMPLETE if per_hour.get(hour) else IngestStatus.NO_DATA, ""
+        if short.get(hour):
+            status, note = IngestStatus.PARTIAL, _coverage_note(short[hour])
+        log.append((hour, status, per_hour.get(hour, 0), note))
     with transaction.atomic():
         # Serialises pulls of one cluster: the second waits here, then replaces the same rows.
         watermark = UtilizationWatermark.objects.select_for_update().filter(cluster=cluster).first()
-        UtilizationRollup.objects.filter(cluster=cluster, hour__gte=hours[0], hour__lte=hours[-1]).delete()
-        # update_conflicts: a concurrent pull that slipped in between still cannot double a row.
-        UtilizationRollup.objects.bulk_create(
-            rows,
-            batch_size=2000,
-            update_conflicts=True,
-            unique_fields=["cluster", "hour", "gpu_uuid", "mig_instance", "namespace", "pod"],
-            update_fields=[
-                "team",
-                "request",
-                "gpu_model_name",
-                "mig_profile",
-                "hostname",
-                "gpu_index",
-                "sample_count",
-                "avg_utilization_pct",
-                "peak_utilization_pct",
-                "avg_memory_used_mib",
-                "peak_memory_used_mib",
-                "energy_kwh",
-                "is_complete",
-                "pulled_at",
-            ],
-        )
+        rollups_replace(cluster_id=cluster.pk, first_hour=hours[0], last_hour=hours[-1], rows=rows)
         # The daily and monthly totals the dashboards and the chargeback read follow the rollups just replaced.
         refresh_usage_aggregates(cluster_id=cluster.pk, start=hours[0], end=hours[-1] + HOUR)
-        ended = [hour for hour in hours if hour + HOUR <= complete_before]
-        for hour in ended:
-            status, note = IngestStatus.COMPLETE if per_hour.get(hour) else IngestStatus.NO_DATA, ""
-            if short.get(hour):
-                status, note = IngestStatus.PARTIAL, _coverage_note(short[hour])
-            _log_hour(cluster=cluster, hour=hour, status=status, rows=per_hour.get(hour, 0), error=note, now=now)
+        ingest_hours_log(cluster_id=cluster.pk, entries=log, now=now)
         if ended:
             _advance_watermark(cluster=cluster, watermark=watermark, first=hours[0], last=ended[-1], now=now)
     return len(rows)
@@ -299,19 +279,6 @@ def _coverage_note(short: dict[tuple[str, str], int]) -> str:
     )
 
 
-def _log_hour(*, cluster: Cluster, hour: datetime, status: str, rows: int, error: str, now: datetime) -> None:
-    entry, created = UtilizationIngestHour.objects.get_or_create(
-        cluster=cluster, hour=hour, defaults={"status": status, "rows": rows, "error": error, "updated_at": now}
-    )
-    if status == IngestStatus.FAILED and entry.status != IngestStatus.FAILED and not created:
-        # An hour read before stays as read; the failure is only noted.
-        UtilizationIngestHour.objects.filter(pk=entry.pk).update(attempts=entry.attempts + 1, error=error[:2000])
-        return
-    entry.status, entry.rows, entry.error, entry.updated_at = status, rows, error[:2000], now
-    entry.attempts += 1
-    entry.save()
-
-
 def _advance_watermark(
     *, cluster: Cluster, watermark: UtilizationWatermark | None, first: datetime, last: datetime, now: datetime
 ) -> None:
@@ -325,8 +292,9 @@ def _advance_watermark(
 
 def _mark_failed(*, cluster: Cluster, hours: list[datetime], error: str, now: datetime) -> None:
     with transaction.atomic():
-        for hour in hours:
-            _log_hour(cluster=cluster, hour=hour, status=IngestStatus.FAILED, rows=0, error=error, now=now)
+        ingest_hours_log(
+            cluster_id=cluster.pk, entries=[(hour, IngestStatus.FAILED, 0, error) for hour in hours], now=now
+        )
 
 
 def utilization_pull(
