@@ -56,7 +56,7 @@ DRIFT_PHASES = ("NotFound", "Pending")
 
 
 def home_overview(*, user: User) -> dict[str, object]:
-    """What the home page shows: the user's teams with quota use, and their latest requests."""
+    """What the home page shows: the user's teams with quota use, their own requests and their teams' latest."""
     teams = list(teams_of(user).prefetch_related("quotas__cluster", "quotas__node_pool__cluster"))
     usage = quota_usage_by_quota(quotas=[quota for team in teams for quota in team.quotas.all()])
     team_rows = [
@@ -69,8 +69,16 @@ def home_overview(*, user: User) -> dict[str, object]:
         }
         for team in teams
     ]
-    recent = gpu_requests_visible_to(user=user).filter(team__in=teams)[:10] if teams else []
-    return {"team_rows": team_rows, "recent_requests": recent, "platform": platform_overview(user=user)}
+    # One query: the teams' latest 30, split into the user's own (their status at a glance) and the others, 10 each.
+    recent = list(gpu_requests_visible_to(user=user).filter(team__in=teams)[:30]) if teams else []
+    mine = [r for r in recent if r.requester_id == user.pk][:10]
+    others = [r for r in recent if r.requester_id != user.pk][:10]
+    return {
+        "team_rows": team_rows,
+        "my_requests": mine,
+        "recent_requests": others,
+        "platform": platform_overview(user=user),
+    }
 
 
 def platform_overview(*, user: User) -> dict[str, object] | None:

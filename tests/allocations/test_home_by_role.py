@@ -100,3 +100,18 @@ def test_an_approver_sees_fleet_alerts_that_need_action_and_not_the_acknowledged
 def test_a_member_has_no_fleet_alerts_panel(client, demo_org: DemoOrg) -> None:
     client.force_login(demo_org.member)
     assert 'id="home-alerts"' not in client.get(reverse("home")).content.decode()
+
+
+def test_a_member_sees_their_own_requests_apart_from_their_teams_others(client, demo_org: DemoOrg) -> None:
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name="my-notebook")
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.team_lead, name="leads-training")
+    GpuRequestFactory(team=demo_org.other_team, requester=demo_org.outsider, name="not-my-team")
+    client.force_login(demo_org.member)
+
+    body = client.get(reverse("home")).content.decode()
+
+    mine = body.partition('id="home-my-requests"')[2].partition("</section>")[0]
+    others = body.partition('id="home-team-requests"')[2].partition("</section>")[0]
+    assert "my-notebook" in mine and "leads-training" not in mine
+    assert "leads-training" in others and "my-notebook" not in others
+    assert "not-my-team" not in body
