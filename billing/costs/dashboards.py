@@ -24,7 +24,14 @@ from allocations.selectors import allocation_intervals
 from billing.costs.dashboard_query import DashboardQuery
 from billing.costs.selectors import closed_reports, month_bounds, month_chargeback
 from billing.metering.selectors import usage_totals
-from billing.models import ImportedUsage, MonthlyReport, MonthlyReportLine, OrganisationMonthSummary, TeamBudget
+from billing.models import (
+    ImportedUsage,
+    MonthlyReport,
+    MonthlyReportLine,
+    OrganisationMonthSummary,
+    ReportStatus,
+    TeamBudget,
+)
 from gpucore.chargeback import Chargeback
 from gpucore.pricing import to_cents
 from gpucore.vocabulary import Strategy
@@ -149,30 +156,43 @@ def _live_lines(chargeback: Chargeback, slugs: set[str]) -> list[dict[str, Any]]
     return list(merged.values())
 
 
-def _closed_cache_key(month: date, teams: QuerySet[Team], show_idle: bool) -> str | None:
-    """A key naming exactly the closed reports a month is read from (None: not every visible team is closed).
+def _closed_cache_keys(months: list[date], teams: QuerySet[Team], show_idle: bool) -> tuple[dict[date, str], set[date]]:
+    """Per month every visible team has closed, a key naming exactly the closed reports it is read from; and the
+    months with any closed report.
 
-    Closed reports never change, so the key (report count, newest id and close time) stays valid for as long as
-    they exist; closing another team's month or a flushed database gives a new key, never stale rows.
+    Closed reports never change, so a key (the teams, report count, newest id and close time) stays valid for as
+    long as they exist; closing another team's month or a flushed database gives a new key, never stale rows. One
+    query for every month.
     """
     team_ids = sorted(teams.values_list("pk", flat=True))
-    stamp = closed_reports(month=month, teams=teams).aggregate(n=Count("pk"), top=Max("pk"), at=Max("closed_at"))
-    if not team_ids or stamp["n"] != len(team_ids):
-        return None
-    digest = hashlib.sha256(repr((team_ids, stamp["top"], stamp["at"], show_idle)).encode()).hexdigest()[:32]
-    return f"dashboards:closed:{month:%Y-%m}:{digest}"
+    stamps = (
+        MonthlyReport.objects.filter(month__in=months, status=ReportStatus.CLOSED, team__in=teams)
+        .values("month")
+        .annotate(n=Count("pk"), top=Max("pk"), at=Max("closed_at"))
+        .order_by()
+    )
+    keys = {}
+    for stamp in stamps:
+        if team_ids and stamp["n"] == len(team_ids):
+            stamp_repr = repr((team_ids, stamp["top"], stamp["at"], show_idle))
+            digest = hashlib.sha256(stamp_repr.encode()).hexdigest()[:32]
+            keys[stamp["month"]] = f"dashboards:closed:{stamp['month']:%Y-%m}:{digest}"
+    return keys, {stamp["month"] for stamp in stamps}
 
 
 def month_rows(
-    *, month: date, teams: QuerySet[Team], now: datetime, show_idle: bool, memo: ChargebackMemo | None = None
+    *,
+    month: date,
+    teams: QuerySet[Team],
+    now: datetime,
+    show_idle: bool,
+    memo: ChargebackMemo | None = None,
+    cache_key: str | None = None,
 ) -> MonthRows:
     """The month's lines for these teams: from the stored report where closed, else live (``closed_reports``).
 
-    A month every visible team has closed is cached (its reports never change); others are read each time.
+    With ``cache_key`` (``range_rows``), a month every visible team has closed is stored in the cache.
     """
-    key = _closed_cache_key(month, teams, show_idle)
-    if key is not None and (hit := cache.get(key)) is not None:
-        return hit
     slugs = set(teams.values_list("slug", flat=True))
     closed = closed_reports(month=month, teams=teams)
     closed_slugs = set(closed.values_list("team__slug", flat=True))
@@ -181,8 +201,8 @@ def month_rows(
     if slugs and closed_slugs == slugs:
         idle = (Decimal(0) if summary.idle_shared else summary.idle_cost) if (summary and show_idle) else None
         data = MonthRows(month=month, closed=True, rows=_with_groups(rows), idle_cost=idle)
-        if key is not None:
-            cache.set(key, data, CLOSED_MONTH_CACHE_SECONDS)
+        if cache_key is not None:
+            cache.set(cache_key, data, CLOSED_MONTH_CACHE_SECONDS)
         return data
     chargeback = (memo or ChargebackMemo(now)).get(month)
     rows += _live_lines(chargeback, slugs - closed_slugs)
@@ -201,15 +221,21 @@ def month_rows(
 def range_rows(
     *, query: DashboardQuery, months: Iterable[date], teams: QuerySet[Team], now: datetime, memo: ChargebackMemo
 ) -> list[MonthRows]:
-    """Each month's rows (months not begun yet, and past months nobody held GPUs in, are left out)."""
+    """Each month's rows, closed months from the cache when there (months not begun yet, and past months nobody
+    held GPUs in, are left out)."""
+    months = [month for month in months if month_bounds(month)[0] <= now]
+    keys, with_reports = _closed_cache_keys(months, teams, query.show_idle)
+    cached = cache.get_many(list(keys.values())) if keys else {}
     out = []
-    months = list(months)
     for month in months:
-        if month_bounds(month)[0] > now:
+        key = keys.get(month)
+        if key in cached:
+            out.append(cached[key])
             continue
-        if month != months[-1] and not closed_reports(month=month, teams=teams).exists() and not _had_activity(month):
+        if month != months[-1] and month not in with_reports and not _had_activity(month):
             continue
-        out.append(month_rows(month=month, teams=teams, now=now, show_idle=query.show_idle, memo=memo))
+        data = month_rows(month=month, teams=teams, now=now, show_idle=query.show_idle, memo=memo, cache_key=key)
+        out.append(data)
     return out
 
 
