@@ -158,12 +158,13 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     budgets = None
     if query.group == "team":
         budgets = dashboards.team_budgets(teams=cost_teams_visible_to(request.user), months=len(query.months))
+    drill_down = query.drill_down()
     money_budget = dashboards.money_budget(query=query, teams=cost_teams_visible_to(request.user))
     figures = {
         "cost-over-time": charts.cost_over_time_figure(
             tables["cost-over-time"],
             currency,
-            drill_down=lambda month, group: query.drill_down(month=parse_month(month), group_value=group),
+            drill_down=lambda month, group: drill_down(parse_month(month), group),
             group_label=group_label,
             budget=money_budget,
         ),

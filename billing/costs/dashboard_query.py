@@ -7,7 +7,7 @@ Read from the page's query string (``?period=month&month=2026-10``, ``?period=qu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
 from urllib.parse import urlencode
@@ -76,10 +76,20 @@ class DashboardQuery:
     def url(self, **changes: str) -> str:
         return "?" + urlencode(self.params(**changes))
 
-    def drill_down(self, *, month: date, group_value: str) -> str:
-        """The single month with this group's value as a filter: the requests behind one bar."""
-        query = replace(self, period="month", months=(month,), filters={**self.filters, self.group: group_value})
-        return query.url() + "#panel-cost-per-request"
+    def drill_down(self) -> Callable[[date, str], str]:
+        """A maker of links to one month with one group's value as a filter: the requests behind one bar.
+
+        The query string's fixed part is encoded once; a chart of 50 teams x 12 months makes 600 links.
+        """
+        fixed = replace(self, period="month", months=(self.last,)).params()
+        fixed.pop("month", None)
+        fixed.pop(self.group, None)
+        prefix = "?" + urlencode(fixed)
+
+        def link(month: date, group_value: str) -> str:
+            return f"{prefix}&{urlencode({'month': f'{month:%Y-%m}', self.group: group_value})}#panel-cost-per-request"
+
+        return link
 
 
 def _month(params: Mapping[str, str], name: str, default: date) -> date:
