@@ -335,6 +335,8 @@ def gpu_request_teardown(*, request_id: int) -> Outcome:
         return Outcome(request_id, "skipped", f"status is {request.status}")
     owned = [obj for obj in (request.manifests or []) if is_request_owned(obj)]
     if not owned:
+        # Nothing of its own was ever rendered: nothing can be running, and the sweeper need not come back.
+        GpuRequest.objects.filter(pk=request.pk).update(observed_phase="NotFound", observed_at=timezone.now())
         return Outcome(request_id, "nothing-to-delete")
     deleted = cluster_gateway(request.cluster).delete(owned)
     GpuRequest.objects.filter(pk=request.pk).update(
@@ -343,8 +345,9 @@ def gpu_request_teardown(*, request_id: int) -> Outcome:
     return Outcome(request_id, "deleted", ", ".join(map(str, deleted)))
 
 
-# A request in approved or provisioning with no progress for this long is handed to provisioning again: the message
-# published on commit may have been lost (a Redis restart, a crash between commit and publish).
+# A request in approved or provisioning with no progress for this long is handed to provisioning again, and a released
+# or expired one not yet seen removed to teardown: the message published on commit may have been lost (a Redis restart,
+# a crash between commit and publish).
 STUCK_AFTER = timedelta(minutes=2)
 
 
@@ -355,6 +358,22 @@ def stuck_request_ids(now: Any = None) -> list[int]:
         GpuRequest.objects.filter(
             status__in=(RequestStatus.APPROVED, RequestStatus.PROVISIONING), updated_at__lt=now - STUCK_AFTER
         ).values_list("pk", flat=True)
+    )
+
+
+def unremoved_request_ids(now: Any = None) -> list[int]:
+    """Released or expired requests whose workload was never seen removed, their last change older than STUCK_AFTER:
+    the teardown message was lost (a Redis restart) or its retries ran out, and the GPUs may still be held."""
+    now = now or timezone.now()
+    return list(
+        GpuRequest.objects.filter(
+            status__in=(RequestStatus.RELEASED, RequestStatus.EXPIRED),
+            manifests_rendered_at__isnull=False,
+            cluster__isnull=False,
+            updated_at__lt=now - STUCK_AFTER,
+        )
+        .exclude(observed_phase="NotFound")
+        .values_list("pk", flat=True)
     )
 
 

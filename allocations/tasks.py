@@ -66,13 +66,16 @@ def release_request(self: Task, request_id: int) -> str:
 
 @shared_task(name="allocations.reconcile_requests", acks_late=True)
 def reconcile_requests() -> dict[str, int]:
-    """Beat, every minute: re-queue stuck requests and re-observe (and re-apply) every active one."""
-    from allocations.provisioning import active_request_ids, stuck_request_ids
+    """Beat, every minute: re-queue stuck requests, re-observe (and re-apply) every active one, and tear down again
+    the workloads of ended requests whose teardown never finished."""
+    from allocations.provisioning import active_request_ids, stuck_request_ids, unremoved_request_ids
 
-    stuck, active = stuck_request_ids(), active_request_ids()
+    stuck, active, unremoved = stuck_request_ids(), active_request_ids(), unremoved_request_ids()
     for request_id in [*stuck, *active]:
         provision_request.delay(request_id)
-    return {"requeued": len(stuck), "observed": len(active)}
+    for request_id in unremoved:
+        release_request.delay(request_id)
+    return {"requeued": len(stuck), "observed": len(active), "torn_down": len(unremoved)}
 
 
 @shared_task(name="allocations.expire_requests", acks_late=True)

@@ -11,7 +11,12 @@ from django.test import override_settings
 from django.utils import timezone
 
 from allocations.models import GpuRequest, RequestStatus
-from allocations.provisioning import gpu_request_provision, gpu_requests_expire, stuck_request_ids
+from allocations.provisioning import (
+    gpu_request_provision,
+    gpu_requests_expire,
+    stuck_request_ids,
+    unremoved_request_ids,
+)
 from allocations.services import gpu_request_approve, gpu_request_release, gpu_request_submit
 from allocations.tasks import expire_requests, reconcile_requests
 
@@ -115,6 +120,29 @@ def test_reconcile_requeues_a_request_stuck_in_approved(demo_org) -> None:
     assert reconcile_requests()["requeued"] == 1
     request.refresh_from_db()
     assert request.status == RequestStatus.ACTIVE
+
+
+def test_reconcile_tears_down_again_a_released_request_whose_teardown_was_lost(demo_org, gitops_root) -> None:
+    request = approved(demo_org)
+    assert any(doc["kind"] == "Job" for doc in tree(gitops_root).values())
+    # Simulate a lost teardown message: released in the database, its Job still in the tree, no progress for a while.
+    GpuRequest.objects.filter(pk=request.pk).update(
+        status=RequestStatus.RELEASED, updated_at=timezone.now() - timedelta(minutes=10)
+    )
+    assert unremoved_request_ids() == [request.pk]
+
+    assert reconcile_requests()["torn_down"] == 1
+
+    assert not any(doc["kind"] == "Job" for doc in tree(gitops_root).values())
+    request.refresh_from_db()
+    assert request.observed_phase == "NotFound"
+    assert unremoved_request_ids() == [], "once seen removed, the sweeper leaves it alone"
+
+
+def test_reconcile_leaves_a_fresh_release_to_its_own_teardown(demo_org) -> None:
+    request = approved(demo_org)
+    GpuRequest.objects.filter(pk=request.pk).update(status=RequestStatus.RELEASED, observed_phase="Running")
+    assert unremoved_request_ids() == []
 
 
 def test_gpu_memory_is_kept_exactly(demo_org) -> None:

@@ -1,14 +1,15 @@
-"""The broker restarted without persistence while provisioning work is queued: the reconcile sweeper finishes it.
+"""The broker restarted without persistence while work is queued: the reconcile sweeper finishes it.
 
 A Redis of the test's own (``--save "" --appendonly no``, on a free port; the shared one is never touched) is the
 broker. One ``--pool=solo`` worker (``test_celery_worker``'s) is busy with the first of 20 approved requests, its apply
-held in the emulated API server, and the other 19 provisioning messages wait in Redis. Redis is then restarted: the
-queued messages, and the in-flight one's unacknowledged entry, are gone; while it is down an approver approves one
-more request over the API (the approval stands; its message cannot be sent). The worker reconnects on its own. The
-requests left in ``approved`` are untouched by anything but the sweeper: once they are older than ``STUCK_AFTER``
-(their ``updated_at`` is moved back by that much, as the clock would), beat's ``reconcile_requests`` message is sent as
-beat sends it, and every request must end active, once, with one Job. The README states the resulting bound;
-``test_readme_states_the_sweepers_bound`` keeps it equal to the beat period plus ``STUCK_AFTER``.
+held in the emulated API server; the other 19 provisioning messages wait in Redis, with the teardowns of five running
+requests released meanwhile. Redis is then restarted: the queued messages, and the in-flight one's unacknowledged
+entry, are gone; while it is down an approver approves one more request over the API (the approval stands; its
+message cannot be sent). The worker reconnects on its own. The requests left in ``approved`` or not torn down are
+untouched by anything but the sweeper: once they are older than ``STUCK_AFTER`` (their ``updated_at`` is moved back
+by that much, as the clock would), beat's ``reconcile_requests`` message is sent as beat sends it, and every approved
+request must end active, once, with one Job, and every released one's Job must be gone. The README states the
+resulting bound; ``test_readme_states_the_sweepers_bound`` keeps it equal to the beat period plus ``STUCK_AFTER``.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from django.db.models import F
 from rest_framework.test import APIClient
 
 from allocations.models import GpuRequest, RequestStatus
-from allocations.provisioning import STUCK_AFTER
-from allocations.services import gpu_request_approve
+from allocations.provisioning import STUCK_AFTER, gpu_request_provision
+from allocations.services import gpu_request_approve, gpu_request_release
 from tests.factories import DemoOrg
 from tests.integration.k8s_emulator import EmulatedCluster
 from tests.integration.test_celery_worker import (  # noqa: F401 (fixtures)
@@ -47,6 +48,7 @@ from tests.integration.test_celery_worker import (  # noqa: F401 (fixtures)
 )
 
 REQUESTS = 20
+RELEASED = 5  # requests running before, released while the approvals wait: their teardowns are queued too
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -88,6 +90,12 @@ class EphemeralRedis:
 
         with redis.Redis.from_url(self.url) as client:
             return int(client.llen(queue))
+
+    def flush(self) -> None:
+        import redis
+
+        with redis.Redis.from_url(self.url) as client:
+            client.flushdb()
 
     def _answers(self) -> bool:
         import redis
@@ -144,6 +152,20 @@ def _reset_publishing(app: Any) -> None:
     app.amqp._producer_pool = None
 
 
+def _running_before(demo: DemoOrg, emulated: EmulatedCluster, broker: EphemeralRedis) -> list[GpuRequest]:
+    """Requests provisioned before the test's story starts (by the services, as a worker would have run them)."""
+    running = []
+    for _ in range(RELEASED):
+        request = _submit(demo, emulated)
+        gpu_request_approve(request=request, acting_user=demo.approver, comment="earlier")
+        gpu_request_provision(request_id=request.pk)
+        request.refresh_from_db()
+        assert request.status == RequestStatus.ACTIVE and _owned_objects(emulated, request)
+        running.append(request)
+    broker.flush()  # their provisioning messages were taken long ago
+    return running
+
+
 def _statuses(requests: list[GpuRequest]) -> Counter[str]:
     return Counter(GpuRequest.objects.filter(pk__in=[r.pk for r in requests]).values_list("status", flat=True))
 
@@ -162,9 +184,10 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
     from allocations.tasks import reconcile_requests
 
     started = time.monotonic()
-    org.team.quotas.update(limit=REQUESTS + 1)
-    org.pool.node_count = 3  # 24 GPUs: room for the twenty and the one approved while Redis is down
+    org.team.quotas.update(limit=REQUESTS + 1 + RELEASED)
+    org.pool.node_count = 4  # 32 GPUs: room for all
     org.pool.save(update_fields=["node_count"])
+    running = _running_before(org, cluster, broker)
     requests = [_submit(org, cluster) for _ in range(REQUESTS)]
     approved_in_outage = _submit(org, cluster)
     busy = cluster.delay("PATCH", _job_path(requests[0]), seconds=TASK_TIMEOUT_S * 3, outlive_client=True)
@@ -172,7 +195,10 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
     for request in requests:
         gpu_request_approve(request=request, acting_user=org.approver, comment="batch")
     assert busy.arrived.wait(TASK_TIMEOUT_S), f"the first apply never came\n{workers_on.logs()}"
-    _wait_for(lambda: broker.queued(workers_on.queue) == REQUESTS - 1, "19 messages queued", workers_on)
+    for request in running:
+        gpu_request_release(request=request, acting_user=org.member, comment="done")
+    queued = REQUESTS - 1 + RELEASED
+    _wait_for(lambda: broker.queued(workers_on.queue) == queued, f"{queued} messages queued", workers_on)
 
     broker.stop()
     # An approver approves while Redis is down: the approval stands, its message cannot be sent.
@@ -183,7 +209,7 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
     approve_s = time.monotonic() - approve_started
     assert response.status_code in (200, 202), response.content
     broker.start()
-    lost = REQUESTS - 1 - broker.queued(workers_on.queue)
+    lost = queued - broker.queued(workers_on.queue)
     requests.append(approved_in_outage)
     busy.release()  # the worker finishes what it had in hand, on a broker that forgot it
     _wait_for(lambda: _statuses(requests)[RequestStatus.ACTIVE] == 1, "the in-flight request to activate", workers_on)
@@ -192,7 +218,8 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
     assert after_restart == {RequestStatus.ACTIVE: 1, RequestStatus.APPROVED: REQUESTS}, after_restart
 
     # Nothing but the sweeper picks them up: as the clock would, make them older than STUCK_AFTER, then beat's message.
-    stuck = GpuRequest.objects.filter(pk__in=[r.pk for r in requests], status=RequestStatus.APPROVED)
+    stuck = GpuRequest.objects.filter(status__in=(RequestStatus.APPROVED, RequestStatus.RELEASED))
+    assert stuck.count() == REQUESTS + RELEASED
     stuck.update(updated_at=F("updated_at") - STUCK_AFTER - timedelta(seconds=1))
     swept_at = time.monotonic()
     reconcile_requests.apply_async()
@@ -201,6 +228,11 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
         "the sweeper's re-queued provisioning to activate every request",
         workers_on,
         timeout=TASK_TIMEOUT_S * 3,
+    )
+    _wait_for(
+        lambda: not any(_owned_objects(cluster, request) for request in running),
+        "the sweeper's re-queued teardowns to delete the released requests' Jobs",
+        workers_on,
     )
     sweep_s = time.monotonic() - swept_at
 
@@ -212,14 +244,18 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
         if _transitions(request) != PROVISIONED_ONCE:
             problems.append(f"request {request.pk}: events {dict(_transitions(request))}")
     figure = (
-        f"broker restarted without persistence with {REQUESTS - 1} provisioning messages queued ({lost} lost) and "
+        f"broker restarted without persistence with {REQUESTS - 1} provisioning and {RELEASED} teardown messages "
+        f"queued ({lost} lost) and "
         f"1 in flight, and 1 request approved while it was down (HTTP {response.status_code} in {approve_s:.1f} s): "
-        f"after one sweep {dict(_statuses(requests))} in {sweep_s:.1f} s, {len(problems)} requests with extra "
-        f"objects or events; {time.monotonic() - started:.1f} s in all"
+        f"after one sweep {dict(_statuses(requests))} and {RELEASED} released requests' Jobs deleted in "
+        f"{sweep_s:.1f} s, {len(problems)} requests with extra objects or events; "
+        f"{time.monotonic() - started:.1f} s in all"
     )
     print(f"\n{figure}")
     record_property("figure", figure)
-    assert lost == REQUESTS - 1, "the restart must have lost the queued messages for the test to mean anything"
+    assert lost == queued, "the restart must have lost the queued messages for the test to mean anything"
+    released = GpuRequest.objects.filter(pk__in=[r.pk for r in running])
+    assert set(released.values_list("observed_phase", flat=True)) == {"NotFound"}
     assert not problems, "\n".join(problems) + f"\n{workers_on.logs()}"
 
 
