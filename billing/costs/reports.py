@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
-from datetime import date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from billing.costs.selectors import closed_reports, month_bounds, month_chargeba
 from billing.models import MonthlyReport, OrganisationMonthSummary, ReportStatus
 from gpucore.chargeback import Chargeback, TeamCharge
 from gpucore.exports import SafeCsvWriter
+from gpucore.formatting import format_gpu_hours, format_money
 from gpucore.pricing import to_cents
 
 CSV_COLUMNS = [
@@ -42,12 +43,45 @@ CSV_COLUMNS = [
     "amount",
     "avg_utilization_pct",
     "currency",
+    # For finance (appended, so the columns above keep their places): where the cost is booked, the report's
+    # period, the price book a line was priced with, and when the file was made.
+    "cost_center",
+    "report_period_start",
+    "report_period_end",
+    "price_book_version",
+    "generated_at",
 ]
+# Subtotal rows of each report in the CSV and the PDF: (row_type, the line field it groups by, the PDF's heading).
+SUBTOTALS = (("subtotal_strategy", "strategy", "By strategy"), ("subtotal_gpu_model", "gpu_model", "By GPU model"))
 
 
 def money(amount: Decimal, currency: str) -> dict[str, str]:
     """A money object of the API: the amount rounded half-up to the cent, as a string, and its currency."""
     return {"amount": str(to_cents(amount)), "currency": currency}
+
+
+def period(month: date) -> dict[str, str]:
+    """A report's period as dates: its month's first and last day (UTC), ISO 8601."""
+    start, end = month_bounds(month)
+    return {"start": start.date().isoformat(), "end": (end - timedelta(days=1)).date().isoformat()}
+
+
+def subtotals(lines: Iterable[dict[str, Any]], field: str) -> list[dict[str, Any]]:
+    """The lines' GPU-hours and amounts added up per value of ``field`` (strategy, gpu_model), by that value."""
+    groups: dict[str, tuple[Decimal, Decimal, int]] = {}
+    for line in lines:
+        key = str(line[field])
+        hours, amount, count = groups.get(key, (Decimal(0), Decimal(0), 0))
+        groups[key] = (hours + Decimal(line["allocated_gpu_hours"]), amount + Decimal(line["amount"]), count + 1)
+    return [
+        {"key": key, "allocated_gpu_hours": _q(hours, "0.001"), "amount": str(to_cents(amount)), "lines": count}
+        for key, (hours, amount, count) in sorted(groups.items())
+    ]
+
+
+def _price_books(payload: dict[str, Any]) -> str:
+    versions = payload.get("price_book_versions") or []
+    return ", ".join(f"v{version}" for version in versions) if versions else "catalog list prices (no price book)"
 
 
 def _q(value: Decimal, places: str) -> str:
@@ -111,6 +145,8 @@ def stored_report_payload(report: MonthlyReport) -> dict[str, Any]:
         "id": report.pk,
         "team": report.team.slug,
         "team_name": report.team.name,
+        "cost_center": report.team.cost_center,
+        "period": period(report.month),
         "month": f"{report.month:%Y-%m}",
         "status": report.status,
         "total": money(report.total, currency),
@@ -157,6 +193,8 @@ def live_report_payload(*, team: Team, month: date, charge: TeamCharge) -> dict[
         "id": None,
         "team": team.slug,
         "team_name": team.name,
+        "cost_center": team.cost_center,
+        "period": period(month),
         "month": f"{month:%Y-%m}",
         "status": ReportStatus.OPEN.value,
         "total": money(charge.total, currency),
@@ -176,14 +214,22 @@ def _payloads(reports: Iterable[MonthlyReport | dict[str, Any]]) -> list[dict[st
     return [r if isinstance(r, dict) else stored_report_payload(r) for r in reports]
 
 
-def report_csv(reports: Iterable[MonthlyReport | dict[str, Any]]) -> str:
-    """Reports as one CSV: a row per line, then each report's idle share and total rows (``row_type``)."""
+def report_csv(reports: Iterable[MonthlyReport | dict[str, Any]], *, generated_at: datetime | None = None) -> str:
+    """Reports as one CSV: a row per line, the subtotals by strategy and by GPU model, then each report's idle share
+    and total rows (``row_type``); every row carries the cost centre, the report's period and the generation time."""
     out = io.StringIO()
     writer = SafeCsvWriter(out)
     writer.writerow(CSV_COLUMNS)
+    made = (generated_at or timezone.now()).astimezone(UTC).isoformat(timespec="seconds")
     for payload in _payloads(reports):
         head = [payload["team"], payload["month"], payload["status"]]
         currency = payload["total"]["currency"]
+        books = ";".join(str(version) for version in payload.get("price_book_versions") or [])
+
+        def tail(version: object, *, payload: dict[str, Any] = payload) -> list[object]:
+            period_ = payload["period"]
+            return [payload.get("cost_center", ""), period_["start"], period_["end"], version, made]
+
         for line in payload["lines"]:
             writer.writerow(
                 [
@@ -202,11 +248,19 @@ def report_csv(reports: Iterable[MonthlyReport | dict[str, Any]]) -> str:
                     line["amount"],
                     "" if line["avg_utilization_pct"] is None else line["avg_utilization_pct"],
                     currency,
+                    *tail("" if line["price_book_version"] is None else line["price_book_version"]),
                 ]
             )
+        for row_type, field, _ in SUBTOTALS:
+            for group in subtotals(payload["lines"], field):
+                by = [group["key"], ""] if field == "gpu_model" else ["", group["key"]]
+                hours_to_amount = [group["allocated_gpu_hours"], "", group["amount"]]
+                writer.writerow(
+                    [*head, row_type, "", "", *by, "", "", "", "", *hours_to_amount, "", currency, *tail(books)]
+                )
         blank = [""] * 10
-        writer.writerow([*head, "idle_share", *blank, payload["idle_share"]["amount"], "", currency])
-        writer.writerow([*head, "total", *blank, payload["total"]["amount"], "", currency])
+        writer.writerow([*head, "idle_share", *blank, payload["idle_share"]["amount"], "", currency, *tail(books)])
+        writer.writerow([*head, "total", *blank, payload["total"]["amount"], "", currency, *tail(books)])
     return out.getvalue()
 
 
@@ -249,10 +303,12 @@ def _unicode_font_path() -> Path | None:
 
 class _ReportPdf(FPDF):
     """Helvetica for Latin-1 text (small, searchable), the Unicode font for anything else (a team or request named in
-    Chinese or Japanese). Without the font installed, other characters become '?', never dropped silently."""
+    Chinese or Japanese). Without the font installed, other characters become '?', never dropped silently.
+    Every page ends with what the document is and ``Page n of N``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, footer_text: str = "") -> None:
         super().__init__(orientation="L", format="A4")
+        self.footer_text = footer_text
         self.unicode_font = _unicode_font_path()
         if self.unicode_font is not None:
             for style in ("", "B", "I"):  # one face: WenQuanYi Micro Hei has no bold or italic
@@ -271,53 +327,103 @@ class _ReportPdf(FPDF):
         self.set_font("Helvetica", style, size)
         return value
 
+    def footer(self) -> None:
+        self.set_y(-12)
+        width = self.w - self.l_margin - self.r_margin
+        self.cell(width / 2, 6, self.text_in(self.footer_text, "", 8))
+        self.cell(width / 2, 6, self.text_in(f"Page {self.page_no()} of {{nb}}", "", 8), align="R")
 
-def report_pdf(report: MonthlyReport | dict[str, Any]) -> bytes:
-    """One report as a one-table PDF (uncompressed, so the figures are searchable in the bytes)."""
+    def table(self, headers: list[str], widths: list[float], rows: list[list[object]], numeric: set[int]) -> None:
+        """A bordered table, numbers right-aligned; the header is repeated at the top of every page it spills onto."""
+
+        def header() -> None:
+            for index, (text, width) in enumerate(zip(headers, widths, strict=True)):
+                self.cell(width, 7, self.text_in(text, "B", 9), border=1, align="R" if index in numeric else "L")
+            self.ln()
+
+        header()
+        for row in rows:
+            if self.will_page_break(6):
+                self.add_page()
+                header()
+            for index, (value, width) in enumerate(zip(row, widths, strict=True)):
+                self.cell(width, 6, self.text_in(value, "", 8), border=1, align="R" if index in numeric else "L")
+            self.ln()
+
+
+def report_pdf(report: MonthlyReport | dict[str, Any], *, generated_at: datetime | None = None) -> bytes:
+    """One report as a PDF a finance team can file: team, cost centre, period, price book, generation time, the lines
+    with right-aligned amounts, subtotals by strategy and GPU model, the totals, and page numbers (uncompressed, so
+    the figures are searchable in the bytes)."""
     payload = _payloads([report])[0]
     currency = payload["total"]["currency"]
-    pdf = _ReportPdf()
+    made = (generated_at or timezone.now()).astimezone(UTC)
+    pdf = _ReportPdf(footer_text=f"GPU Portal chargeback - {payload['team']} - {payload['month']}")
     pdf.set_compression(False)
+    pdf.alias_nb_pages()
     pdf.set_title(f"GPU chargeback {payload['team']} {payload['month']}")
     pdf.add_page()
     title = pdf.text_in(f"GPU chargeback - {payload['team_name']} - {payload['month']}", "B", 16)
     pdf.cell(0, 10, title, new_x="LMARGIN", new_y="NEXT")
     status = "closed" if payload["status"] == ReportStatus.CLOSED else "open (estimate, not final)"
-    status_text = pdf.text_in(f"Status: {status}.  Currency: {currency}.", "", 10)
-    pdf.cell(0, 6, status_text, new_x="LMARGIN", new_y="NEXT")
+    facts = [
+        f"Team: {payload['team_name']} ({payload['team']})    Cost centre: {payload.get('cost_center') or 'not set'}",
+        f"Period: {payload['period']['start']} to {payload['period']['end']} (UTC)    Status: {status}",
+        f"Price book: {_price_books(payload)}    Currency: {currency}",
+        f"Generated: {made:%Y-%m-%d %H:%M} UTC",
+    ]
+    for fact in facts:
+        pdf.cell(0, 6, pdf.text_in(fact, "", 10), new_x="LMARGIN", new_y="NEXT")
     pdf.ln(3)
-    headers = ["Request", "Name", "GPU model", "Strategy", "Resource", "Qty", "GPU-h", "Rate/GPU-h", "Amount", "Util %"]
-    widths = [18, 52, 26, 24, 46, 12, 24, 24, 26, 18]
-    for header, width in zip(headers, widths, strict=True):
-        pdf.cell(width, 7, pdf.text_in(header, "B", 9), border=1)
-    pdf.ln()
-    for line in payload["lines"]:
-        util = "" if line["avg_utilization_pct"] is None else f"{line['avg_utilization_pct']:.1f}"
-        cells = [
+    rows = [
+        [
             line["request"] if line["request"] is not None else "import",
             line["name"][:34],
             line["gpu_model"],
             line["strategy"],
             line["resource_name"],
             line["quantity"],
-            line["allocated_gpu_hours"],
+            format_gpu_hours(line["allocated_gpu_hours"]),
             line["rate"],
-            line["amount"],
-            util,
+            format_money(line["amount"], currency),
+            "" if line["avg_utilization_pct"] is None else f"{line['avg_utilization_pct']:.1f}",
         ]
-        for value, width in zip(cells, widths, strict=True):
-            pdf.cell(width, 6, pdf.text_in(value, "", 8), border=1)
-        pdf.ln()
+        for line in payload["lines"]
+    ]
+    headers = ["Request", "Name", "GPU model", "Strategy", "Resource", "Qty", "GPU-h", "Rate/GPU-h", "Amount", "Util %"]
+    pdf.table(headers, [18, 52, 26, 24, 46, 12, 22, 22, 32, 16], rows, numeric={5, 6, 7, 8, 9})
+    for _, field, heading in SUBTOTALS:
+        pdf.ln(3)
+        pdf.cell(0, 7, pdf.text_in(heading, "B", 10), new_x="LMARGIN", new_y="NEXT")
+        groups = subtotals(payload["lines"], field)
+        sub_rows = [
+            [g["key"], g["lines"], format_gpu_hours(g["allocated_gpu_hours"]), format_money(g["amount"], currency)]
+            for g in groups
+        ]
+        pdf.table(
+            [heading.removeprefix("By ").capitalize(), "Lines", "GPU-h", "Amount"],
+            [60, 20, 30, 40],
+            sub_rows,
+            {1, 2, 3},
+        )
     pdf.ln(3)
-    for label, key in (
-        ("Allocations", "lines_total"),
-        ("Share of idle capacity", "idle_share"),
-        ("Saving vs all-dedicated", "saving_vs_dedicated"),
-    ):
-        text = pdf.text_in(f"{label}: {payload[key]['amount']} {currency}", "", 10)
-        pdf.cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
-    total = pdf.text_in(f"Total: {payload['total']['amount']} {currency}", "B", 12)
-    pdf.cell(0, 8, total, new_x="LMARGIN", new_y="NEXT")
+    summary = [
+        ("Allocations", "lines_total", ""),
+        ("Share of idle capacity", "idle_share", ""),
+        ("Saving vs all-dedicated", "saving_vs_dedicated", ""),
+        ("Total", "total", "B"),
+    ]
+    if pdf.will_page_break(6 * len(summary) + 4):
+        pdf.add_page()
+    for label, key, style in summary:
+        pdf.cell(60, 7, pdf.text_in(f"{label}:", style, 10 if not style else 12))
+        pdf.cell(
+            40,
+            7,
+            pdf.text_in(format_money(payload[key]["amount"], currency), style, 10 if not style else 12),
+            align="R",
+        )
+        pdf.ln()
     for warning in payload["warnings"]:
         pdf.cell(0, 6, pdf.text_in(warning, "I", 9), new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())

@@ -91,9 +91,10 @@ def _request(
 
 def build_fixture_months() -> None:
     """The organisation, price books, requests, imported usage and rollups of September to November 2025."""
-    vision = TeamFactory(slug="vision", name="Vision")
-    nlp = TeamFactory(slug="nlp", name="NLP")
-    speech = TeamFactory(slug="speech", name="Speech")
+    # Fixed cost centres: the golden CSVs carry them (the factory's sequence depends on the tests run before).
+    vision = TeamFactory(slug="vision", name="Vision", cost_center="CC-1000")
+    nlp = TeamFactory(slug="nlp", name="NLP", cost_center="CC-1001")
+    speech = TeamFactory(slug="speech", name="Speech", cost_center="CC-1002")
     someone = UserFactory(username="fixture-user")
     cluster = ClusterFactory(name="fixture")
     models = {m.name: m for m in GpuModel.objects.all()}

@@ -230,4 +230,5 @@ def test_csv_and_pdf_export(demo_org) -> None:
     total = next(r for r in rows if r["row_type"] == "total")
     assert total["amount"] == str(report.total.quantize(D("0.01")))
     pdf = report_pdf(report)
-    assert pdf.startswith(b"%PDF") and f"Total: {total['amount']} USD".encode() in pdf
+    # The label and its right-aligned amount are two cells of the summary.
+    assert pdf.startswith(b"%PDF") and b"(Total:)" in pdf and f"({total['amount']} USD)".encode() in pdf

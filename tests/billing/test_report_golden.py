@@ -2,6 +2,8 @@
 
 Closing September and October 2025 (and estimating November) must write exactly the CSVs in ``golden/``: any
 change to when a request held GPUs, what its spec says it held, or how a line is priced shows here as a diff.
+(Regenerated once when the finance columns and the subtotal rows were added: cost centre, report period, price
+book version, generation time; the line rows' first 17 columns did not change.)
 There is one set per database: a report's lines are ordered by request, and PostgreSQL sorts the imported lines
 (no request) last where SQLite sorts them first.
 """
@@ -26,7 +28,7 @@ GOLDEN = Path(__file__).parent / "golden"
 
 def _closed_csv(month) -> str:
     reports = MonthlyReport.objects.filter(month=month).order_by("team__slug").prefetch_related("lines")
-    return report_csv(reports)
+    return report_csv(reports, generated_at=CLOSED_AT)
 
 
 def _golden(name: str) -> str:
@@ -46,5 +48,5 @@ def test_closed_and_open_months_match_the_saved_csvs(settings) -> None:
     assert organisation_csv(OCTOBER) == _golden("organisation-2025-10.csv")
     teams = Team.objects.order_by("slug")
     shared = month_chargeback(month=NOVEMBER, now=NOVEMBER_NOW, share_idle=True)
-    estimate = report_csv(live_reports(teams=teams, month=NOVEMBER, chargeback=shared))
+    estimate = report_csv(live_reports(teams=teams, month=NOVEMBER, chargeback=shared), generated_at=NOVEMBER_NOW)
     assert estimate == _golden("estimate-2025-11.csv")

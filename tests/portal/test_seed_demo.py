@@ -7,6 +7,7 @@ from django.test import RequestFactory, override_settings
 
 from allocations.models import Cluster, GpuRequest, Membership, NodePool, Quota, RequestEvent, Team
 from allocations.selectors import user_is_approver
+from billing.costs.selectors import user_can_view_all_costs
 
 pytestmark = pytest.mark.django_db
 
@@ -31,6 +32,9 @@ def test_seed_demo_creates_the_documented_organisation() -> None:
     carol = authenticate(login, username="carol", password="demo")
     assert carol.is_staff and user_is_approver(carol)
     assert not user_is_approver(authenticate(login, username="alice", password="demo"))
+    finance = authenticate(login, username="finance", password="demo")
+    assert finance is not None and user_can_view_all_costs(finance)  # the Finance group: every team's costs
+    assert not user_is_approver(finance) and not finance.is_staff and not finance.memberships.exists()
 
     pools = {p.name: p for p in NodePool.objects.select_related("gpu_model")}
     assert (pools["a100-mig"].gpu_model.name, pools["a100-mig"].sharing_mode) == ("A100-40GB", "mig")

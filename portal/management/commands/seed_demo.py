@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.test import override_settings
@@ -34,6 +34,7 @@ from allocations.services import (
     gpu_request_release,
     gpu_request_submit,
 )
+from billing.costs.selectors import FINANCE_GROUP
 from billing.costs.services import monthly_reports_close, previous_month, price_book_load
 from billing.metering.demo_usage import generate_demo_usage
 from billing.models import PriceBook, TeamBudget
@@ -61,7 +62,10 @@ USERS = [
     ("dave", "Dave", "dave@example.com", False, False),
     ("bob", "Bob", "bob@example.com", False, False),
     ("carol", "Carol", "carol@example.com", True, True),
+    ("finance", "Fiona", "finance@example.com", False, False),
 ]
+# Users in the Finance group (billing.view_all_costs: every team's costs and reports, no requests or approvals).
+FINANCE_USERS = ("finance",)
 TEAMS = [
     # slug, name, cost center, monthly GPU-hour budget, monthly money budget (PORTAL_CURRENCY)
     ("vision", "Computer Vision", "CC-4100", Decimal("6000"), Decimal("12000")),
@@ -161,7 +165,9 @@ WALKS = {
 
 
 class Command(BaseCommand):
-    help = "Create the demo organisation (teams vision and nlp, users alice/dave/bob/carol with password 'demo')."
+    help = (
+        "Create the demo organisation (teams vision and nlp, users alice/dave/bob/carol/finance with password 'demo')."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--force", action="store_true", help="Run even with DEBUG off (demo passwords!).")
@@ -216,6 +222,8 @@ class Command(BaseCommand):
     def _users(self) -> dict[str, User]:
         users = {}
         approvers = Group.objects.get(name=APPROVERS_GROUP)
+        finance, _ = Group.objects.get_or_create(name=FINANCE_GROUP)
+        finance.permissions.add(Permission.objects.get(content_type__app_label="billing", codename="view_all_costs"))
         for username, first_name, email, staff, superuser in USERS:
             user, created = User.objects.get_or_create(
                 username=username,
@@ -226,6 +234,8 @@ class Command(BaseCommand):
                 user.save()
             if staff:
                 user.groups.add(approvers)
+            if username in FINANCE_USERS:
+                user.groups.add(finance)
             users[username] = user
         return users
 
