@@ -22,10 +22,11 @@ from billing.costs.dashboards import IDLE_LABEL, Table
 if TYPE_CHECKING:
     from billing.utilization.selectors import PoolForecast
 
-# Tableau 20: distinct enough side by side; grey is left for idle capacity.
+# Twenty hues far apart (Tableau 10 without its grey, then darker and lighter distinct ones), so two names that
+# share a chart rarely look alike; grey is left for idle capacity.
 PALETTE = [
-    "#4e79a7", "#a0cbe8", "#f28e2b", "#ffbe7d", "#59a14f", "#8cd17d", "#b6992d", "#f1ce63", "#499894", "#86bcb6",
-    "#e15759", "#ff9d9a", "#d37295", "#fabfd2", "#b07aa1", "#d4a6c8", "#9d7660", "#d7b5a6", "#2f6fed", "#76b900",
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79",
+    "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3", "#b5cf6b", "#e7ba52", "#ad494a", "#a55194", "#6b6ecf",
 ]  # fmt: skip
 IDLE_COLOUR = "#cbd5e0"
 REQUEST_MARGIN = {"l": 240, "r": 20, "t": 24, "b": 40}
@@ -166,7 +167,7 @@ def allocation_vs_utilization_figure(table: Table, budgets: dict[str, Any] | Non
             x=budgeted,
             y=[float(budgets[g]) for g in budgeted],
             mode="markers",
-            marker={"symbol": "line-ew-open", "size": 36, "line": {"width": 3, "color": "#c53030"}},
+            marker={"symbol": "line-ew-open", "size": 36, "color": "#c53030", "line": {"width": 3, "color": "#c53030"}},
             hovertemplate="%{x}<br>budget %{y:,.0f} GPU-hours<extra></extra>",
         )
     fig.update_layout(

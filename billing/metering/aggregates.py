@@ -72,10 +72,12 @@ def refresh_usage_aggregates(*, cluster_id: int, start: datetime, end: datetime)
     end_day = last + timedelta(days=1)
     first_month, end_month = first_day.replace(day=1), next_month_start(last.replace(day=1))
     delete_daily, insert_daily, delete_monthly, insert_monthly = refresh_statements(connection.vendor)
+    # Values as the backend stores them (SQLite compares text: "2026-10-01 00:00:00", no offset).
+    day, moment = connection.ops.adapt_datefield_value, connection.ops.adapt_datetimefield_value
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_CLASS, cluster_id])
-        cursor.execute(delete_daily, [cluster_id, first_day, end_day])
-        cursor.execute(insert_daily, [cluster_id, _midnight(first_day), _midnight(end_day)])
-        cursor.execute(delete_monthly, [cluster_id, first_month, end_month])
-        cursor.execute(insert_monthly, [cluster_id, first_month, end_month])
+        cursor.execute(delete_daily, [cluster_id, day(first_day), day(end_day)])
+        cursor.execute(insert_daily, [cluster_id, moment(_midnight(first_day)), moment(_midnight(end_day))])
+        cursor.execute(delete_monthly, [cluster_id, day(first_month), day(end_month)])
+        cursor.execute(insert_monthly, [cluster_id, day(first_month), day(end_month)])
