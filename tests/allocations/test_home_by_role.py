@@ -115,3 +115,15 @@ def test_a_member_sees_their_own_requests_apart_from_their_teams_others(client, 
     assert "my-notebook" in mine and "leads-training" not in mine
     assert "leads-training" in others and "my-notebook" not in others
     assert "not-my-team" not in body
+
+
+def test_finance_without_a_team_lands_on_the_months_spend(client, demo_org: DemoOrg) -> None:
+    from tests.billing.cost_helpers import finance_user
+
+    client.force_login(finance_user())
+
+    body = client.get(reverse("home")).content.decode()
+
+    assert 'id="home-month-costs"' in body
+    assert "You are not in a team yet" not in body
+    assert 'id="home-approvals"' not in body and 'id="home-fleet"' not in body  # approvals and pools are not theirs
