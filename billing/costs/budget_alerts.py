@@ -20,12 +20,12 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.formats import number_format
 
 from allocations.models import Membership, Role, Team
 from billing.costs.selectors import team_budget_states
 from billing.models import BudgetNotice, TeamBudget
 from gpucore.budget import MoneyBudgetState
+from gpucore.formatting import format_money
 from gpucore.pricing import to_cents
 
 logger = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class BudgetCheckResult:
 
 
 def _money(amount: Decimal) -> str:
-    return f"{number_format(to_cents(amount), decimal_pos=2, force_grouping=True)} {settings.PORTAL_CURRENCY}"
+    return format_money(amount, settings.PORTAL_CURRENCY)  # the portal's one money format: 5,022.40 USD
 
 
 def budget_message(*, team: Team, state: MoneyBudgetState, threshold_pct: int, month: datetime) -> tuple[str, str]:

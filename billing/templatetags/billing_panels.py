@@ -85,7 +85,14 @@ def request_budget_panel(context: template.Context, gpu_request: GpuRequest) -> 
     if team.pk not in months:
         months[team.pk] = team_month_to_date(team=team)
     effect = request_budget_effect(request=gpu_request, month_to_date=months[team.pk])
-    return {"effect": effect, "month_to_date": months[team.pk], "gpu_request": gpu_request}
+    money = months[team.pk]["money"]
+    cost = effect.cost_this_month if effect is not None else None
+    return {
+        "effect": effect,
+        "month_to_date": months[team.pk],
+        "gpu_request": gpu_request,
+        "money_after": None if cost is None or money.budget is None else money.spent + cost,
+    }
 
 
 @register.inclusion_tag("billing/_budget_preview.html")

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from allocations.services import gpu_request_submit
-from tests.factories import DemoOrg
+from tests.factories import DemoOrg, TeamBudgetFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -54,6 +54,10 @@ def test_the_request_page_and_queue_show_the_48_hour_cost_and_the_budget(budgete
     assert "This request this month: 48.0 GPU-h · 330.24 USD" in queue
     assert "Budget left after it: <strong>52.0</strong> of 100 GPU-h" in queue
     assert "Team this month: 0.0 GPU-h · 0.00 USD" in queue  # one voice: GPU-hours to one decimal
+    # With a money budget, the approver also sees where the request takes the team's spend this month.
+    TeamBudgetFactory(team=budgeted.team, monthly_amount=Decimal("300.00"))
+    queue = client_for(budgeted.approver).get(reverse("allocations:approvals")).content.decode()
+    assert 'Money budget: 0.00 USD of 300.00 USD; <span class="no">330.24 USD with it</span>' in queue
 
     (message,) = [m for m in mail.outbox if "waiting for approval" in m.body]
     assert "Estimated cost for the 48 hours asked for: 330.24 USD" in message.body

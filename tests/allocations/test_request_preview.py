@@ -92,4 +92,4 @@ def test_the_preview_shows_the_teams_money_budget_with_this_request_in_it(demo_o
     assert "0.00 USD</strong> of a 100.00 USD budget" in budget
     # 48 hours of one dedicated H100 at the catalog's 6.88 an hour (README "How cost is computed"): 330.24.
     assert "adds about <strong>330.24 USD</strong> this month" in budget
-    assert '<strong class="no">330.24 USD</strong> of 100.00' in budget  # it would take the month over budget
+    assert '<strong class="no">330.24 USD</strong> of 100.00 USD' in budget  # it would take the month over budget
