@@ -124,7 +124,8 @@ def cost_over_time_figure(
                 "y": [by_group[IDLE_LABEL].get(m, 0.0) for m in months],
                 "yaxis": "y2",
                 "mode": "lines+markers",
-                "line": {"color": "#718096", "dash": "dot"},
+                "line": {"color": "#4a5568", "dash": "dot", "width": 2},
+                "marker": {"color": "#4a5568", "size": 10, "symbol": "diamond"},
                 "hovertemplate": f"Idle capacity<br>%{{x}}: %{{y:,.2f}} {currency}<extra></extra>",
             }
         )
