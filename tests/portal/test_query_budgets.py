@@ -18,7 +18,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from allocations.models import RequestStatus
+from allocations.models import GpuRequest, RequestStatus
 from tests.billing.cost_helpers import held_request, load_book, rollup
 from tests.factories import DemoOrg, GpuRequestFactory
 
@@ -31,6 +31,10 @@ PAGES = {
     "home_lead": ("/", "team_lead"),
     "home_approver": ("/", "approver"),
     "team_page": ("/teams/vision/", "member"),
+    "team_page_lead": ("/teams/vision/", "team_lead"),  # with the lead's member controls
+    "team_list": ("/teams/", "approver"),
+    # {request}: the team's first running request (its pods, address, commands, expiry and clone parts).
+    "request_detail": ("/requests/{request}/", "member"),
     "approval_queue": ("/approvals/", "approver"),
     "dashboards": ("/billing/dashboards/", "approver"),
     "utilization": ("/billing/utilization/", "approver"),
@@ -67,6 +71,8 @@ def test_each_page_stays_within_its_budget_and_does_not_grow_with_rows(demo_org:
     client.force_login(demo_org.user(role))
 
     add_rows(demo_org, 1)
+    running = GpuRequest.objects.filter(team=demo_org.team, status=RequestStatus.ACTIVE).order_by("pk").first()
+    url = url.format(request=running.pk)
     with_one = queries(client, url)
     add_rows(demo_org, 19)
     with_twenty = queries(client, url)
