@@ -87,6 +87,10 @@ def gunicorn(*, workers: int = 2, env: dict[str, str] | None = None, timeout: fl
             "%(p)s %(s)s %(U)s",
             "--log-level",
             "warning",
+            # A loaded test machine (another database's checkpoint, 50 clients on 2 cores) can stall a request past
+            # gunicorn's 30 s default; killing the worker would fail the test for the machine, not the code.
+            "--timeout",
+            "120",
         ],
         cwd=ROOT,
         env=server_env,

@@ -174,7 +174,7 @@ def _statuses(requests: list[GpuRequest]) -> Counter[str]:
 @pytest.mark.postgres
 @pytest.mark.redis_server
 @pytest.mark.django_db(transaction=True)
-def test_after_a_broker_restart_the_sweeper_finishes_every_approved_request(
+def test_after_a_broker_restart_the_sweeper_finishes_every_approval_and_release(
     broker: EphemeralRedis,
     workers_on: Workers,
     cluster: EmulatedCluster,  # noqa: F811 (the fixtures imported above)

@@ -53,7 +53,7 @@ class HeldUnitsMonitor:
         try:
             while not self._stop.is_set():
                 self.peak = max(self.peak, _held_units())
-                time.sleep(0.01)
+                time.sleep(0.02)
         finally:
             connections.close_all()
 
@@ -99,14 +99,14 @@ def test_concurrent_submit_and_approve_over_gunicorn_never_over_commits(record_p
     with gunicorn(workers=WORKERS, env=env) as server:
 
         def submit_then_approve(trial: int, barrier: threading.Barrier, index: int) -> str:
-            barrier.wait(timeout=60)
+            barrier.wait(timeout=180)
             body = {"team": org.team.slug, "name": f"t{trial}-job-{index}", **PROFILE}
-            submitted = requests.post(f"{server.url}/api/v1/requests/", json=body, headers=member, timeout=60)
+            submitted = requests.post(f"{server.url}/api/v1/requests/", json=body, headers=member, timeout=180)
             if submitted.status_code != 201:
                 return _outcome("submit", submitted)
             pk = submitted.json()["id"]
             approved = requests.post(
-                f"{server.url}/api/v1/requests/{pk}/approve/", json={}, headers=approver, timeout=60
+                f"{server.url}/api/v1/requests/{pk}/approve/", json={}, headers=approver, timeout=180
             )
             return _outcome("approve", approved)
 
