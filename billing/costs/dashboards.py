@@ -71,6 +71,7 @@ class ChargebackMemo:
     def __init__(self, now: datetime) -> None:
         self.now = now
         self._months: dict[date, Chargeback] = {}
+        self.rows: dict[date, MonthRows | None] = {}  # range_rows' months (None: left out), for the page's charts
 
     def get(self, month: date) -> Chargeback:
         if month not in self._months:
@@ -222,21 +223,41 @@ def range_rows(
     *, query: DashboardQuery, months: Iterable[date], teams: QuerySet[Team], now: datetime, memo: ChargebackMemo
 ) -> list[MonthRows]:
     """Each month's rows, closed months from the cache when there (months not begun yet, and past months nobody
-    held GPUs in, are left out)."""
+    held GPUs in, are left out). Months already read for this page (``memo``) are not read again."""
     months = [month for month in months if month_bounds(month)[0] <= now]
-    keys, with_reports = _closed_cache_keys(months, teams, query.show_idle)
-    cached = cache.get_many(list(keys.values())) if keys else {}
-    out = []
+    todo = [m for m in months if m not in memo.rows or (m == months[-1] and memo.rows[m] is None)]
+    if todo:
+        keys, with_reports = _closed_cache_keys(todo, teams, query.show_idle)
+        cached = cache.get_many(list(keys.values())) if keys else {}
+        unsure = [m for m in todo if keys.get(m) not in cached and m != months[-1] and m not in with_reports]
+        active = _active_months(unsure)
+        for month in todo:
+            key = keys.get(month)
+            if key in cached:
+                memo.rows[month] = cached[key]
+            elif month in unsure and month not in active:
+                memo.rows[month] = None
+            else:
+                memo.rows[month] = month_rows(
+                    month=month, teams=teams, now=now, show_idle=query.show_idle, memo=memo, cache_key=key
+                )
+    return [data for month in months if (data := memo.rows[month]) is not None]
+
+
+def _active_months(months: list[date]) -> set[date]:
+    """Those of ``months`` in which any request held GPUs (``allocation_intervals``) or imported usage falls: two
+    queries over the whole span, not two a month."""
+    if not months:
+        return set()
+    start, end = month_bounds(min(months))[0], month_bounds(max(months))[1]
+    spans = [(i.start, i.end) for i in allocation_intervals(start=start, end=end)]
+    spans += list(ImportedUsage.objects.filter(start__lt=end, end__gt=start).values_list("start", "end"))
+    active = set()
     for month in months:
-        key = keys.get(month)
-        if key in cached:
-            out.append(cached[key])
-            continue
-        if month != months[-1] and month not in with_reports and not _had_activity(month):
-            continue
-        data = month_rows(month=month, teams=teams, now=now, show_idle=query.show_idle, memo=memo, cache_key=key)
-        out.append(data)
-    return out
+        first, last = month_bounds(month)
+        if any(held_from < last and (held_to is None or held_to > first) for held_from, held_to in spans):
+            active.add(month)
+    return active
 
 
 def filtered(rows: Iterable[dict[str, Any]], query: DashboardQuery) -> list[dict[str, Any]]:
@@ -257,13 +278,6 @@ def cost_over_time(*, query: DashboardQuery, data: list[MonthRows]) -> Table:
     rows = [[m, group, to_cents(amount)] for (m, group), amount in sorted(totals.items())]
     rows += [[m, IDLE_LABEL, to_cents(amount)] for m, amount in sorted(idle.items())]
     return ["month", query.group, "cost"], rows
-
-
-def _had_activity(month: date) -> bool:
-    """Whether any request held GPUs in the month (``allocation_intervals``), or imported usage falls in it."""
-    start, end = month_bounds(month)
-    held = allocation_intervals(start=start, end=end)
-    return bool(held) or ImportedUsage.objects.filter(start__lt=end, end__gt=start).exists()
 
 
 def _range_bounds(query: DashboardQuery, now: datetime) -> tuple[datetime, datetime]:
