@@ -170,7 +170,9 @@ class PrometheusServer:
         target_labels: dict[str, str] | None = None,
         data_dir: Path | None = None,
         scrape_interval: str = "1s",
+        extra_args: Iterable[str] = (),
     ) -> None:
+        self.extra_args = list(extra_args)  # more command-line flags, e.g. --query.timeout=30m
         self.root = Path(tempfile.mkdtemp(prefix="prom-test-"))
         self.data_dir = data_dir or self.root / "data"
         self.port = free_port()
@@ -201,6 +203,7 @@ class PrometheusServer:
                 # Without it Prometheus deletes backfilled blocks older than the default 15 days.
                 "--storage.tsdb.retention.time=3650d",
                 f"--web.listen-address=127.0.0.1:{self.port}",
+                *self.extra_args,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
