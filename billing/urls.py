@@ -2,12 +2,13 @@
 
 from django.urls import path, re_path
 
-from billing import utilization_views, views
+from billing import budget_views, utilization_views, views
 
 app_name = "billing"
 urlpatterns = [
     path("utilization/", views.platform_utilization_view, name="utilization"),
     path("alerts/action/", utilization_views.alert_action, name="alert-action"),
+    path("teams/<slug:slug>/budget/", budget_views.team_budget, name="team-budget"),
     path("reports/", views.report_list, name="report-list"),
     path("reports/<slug:team>/<int:year>-<int:month>/", views.report_detail, name="report-detail"),
     re_path(

@@ -14,6 +14,7 @@ from django.conf import settings
 
 from allocations.models import Cluster, GpuRequest, Team
 from billing.costs.budget import request_budget_effect, spec_budget_effect
+from billing.costs.budget_services import user_may_edit_budget
 from billing.costs.selectors import team_budget_states, team_month_to_date
 from billing.costs.whatif import price_basis
 from billing.utilization.selectors import request_utilization_context, team_utilization_context
@@ -25,10 +26,15 @@ from gpucore.pricing import CATALOG_PRICE_BASIS
 register = template.Library()
 
 
-@register.inclusion_tag("billing/_team_month_to_date.html")
-def team_month_to_date_panel(team: Team) -> dict[str, Any]:
-    """This month's allocated GPU-hours and cost of a team against its budget."""
-    return {"month_to_date": team_month_to_date(team=team)}
+@register.inclusion_tag("billing/_team_month_to_date.html", takes_context=True)
+def team_month_to_date_panel(context: template.Context, team: Team) -> dict[str, Any]:
+    """This month's allocated GPU-hours and cost of a team against its budgets, and a link to set them."""
+    user = context["request"].user
+    return {
+        "month_to_date": team_month_to_date(team=team),
+        "team": team,
+        "may_edit_budget": user_may_edit_budget(user, team),
+    }
 
 
 @register.inclusion_tag("billing/_request_utilization.html", takes_context=True)

@@ -1,5 +1,5 @@
 """Home per role and the budget alert, in headless Chromium: each demo role lands on its own overview, at 1440 and
-390 px wide with nothing scrolling sideways; a platform admin sets a team's money budget in the admin, the hourly
+390 px wide with nothing scrolling sideways; a platform admin sets a team's money budget on its budget page, the hourly
 check fires it to a real Teams Workflows webhook on loopback, and the team lead sees the budget spent and the alerts
 sent. Screenshots go to /tmp/h13a-screens/ (README's to docs/)."""
 
@@ -65,7 +65,7 @@ def test_each_role_lands_on_its_own_home_at_1440_and_390_px(new_page, username: 
         assert "spent this month" in budget.inner_text() or "budget" in budget.inner_text()
 
 
-def test_a_budget_set_in_the_admin_fires_to_the_teams_chat_and_shows_on_the_leads_pages(new_page) -> None:
+def test_a_budget_set_on_its_page_fires_to_the_teams_chat_and_shows_on_the_leads_pages(new_page) -> None:
     from billing.costs.budget_alerts import team_budgets_check
     from billing.models import BudgetNotice
 
@@ -74,14 +74,19 @@ def test_a_budget_set_in_the_admin_fires_to_the_teams_chat_and_shows_on_the_lead
     chat, server = start_chat_webhook_server()
     try:
         admin = new_page("carol")
-        admin.goto("/admin/billing/teambudget/")
+        admin.goto("/teams/vision/")
+        admin.click("#team-budget-link")
         # The demo's budget for vision is edited down to 1.00 so the day's spend crosses every threshold.
-        admin.click("text=vision")
         admin.fill("#id_monthly_amount", "1.00")
-        admin.fill("#id_thresholds_pct", "[50, 80, 100]")
+        admin.fill("#id_thresholds_pct", "50, 80, 100")
         admin.fill("#id_chat_webhook_url", chat.workflows_url())
-        admin.click("input[name=_save]")
-        admin.wait_for_selector(".messagelist .success")
+        admin.click("#team-budget button[type=submit]")
+        admin.wait_for_selector(".message")
+        assert "1.00 USD" in admin.locator("#team-budget").inner_text()
+        for width in (1440, 390):
+            admin.set_viewport_size({"width": width, "height": 900})
+            assert admin.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+            admin.screenshot(path=str(SCREENSHOTS / f"team-budget-page-carol-{width}.png"), full_page=True)
 
         result = team_budgets_check()  # what beat's hourly billing.check_team_budgets runs
 

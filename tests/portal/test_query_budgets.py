@@ -35,6 +35,7 @@ PAGES = {
     "team_list": ("/teams/", "approver"),
     # {request}: the team's first running request (its pods, address, commands, expiry and clone parts).
     "request_detail": ("/requests/{request}/", "member"),
+    "team_budget": ("/billing/teams/vision/budget/", "team_lead"),
     "approval_queue": ("/approvals/", "approver"),
     "dashboards": ("/billing/dashboards/", "approver"),
     "utilization": ("/billing/utilization/", "approver"),

@@ -1,0 +1,91 @@
+"""The team budget page: a team's money budget, its thresholds and chat URL, edited by those allowed (audited).
+
+Thin: the team comes from ``cost_teams_visible_to`` (another team's is a 404), the rules from
+``billing.costs.budget_services``; a field the user may not change is shown, not offered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from billing.costs.budget_services import team_budget_update, user_may_edit_budget, user_may_set_budget_amount
+from billing.costs.selectors import cost_teams_visible_to
+from billing.models import TeamBudget
+
+
+class TeamBudgetForm(forms.Form):
+    """The budget's amount (for admins and Finance), thresholds as "50, 80, 100" and the chat's apprise URL."""
+
+    monthly_amount = forms.DecimalField(
+        min_value=0, max_digits=14, decimal_places=2, label="Monthly budget", required=True
+    )
+    thresholds_pct = forms.CharField(
+        label="Alert at (percent)", initial="50, 80, 100", help_text="Each notifies once a month, e.g. 50, 80, 100."
+    )
+    chat_webhook_url = forms.CharField(
+        label="Chat (apprise URL)",
+        required=False,
+        max_length=500,
+        help_text="slack://TokenA/TokenB/TokenC, msteams://... or workflows://...; blank: email to the leads only.",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
+
+    def __init__(self, *args: Any, may_set_amount: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not may_set_amount:
+            del self.fields["monthly_amount"]
+
+    def clean_thresholds_pct(self) -> list[int]:
+        raw = self.cleaned_data["thresholds_pct"]
+        try:
+            values = [int(part) for part in raw.replace(";", ",").split(",") if part.strip()]
+        except ValueError as exc:
+            raise ValidationError("Whole percentages separated by commas, e.g. 50, 80, 100.") from exc
+        return values
+
+
+@login_required
+def team_budget(request: HttpRequest, slug: str) -> HttpResponse:
+    """Show a team's budget; a lead, a platform admin or Finance may change it."""
+    team = get_object_or_404(cost_teams_visible_to(request.user), slug=slug)
+    budget = TeamBudget.objects.filter(team=team).first()
+    may_edit = user_may_edit_budget(request.user, team)
+    may_set_amount = user_may_set_budget_amount(request.user)
+    initial = {}
+    if budget is not None:
+        initial = {
+            "monthly_amount": budget.monthly_amount,
+            "thresholds_pct": ", ".join(str(pct) for pct in budget.thresholds_pct),
+            "chat_webhook_url": budget.chat_webhook_url,
+        }
+    form = TeamBudgetForm(request.POST or None, initial=initial, may_set_amount=may_set_amount)
+    status = 200
+    if request.method == "POST":
+        if not may_edit:
+            raise PermissionDenied("Only the team's leads, platform admins and Finance can change its budget.")
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                team_budget_update(
+                    acting_user=request.user,
+                    team=team,
+                    monthly_amount=data.get("monthly_amount"),
+                    thresholds_pct=data["thresholds_pct"],
+                    chat_webhook_url=data["chat_webhook_url"].strip(),
+                )
+            except ValidationError as exc:
+                for field, errors in exc.message_dict.items():
+                    form.add_error(field if field in form.fields else None, errors)
+            else:
+                messages.success(request, f"{team.name}'s budget was saved.")
+                return redirect("billing:team-budget", slug=team.slug)
+        status = 400
+    context = {"team": team, "budget": budget, "form": form, "may_edit": may_edit, "may_set_amount": may_set_amount}
+    return render(request, "billing/team_budget.html", context, status=status)
