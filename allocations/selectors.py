@@ -10,6 +10,8 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import JSONObject
 
 from allocations.gateways import gateway_for
 from allocations.gateways.base import ClusterGateway, GatewayError, PodStatus, WorkloadEvent
@@ -249,13 +251,19 @@ class AllocationInterval:
         return self.start < end and (self.end is None or self.end > start)
 
 
-def allocation_intervals(*, start: datetime, end: datetime) -> list[AllocationInterval]:
+def allocation_intervals(
+    *, start: datetime, end: datetime, teams: Iterable[Team] | None = None
+) -> list[AllocationInterval]:
     """Every request's spans of holding GPUs that meet ``[start, end)``, in request order (the one definition).
 
     A request holds GPUs from its activation or, never activated, from the first time it entered provisioning (its
     pods may hold GPUs while pending), until it ended: ``ended_at``, else, for a request failed, rejected, released
     or expired without one, its last status change. Approval alone holds quota, not GPUs. The requests come with
-    team, SLA tier and pool (and the pool's GPU model) loaded.
+    team, SLA tier and pool (and the pool's GPU model) loaded; ``teams`` keeps only theirs.
+
+    Read for every request of a month, the frozen spec (about 4 KB of rationale and alternatives each) is not loaded:
+    each request carries ``held_spec``, the keys ``allocation_spec_of`` reads (``GpuRequest.ALLOCATION_SPEC_KEYS``),
+    and reading ``spec`` itself costs a query per request (issue #15: the JSON was half of a home page's time).
     """
     provisioning = (
         RequestEvent.objects.filter(request=OuterRef("pk"), to_status=RequestStatus.PROVISIONING)
@@ -267,8 +275,12 @@ def allocation_intervals(*, start: datetime, end: datetime) -> list[AllocationIn
         .filter(Q(activated_at__lt=end) | Q(activated_at__isnull=True, provisioning_started__lt=end))
         .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
         .select_related("team", "sla_tier", "node_pool__gpu_model")
+        .defer("spec", "purpose", "command", "status_detail")
+        .annotate(held_spec=JSONObject(**{key: KeyTransform(key, "spec") for key in GpuRequest.ALLOCATION_SPEC_KEYS}))
         .order_by("pk")
     )
+    if teams is not None:
+        requests = requests.filter(team__in=list(teams))
     intervals = []
     for request in requests:
         began = request.activated_at or request.provisioning_started

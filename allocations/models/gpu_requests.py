@@ -146,7 +146,22 @@ class GpuRequest(models.Model):
         Raises ``gpucore.manifests.ManifestError`` when the spec contradicts itself (a MIG resource without a MIG
         strategy, ...).
         """
-        spec = self.spec or {}
+        return self.allocation_spec_of(self.spec or {})
+
+    # The spec keys allocation_spec reads: a reader of many requests loads only these (allocation_intervals).
+    ALLOCATION_SPEC_KEYS = (
+        "strategy",
+        "resource_name",
+        "quantity",
+        "replicas",
+        "gpu_model",
+        "mig_profile",
+        "time_slice_replicas",
+        "node_selector",
+    )
+
+    def allocation_spec_of(self, spec: dict[str, Any]) -> AllocationSpec:
+        """``allocation_spec`` from ``spec`` (the frozen spec, or just its ``ALLOCATION_SPEC_KEYS``)."""
         strategy = spec.get("strategy") or self._pool_strategy()
         replicas_per_gpu = spec.get("time_slice_replicas")
         if replicas_per_gpu is None and strategy == Strategy.TIME_SLICING and self.node_pool_id:

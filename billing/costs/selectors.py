@@ -141,13 +141,14 @@ def _pool_layout(pool: NodePool | None, mig_profile: str | None) -> dict[str, in
     return layout if layout and mig_profile in layout else None
 
 
-def request_allocations(*, start: datetime, end: datetime) -> list[Allocation]:
-    """Requests that held GPUs in [start, end) (``allocations.selectors.allocation_intervals``), as allocations."""
+def request_allocations(*, start: datetime, end: datetime, teams: Iterable[Team] | None = None) -> list[Allocation]:
+    """Requests that held GPUs in [start, end) (``allocations.selectors.allocation_intervals``), as allocations;
+    ``teams`` keeps only theirs."""
     usage = usage_by_request(start=start, end=end)
     allocations = []
-    for interval in allocation_intervals(start=start, end=end):
+    for interval in allocation_intervals(start=start, end=end, teams=teams):
         req = interval.request
-        spec = req.allocation_spec
+        spec = req.allocation_spec_of(req.held_spec)
         util, energy = usage.get(req.pk, (None, None))
         allocations.append(
             Allocation(
@@ -174,9 +175,11 @@ def request_allocations(*, start: datetime, end: datetime) -> list[Allocation]:
     return allocations
 
 
-def imported_allocations(*, start: datetime, end: datetime) -> list[Allocation]:
+def imported_allocations(*, start: datetime, end: datetime, teams: Iterable[Team] | None = None) -> list[Allocation]:
     """Imported historical usage overlapping [start, end), as allocations with no SLA multiplier."""
     rows = ImportedUsage.objects.filter(start__lt=end, end__gt=start).select_related("team").order_by("pk")
+    if teams is not None:
+        rows = rows.filter(team__in=list(teams))
     return [
         Allocation(
             key=f"import:{row.pk}",
@@ -202,26 +205,45 @@ def share_idle_cost() -> bool:
     return bool(getattr(settings, "BILLING_SHARE_IDLE_COST", False))
 
 
-def chargeback_between(*, start: datetime, end: datetime, share_idle: bool | None = None) -> Chargeback:
-    """Every team's chargeback for [start, end) with idle cost; the pure arithmetic is ``gpucore.chargeback``."""
+def chargeback_between(
+    *, start: datetime, end: datetime, share_idle: bool | None = None, for_teams: Iterable[Team] | None = None
+) -> Chargeback:
+    """Every team's chargeback for [start, end) with idle cost; the pure arithmetic is ``gpucore.chargeback``.
+
+    ``for_teams``: only those teams' charges are wanted. Unless idle cost is shared (each team's share then depends
+    on every allocation), only their allocations are read, and the answer's idle and capacity figures are not the
+    organisation's: read only ``teams[slug]`` of those teams from it (issue #15: a member's home page read them all).
+    """
+    share_idle = share_idle_cost() if share_idle is None else share_idle
+    teams = None if share_idle or for_teams is None else list(for_teams)
     return compute_chargeback(
-        [*request_allocations(start=start, end=end), *imported_allocations(start=start, end=end)],
+        [
+            *request_allocations(start=start, end=end, teams=teams),
+            *imported_allocations(start=start, end=end, teams=teams),
+        ],
         window_start=start,
         window_end=end,
         periods=price_periods(until=end),
         capacity_gpus=capacity_gpus_by_model(),
         fallback_rates=catalog_fallback_rates(),
-        teams=Team.objects.values_list("slug", flat=True),
-        share_idle=share_idle_cost() if share_idle is None else share_idle,
+        teams=Team.objects.values_list("slug", flat=True) if teams is None else [team.slug for team in teams],
+        share_idle=share_idle,
         catalog=catalog_from_db(),
     )
 
 
-def month_chargeback(*, month: date, now: datetime | None = None, share_idle: bool | None = None) -> Chargeback:
-    """A calendar month's chargeback; for the month in progress, up to ``now`` (an estimate)."""
+def month_chargeback(
+    *,
+    month: date,
+    now: datetime | None = None,
+    share_idle: bool | None = None,
+    for_teams: Iterable[Team] | None = None,
+) -> Chargeback:
+    """A calendar month's chargeback; for the month in progress, up to ``now`` (an estimate). ``for_teams``: see
+    ``chargeback_between``."""
     start, end = month_bounds(month)
     now = now or timezone.now()
-    return chargeback_between(start=start, end=min(end, max(now, start)), share_idle=share_idle)
+    return chargeback_between(start=start, end=min(end, max(now, start)), share_idle=share_idle, for_teams=for_teams)
 
 
 def team_budget_states(
@@ -233,7 +255,7 @@ def team_budget_states(
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
     start, end = month_bounds(month)
-    charge = chargeback or month_chargeback(month=month, now=now)
+    charge = chargeback or month_chargeback(month=month, now=now, for_teams=teams)
     budgets = {b.team_id: b for b in TeamBudget.objects.filter(team__in=[team.pk for team in teams])}
     states = {}
     for team in teams:
@@ -255,7 +277,7 @@ def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, 
     its money budget (``money``: a ``MoneyBudgetState`` with the run-rate projection to month end)."""
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
-    chargeback = month_chargeback(month=month, now=now)
+    chargeback = month_chargeback(month=month, now=now, for_teams=[team])
     charge = chargeback.teams.get(team.slug)
     gpu_hours = charge.allocated_gpu_hours if charge else Decimal(0)
     budget = team.monthly_gpu_hour_budget
@@ -277,9 +299,11 @@ def home_costs(*, user: User, teams: Iterable[Team], now: datetime | None = None
     ``MoneyBudgetState``), and for those who see every team's costs the month's spend and idle cost."""
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
-    chargeback = month_chargeback(month=month, now=now)
+    teams = list(teams)
+    sees_all = user_can_view_all_costs(user)
+    chargeback = month_chargeback(month=month, now=now, for_teams=None if sees_all else teams)
     fleet = None
-    if user_can_view_all_costs(user):
+    if sees_all:
         allocated = sum((charge.total for charge in chargeback.teams.values()), Decimal(0))
         # With idle cost shared, teams' totals already carry it: the month's spend is the allocated part plus idle.
         idle = Decimal(0) if chargeback.idle_shared else chargeback.total_idle_cost

@@ -60,3 +60,27 @@ def test_team_page_shows_the_month_so_far(client, demo_org) -> None:
     assert response.status_code == 200
     assert b'id="month-to-date"' in response.content
     assert b"GPU-hours allocated in" in response.content
+
+
+@pytest.mark.parametrize("share_idle", [False, True])
+def test_one_teams_chargeback_is_its_part_of_the_whole_organisations(demo_org, share_idle) -> None:
+    # Pages asking for one team's month read only its requests (issue #15) unless idle cost is shared, when its share
+    # depends on every team's allocations: either way the team's figures are those of the whole chargeback.
+    from billing.costs.selectors import month_chargeback
+    from tests.billing.cost_helpers import load_book
+
+    load_book({"H100-80GB": "2.00"}, effective_from="2026-01-01")
+    active_since(demo_org, NOW - timedelta(days=5), units=2)
+    other = active_since(demo_org, NOW - timedelta(days=3), units=1)
+    GpuRequest.objects.filter(pk=other.pk).update(team=demo_org.other_team)
+    month = NOW.date().replace(day=1)
+
+    whole = month_chargeback(month=month, now=NOW, share_idle=share_idle)
+    one = month_chargeback(month=month, now=NOW, share_idle=share_idle, for_teams=[demo_org.team])
+
+    assert whole.teams["nlp"].total > 0  # the other team did hold GPUs
+    assert one.teams["vision"].total == whole.teams["vision"].total > 0
+    assert one.teams["vision"].idle_share == whole.teams["vision"].idle_share
+    if not share_idle:  # the portal's default, which the team page's month so far follows
+        amount = team_month_to_date(team=demo_org.team, now=NOW)["amount"]
+        assert amount == whole.teams["vision"].total.quantize(Decimal("0.01"))

@@ -1,0 +1,139 @@
+"""List latency as the table grows: the requests API and the busy pages at 1,000, 10,000 and 100,000 GPU requests.
+
+Issue #15: "list latency stays flat from 1,000 to 100,000 requests in the database". The demo organisation is seeded,
+then the table is topped up to each size with requests that ended two months ago (a short frozen spec each, so the
+100,000 rows load in seconds); at each size the database is analysed and every endpoint is asked ``--requests`` times
+in-process (Django test client, logged in as the demo member and approver), three runs. Printed: the median latency
+at each size (min/median/max of the runs' medians) and its ratio to the smallest size; flat is ~1x. No assertion on
+time. PostgreSQL when ``DATABASE_URL`` names one (a fresh ``<name>_bench`` database), else SQLite.
+
+    .venv/bin/python benchmarks/list_scaling.py [--sizes 1000,10000,100000] [--requests 30] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CORE_SPEC_KEYS = ("strategy", "resource_name", "quantity", "replicas", "gpu_model", "mig_profile", "node_selector")
+
+
+def top_up(total: int) -> None:
+    """Add ended requests (copies of a demo request, a short spec) until the table holds ``total`` rows."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from allocations.models import GpuRequest, RequestStatus
+
+    missing = total - GpuRequest.objects.count()
+    template = GpuRequest.objects.filter(team__slug="vision").order_by("pk").first()
+    columns = {f.attname: getattr(template, f.attname) for f in GpuRequest._meta.concrete_fields if f.attname != "id"}
+    ended = timezone.now() - timedelta(days=62)
+    columns.update(
+        status=RequestStatus.RELEASED,
+        spec={key: template.spec.get(key) for key in CORE_SPEC_KEYS},
+        activated_at=ended - timedelta(hours=5),
+        ended_at=ended,
+        created_at=ended - timedelta(hours=6),
+    )
+    for start in range(0, max(missing, 0), 5000):
+        batch = [GpuRequest(**{**columns, "name": f"scale-{start + n}"}) for n in range(min(5000, missing - start))]
+        GpuRequest.objects.bulk_create(batch)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+
+
+def median_ms(client, url: str, count: int) -> float:
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        response = client.get(url)
+        times.append(time.perf_counter() - start)
+        if response.status_code != 200:
+            raise SystemExit(f"{url} answered {response.status_code}")
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,100000", help="requests in the table, comma-separated")
+    parser.add_argument("--requests", type=int, default=30, help="requests per endpoint per run")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    sizes = sorted(int(size) for size in args.sizes.split(","))
+
+    from benchmarks.api_load import bench_database_url
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    os.environ["DJANGO_SETTINGS_MODULE"] = "benchmarks.bench_settings"
+    os.environ["DATABASE_URL"], database = bench_database_url(workdir)
+    os.environ["PORTAL_VAR_DIR"] = str(workdir)
+    import django
+
+    django.setup()
+    import logging
+
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client, override_settings
+    from rest_framework.test import APIClient
+
+    from allocations.models import GpuRequest
+
+    call_command("migrate", verbosity=0)
+    with override_settings(DEBUG=True):
+        call_command("seed_demo", verbosity=0)
+    logging.disable(logging.WARNING)
+    member = User.objects.get(username="alice")
+    detail_id = GpuRequest.objects.filter(team__slug="vision").order_by("pk").values_list("pk", flat=True)[0]
+    api, page, approver = APIClient(), Client(), Client()
+    api.force_authenticate(member)
+    page.force_login(member)
+    approver.force_login(User.objects.get(username="carol"))
+    endpoints = {
+        "GET /api/v1/requests/": (api, "/api/v1/requests/"),
+        "GET /api/v1/requests/?brief=true": (api, "/api/v1/requests/?brief=true"),
+        "GET /api/v1/requests/?after=<id>&brief=true": (api, f"/api/v1/requests/?after={detail_id}&brief=true"),
+        "GET /api/v1/requests/{id}/": (api, f"/api/v1/requests/{detail_id}/"),
+        "page /requests/ (my requests)": (page, "/requests/"),
+        "page / (home, member)": (page, "/"),
+        "page /approvals/ (approval queue)": (approver, "/approvals/"),
+    }
+    figures: dict[str, dict[int, list[float]]] = {name: {} for name in endpoints}
+    for size in sizes:
+        top_up(size)
+        for client, url in endpoints.values():
+            client.get(url)  # warm: caches, plans
+        for name, (client, url) in endpoints.items():
+            figures[name][size] = [median_ms(client, url, args.requests) for _ in range(args.runs)]
+
+    def spread(values: list[float]) -> str:
+        return f"{min(values):.1f}/{statistics.median(values):.1f}/{max(values):.1f}"
+
+    print(
+        f"{database}; {os.cpu_count()} CPU cores (shared machines give noisy figures); Django test client in-process, "
+        f"{args.requests} requests per endpoint, {args.runs} runs; median ms (min/median/max of the runs), and the "
+        f"ratio of each size's median to {sizes[0]:,} rows"
+    )
+    print(f"{'endpoint':44} " + " ".join(f"{f'{size:,} rows':>22}" for size in sizes))
+    for name in endpoints:
+        base = statistics.median(figures[name][sizes[0]])
+        cells = [
+            f"{spread(figures[name][size])} ({statistics.median(figures[name][size]) / base:.2f}x)" for size in sizes
+        ]
+        print(f"{name:44} " + " ".join(f"{cell:>22}" for cell in cells))
+    print("target (issue #15): flat from 1,000 to 100,000 requests (about 1x)")
+
+
+if __name__ == "__main__":
+    main()
