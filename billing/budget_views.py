@@ -29,13 +29,15 @@ class TeamBudgetForm(forms.Form):
     thresholds_pct = forms.CharField(
         label="Alert at (percent)", initial="50, 80, 100", help_text="Each notifies once a month, e.g. 50, 80, 100."
     )
+    # The URL carries the chat's token: never written back into the page; blank keeps the one set.
     chat_webhook_url = forms.CharField(
         label="Chat (apprise URL)",
         required=False,
         max_length=500,
-        help_text="slack://TokenA/TokenB/TokenC, msteams://... or workflows://...; blank: email to the leads only.",
-        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        help_text="slack://TokenA/TokenB/TokenC, msteams://... or workflows://...; blank keeps the current one.",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off", "spellcheck": "false"}),
     )
+    remove_chat = forms.BooleanField(required=False, label="No chat: e-mail the leads only")
 
     def __init__(self, *args: Any, may_set_amount: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -51,6 +53,14 @@ class TeamBudgetForm(forms.Form):
         return values
 
 
+def _chat_url(data: dict[str, Any], budget: TeamBudget | None) -> str:
+    """The chat URL to keep: the new one typed, none when removed, else the one already set."""
+    if data.get("remove_chat"):
+        return ""
+    typed = (data.get("chat_webhook_url") or "").strip()
+    return typed or (budget.chat_webhook_url if budget else "")
+
+
 @login_required
 def team_budget(request: HttpRequest, slug: str) -> HttpResponse:
     """Show a team's budget; a lead, a platform admin or Finance may change it."""
@@ -63,7 +73,6 @@ def team_budget(request: HttpRequest, slug: str) -> HttpResponse:
         initial = {
             "monthly_amount": budget.monthly_amount,
             "thresholds_pct": ", ".join(str(pct) for pct in budget.thresholds_pct),
-            "chat_webhook_url": budget.chat_webhook_url,
         }
     form = TeamBudgetForm(request.POST or None, initial=initial, may_set_amount=may_set_amount)
     status = 200
@@ -78,7 +87,7 @@ def team_budget(request: HttpRequest, slug: str) -> HttpResponse:
                     team=team,
                     monthly_amount=data.get("monthly_amount"),
                     thresholds_pct=data["thresholds_pct"],
-                    chat_webhook_url=data["chat_webhook_url"].strip(),
+                    chat_webhook_url=_chat_url(data, budget),
                 )
             except ValidationError as exc:
                 for field, errors in exc.message_dict.items():

@@ -71,3 +71,14 @@ def test_a_lead_cannot_create_a_budget_and_bad_thresholds_name_the_field(demo_or
     response = admin.post(URL, {**FORM, "thresholds_pct": "50, 50"})
     assert response.status_code == 400 and b"Each threshold once." in response.content
     assert not TeamBudget.objects.exists()
+
+
+def test_the_chat_url_is_never_written_back_into_the_page_and_blank_keeps_it(demo_org: DemoOrg) -> None:
+    TeamBudgetFactory(team=demo_org.team, chat_webhook_url="slack://T0/B0/SECRET")
+    lead = client_for(demo_org.team_lead)
+
+    assert "SECRET" not in lead.get(URL).content.decode()
+    assert lead.post(URL, {"thresholds_pct": "80", "chat_webhook_url": ""}).status_code == 302
+    assert TeamBudget.objects.get().chat_webhook_url == "slack://T0/B0/SECRET"  # blank: kept
+    assert lead.post(URL, {"thresholds_pct": "80", "remove_chat": "on"}).status_code == 302
+    assert TeamBudget.objects.get().chat_webhook_url == ""
