@@ -46,3 +46,17 @@ def test_the_team_page_fits_a_narrow_screen(new_page) -> None:
     page.locator("#member-add").wait_for()
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
     page.screenshot(path="/tmp/h13b-team-lead-390.png", full_page=True)
+
+
+# Distinct rows the main navigation's links sit on.
+NAV_ROWS = "new Set([...document.querySelectorAll('nav.mainnav a')].map(a => a.getBoundingClientRect().top)).size"
+
+
+@pytest.mark.parametrize("username", ["carol", "dave"])
+def test_the_navigation_with_teams_stays_on_one_line_at_1440(new_page, username: str) -> None:
+    page = new_page(username)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto("/teams/")
+    assert page.locator("nav.mainnav a", has_text="Teams").get_attribute("aria-current") == "page"
+    assert page.evaluate(NAV_ROWS) == 1
+    page.screenshot(path=f"/tmp/h13b-nav-{username}-1440.png")
