@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 
+from gpucore.chargeback import ChargeLine, hours_between
 from gpucore.pricing import HOURS_PER_MONTH
 
 SECONDS_PER_HOUR = Decimal(3600)
@@ -108,6 +109,7 @@ def budget_effect(
 # --- A team's budget in money: spend so far, the run-rate projection to month end, thresholds crossed -------------
 
 DEFAULT_THRESHOLDS_PCT: tuple[int, ...] = (50, 80, 100)
+RUN_RATE_WINDOW_HOURS = Decimal(24)  # the pace a projection extrapolates: the last day's spend
 
 
 class BudgetLevel(StrEnum):
@@ -126,7 +128,7 @@ class MoneyBudgetState:
 
     spent: Decimal
     budget: Decimal | None  # None: no budget
-    projected: Decimal  # spend at month end if the month-to-date run rate holds
+    projected: Decimal  # spend at month end if the recent run rate (the last day's) holds
     thresholds_pct: tuple[int, ...]
     elapsed_hours: Decimal
     month_hours: Decimal
@@ -167,14 +169,26 @@ class MoneyBudgetState:
         return BudgetLevel.OK
 
 
-def run_rate_projection(*, spent: Decimal, elapsed_hours: Decimal, month_hours: Decimal) -> Decimal:
-    """Spend at month end if the month so far is the pace: spent / elapsed hours x the month's hours.
+def run_rate_projection(
+    *, spent: Decimal, recent_spend: Decimal, recent_hours: Decimal, remaining_hours: Decimal
+) -> Decimal:
+    """Spend at month end if the recent pace holds: spent + recent spend / recent hours x the hours left.
 
-    Before the first hour has passed there is no pace to extrapolate, so the projection is what was spent.
+    With less than an hour to measure a pace by, the projection is what was spent.
     """
-    if elapsed_hours < 1 or month_hours <= elapsed_hours:
+    if recent_hours < 1 or remaining_hours <= 0:
         return spent
-    return spent * month_hours / elapsed_hours  # multiply first: 240 x 720 / 180 is exactly 960
+    return spent + recent_spend * remaining_hours / recent_hours  # multiply first: exact for whole numbers
+
+
+def spend_between(lines: Iterable[ChargeLine], *, start: datetime, end: datetime) -> Decimal:
+    """What chargeback lines cost within [start, end): each line's amount is spread evenly over its hours."""
+    total = Decimal(0)
+    for line in lines:
+        overlap = hours_between(max(line.start, start), min(line.end, end))
+        if overlap > 0 and line.hours > 0:
+            total += line.amount * overlap / line.hours
+    return total
 
 
 def thresholds_crossed(*, spent: Decimal, budget: Decimal, thresholds_pct: Iterable[int]) -> tuple[int, ...]:
@@ -192,15 +206,27 @@ def money_budget_state(
     month_end: datetime,
     now: datetime,
     thresholds_pct: Iterable[int] = DEFAULT_THRESHOLDS_PCT,
+    recent_spend: Decimal | None = None,
 ) -> MoneyBudgetState:
-    """The state of a month's money budget at ``now`` (clamped to the month)."""
+    """The state of a month's money budget at ``now`` (clamped to the month).
+
+    The pace is ``recent_spend``, what the last ``RUN_RATE_WINDOW_HOURS`` (or the month so far, if shorter) cost:
+    a team that started a big job yesterday is projected at yesterday's burn, not at the month's average. Without
+    it, the month's average pace.
+    """
     month_hours = Decimal(str((month_end - month_start).total_seconds())) / SECONDS_PER_HOUR
     clamped = min(max(now, month_start), month_end)
     elapsed = Decimal(str((clamped - month_start).total_seconds())) / SECONDS_PER_HOUR
+    if recent_spend is None:
+        recent_spend, recent_hours = spent, elapsed
+    else:
+        recent_hours = min(RUN_RATE_WINDOW_HOURS, elapsed)
     return MoneyBudgetState(
         spent=spent,
         budget=budget,
-        projected=run_rate_projection(spent=spent, elapsed_hours=elapsed, month_hours=month_hours),
+        projected=run_rate_projection(
+            spent=spent, recent_spend=recent_spend, recent_hours=recent_hours, remaining_hours=month_hours - elapsed
+        ),
         thresholds_pct=tuple(sorted(set(thresholds_pct))),
         elapsed_hours=elapsed,
         month_hours=month_hours,

@@ -58,7 +58,7 @@ def budget_message(*, team: Team, state: MoneyBudgetState, threshold_pct: int, m
     body = (
         f"{team.name} has spent {_money(state.spent)} of its {_money(state.budget)} GPU budget for {month:%B %Y} "
         f"({used}), crossing the {threshold_pct} % threshold.\n"
-        f"At this month's pace it will have spent {_money(state.projected)} by the month's end.\n"
+        f"At the last day's pace it will have spent {_money(state.projected)} by the month's end.\n"
         f"Thresholds that notify: {', '.join(f'{pct} %' for pct in state.thresholds_pct)}, each once a month."
     )
     return subject, body

@@ -21,7 +21,7 @@ from allocations.reference_cache import built_once
 from allocations.selectors import User, allocation_intervals, catalog_from_db, teams_of, user_is_approver
 from billing.metering.selectors import usage_by_request
 from billing.models import BudgetNotice, ImportedUsage, MonthlyReport, PriceBook, ReportStatus, TeamBudget
-from gpucore.budget import MoneyBudgetState, money_budget_state
+from gpucore.budget import RUN_RATE_WINDOW_HOURS, MoneyBudgetState, money_budget_state, spend_between
 from gpucore.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
 from gpucore.pricing import catalog_hourly_rate, to_cents
 
@@ -250,7 +250,8 @@ def team_budget_states(
     *, teams: Iterable[Team], now: datetime | None = None, chargeback: Chargeback | None = None
 ) -> dict[int, MoneyBudgetState]:
     """Team id -> this month's spend against its money budget (``None`` budget when it has none), with the run-rate
-    projection to month end; one chargeback of the month for all of them (pass ``chargeback`` when already made)."""
+    projection to month end at the last day's pace; one chargeback of the month for all of them (pass
+    ``chargeback`` when already made)."""
     teams = list(teams)
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
@@ -258,6 +259,7 @@ def team_budget_states(
     charge = chargeback or month_chargeback(month=month, now=now, for_teams=teams)
     budgets = {b.team_id: b for b in TeamBudget.objects.filter(team__in=[team.pk for team in teams])}
     states = {}
+    pace_since = max(start, now - timedelta(hours=int(RUN_RATE_WINDOW_HOURS)))
     for team in teams:
         team_charge = charge.teams.get(team.slug)
         budget = budgets.get(team.pk)
@@ -267,6 +269,8 @@ def team_budget_states(
             month_start=start,
             month_end=end,
             now=now,
+            # The last day's allocations, from the same chargeback: the pace the projection extrapolates.
+            recent_spend=spend_between(team_charge.lines, start=pace_since, end=now) if team_charge else Decimal(0),
             **({"thresholds_pct": budget.thresholds_pct} if budget else {}),
         )
     return states

@@ -26,12 +26,36 @@ def test_a_zero_budget_is_crossed_by_any_spend_and_by_none_without() -> None:
     assert thresholds_crossed(spent=Decimal(0), budget=Decimal(0), thresholds_pct=[50, 100]) == ()
 
 
-def test_the_projection_extrapolates_the_months_pace_to_its_end() -> None:
-    # 720 hours in November; 240 spent in the first 180 hours: 1.33/h, 960 by the end.
-    assert run_rate_projection(spent=Decimal(240), elapsed_hours=Decimal(180), month_hours=Decimal(720)) == 960
+def test_the_projection_extrapolates_the_recent_pace_to_the_months_end() -> None:
+    # 240 spent; the last 24 hours cost 72 (3 an hour); 100 hours left: 240 + 300.
+    assert (
+        run_rate_projection(spent=Decimal(240), recent_spend=Decimal(72), recent_hours=Decimal(24),
+                            remaining_hours=Decimal(100))
+        == 540
+    )  # fmt: skip
     # Within the first hour there is no pace yet; after the month the projection is what was spent.
-    assert run_rate_projection(spent=Decimal(5), elapsed_hours=Decimal("0.5"), month_hours=Decimal(720)) == 5
-    assert run_rate_projection(spent=Decimal(5), elapsed_hours=Decimal(720), month_hours=Decimal(720)) == 5
+    assert (
+        run_rate_projection(
+            spent=Decimal(5), recent_spend=Decimal(5), recent_hours=Decimal("0.5"), remaining_hours=Decimal(719)
+        )
+        == 5
+    )
+    assert (
+        run_rate_projection(
+            spent=Decimal(5), recent_spend=Decimal(1), recent_hours=Decimal(24), remaining_hours=Decimal(0)
+        )
+        == 5
+    )
+
+
+def test_a_job_started_yesterday_is_projected_at_yesterdays_burn_not_the_months_average() -> None:
+    now = datetime(2026, 11, 21, tzinfo=UTC)  # 480 of 720 hours in, 240 left
+    state = money_budget_state(
+        spent=Decimal(240), budget=Decimal(1000), month_start=NOV, month_end=DEC, now=now, recent_spend=Decimal(240)
+    )
+    assert state.projected == 240 + 240 * 240 / 24  # 10 an hour for 240 more hours: 2,640
+    average = money_budget_state(spent=Decimal(240), budget=Decimal(1000), month_start=NOV, month_end=DEC, now=now)
+    assert average.projected == 360  # the month's average, 0.5 an hour, without the recent pace
 
 
 def test_a_month_under_budget_now_but_over_at_its_pace_is_projected_over() -> None:
