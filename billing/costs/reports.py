@@ -52,7 +52,10 @@ CSV_COLUMNS = [
     "generated_at",
 ]
 # Subtotal rows of each report in the CSV and the PDF: (row_type, the line field it groups by, the PDF's heading).
-SUBTOTALS = (("subtotal_strategy", "strategy", "By strategy"), ("subtotal_gpu_model", "gpu_model", "By GPU model"))
+SUBTOTALS = (
+    ("subtotal_strategy", "strategy", "By strategy", "Strategy"),
+    ("subtotal_gpu_model", "gpu_model", "By GPU model", "GPU model"),
+)
 
 
 def money(amount: Decimal, currency: str) -> dict[str, str]:
@@ -251,7 +254,7 @@ def report_csv(reports: Iterable[MonthlyReport | dict[str, Any]], *, generated_a
                     *tail("" if line["price_book_version"] is None else line["price_book_version"]),
                 ]
             )
-        for row_type, field, _ in SUBTOTALS:
+        for row_type, field, _, _ in SUBTOTALS:
             for group in subtotals(payload["lines"], field):
                 by = [group["key"], ""] if field == "gpu_model" else ["", group["key"]]
                 hours_to_amount = [group["allocated_gpu_hours"], "", group["amount"]]
@@ -392,20 +395,17 @@ def report_pdf(report: MonthlyReport | dict[str, Any], *, generated_at: datetime
     ]
     headers = ["Request", "Name", "GPU model", "Strategy", "Resource", "Qty", "GPU-h", "Rate/GPU-h", "Amount", "Util %"]
     pdf.table(headers, [18, 52, 26, 24, 46, 12, 22, 22, 32, 16], rows, numeric={5, 6, 7, 8, 9})
-    for _, field, heading in SUBTOTALS:
+    for _, field, heading, column in SUBTOTALS:
+        groups = subtotals(payload["lines"], field)
+        if pdf.will_page_break(10 + 7 * (len(groups) + 1)):  # a short subtotal table stays on one page
+            pdf.add_page()
         pdf.ln(3)
         pdf.cell(0, 7, pdf.text_in(heading, "B", 10), new_x="LMARGIN", new_y="NEXT")
-        groups = subtotals(payload["lines"], field)
         sub_rows = [
             [g["key"], g["lines"], format_gpu_hours(g["allocated_gpu_hours"]), format_money(g["amount"], currency)]
             for g in groups
         ]
-        pdf.table(
-            [heading.removeprefix("By ").capitalize(), "Lines", "GPU-h", "Amount"],
-            [60, 20, 30, 40],
-            sub_rows,
-            {1, 2, 3},
-        )
+        pdf.table([column, "Lines", "GPU-h", "Amount"], [60, 20, 30, 40], sub_rows, {1, 2, 3})
     pdf.ln(3)
     summary = [
         ("Allocations", "lines_total", ""),
