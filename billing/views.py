@@ -217,13 +217,13 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "billing/dashboard.html", context)
 
 
-def _filter_fields(query: DashboardQuery, choices: dict[str, list[str]]) -> list[dict[str, Any]]:
+def _filter_fields(query: DashboardQuery, choices: dict[str, list[tuple[str, str]]]) -> list[dict[str, Any]]:
     fields = []
-    for name, values in choices.items():
+    for name, options in choices.items():
         current = query.filters.get(name, "")
         # A filter set by a link keeps its value even when it is not among the usual choices.
-        extra = [current] if current and current not in values else []
-        fields.append({"name": name, "label": GROUPS[name], "current": current, "values": values + extra})
+        extra = [(current, current)] if current and current not in dict(options) else []
+        fields.append({"name": name, "label": GROUPS[name], "current": current, "options": options + extra})
     return fields
 
 

@@ -79,15 +79,18 @@ class ChargebackMemo:
         return self._months[month]
 
 
-def filter_choices(*, teams: QuerySet[Team]) -> dict[str, list[str]]:
-    """The values each dashboard filter offers: visible teams, node pools, catalog models, strategies, tiers."""
+def filter_choices(*, teams: QuerySet[Team]) -> dict[str, list[tuple[str, str]]]:
+    """The (value, label) pairs each dashboard filter offers: visible teams and SLA tiers by name (the URL keeps
+    their slugs), node pools, catalog models, strategies."""
     pools = NodePool.objects.order_by("cluster__name", "name").values_list("cluster__name", "name")
+    pool_names = [f"{cluster}/{pool}" for cluster, pool in pools] + [IMPORTED_POOL]
+    models = GpuModel.objects.order_by("name").values_list("name", flat=True)
     return {
-        "team": list(teams.order_by("slug").values_list("slug", flat=True)),
-        "pool": [f"{cluster}/{pool}" for cluster, pool in pools] + [IMPORTED_POOL],
-        "gpu_model": list(GpuModel.objects.order_by("name").values_list("name", flat=True)),
-        "strategy": [strategy.value for strategy in Strategy],
-        "tier": [*SlaTier.objects.order_by("slug").values_list("slug", flat=True), NO_TIER],
+        "team": list(teams.order_by("slug").values_list("slug", "name")),
+        "pool": [(name, name) for name in pool_names],
+        "gpu_model": [(name, name) for name in models],
+        "strategy": [(strategy.value, strategy.value) for strategy in Strategy],
+        "tier": [*SlaTier.objects.order_by("slug").values_list("slug", "name"), (NO_TIER, NO_TIER)],
     }
 
 

@@ -86,3 +86,16 @@ def _user_facing_strings(path: Path) -> list[str]:
 )
 def test_hints_and_rationales_do_not_cite_the_guides(module: str) -> None:
     assert [text for text in _user_facing_strings(ROOT / module) if re.search(r"\bguide", text, re.I)] == []
+
+
+@pytest.mark.django_db
+def test_the_dashboard_filters_name_tiers_and_teams_not_slugs(demo_org) -> None:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(demo_org.approver)
+
+    html = client.get("/billing/dashboards/?tier=tier2_batch").content.decode()
+
+    assert '<option value="tier2_batch" selected>Tier 2 - batch</option>' in html
+    assert '<option value="vision" >Vision</option>' in html
