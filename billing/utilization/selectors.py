@@ -36,7 +36,7 @@ from billing.metering.selectors import (
     utilization_weighted_sum,
     weighted_utilization_pct,
 )
-from billing.models import UtilizationRollup
+from billing.models import UtilizationRollup, UtilizationWatermark
 from billing.utilization.alert_groups import alert_group_rows
 from gpucore import advice as advice_rules
 from gpucore import alerts as alert_rules
@@ -103,14 +103,27 @@ def alerts_for(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.Alert]:
     return alert_rules.evaluate(device_hours(qs))
 
 
+def _summary_aggregates() -> dict[str, Any]:
+    return {
+        **rollup_usage_aggregates(),
+        "complete_samples": Sum("sample_count", filter=Q(is_complete=True)),
+        "pressure_hours": Count("id", filter=Q(memory_pressure_minutes__gte=1)),
+        "max_temp": Max("max_temperature_c"),
+    }
+
+
 def usage_summary(qs: QuerySet[UtilizationRollup]) -> dict[str, Any]:
     """Device-hours, time-weighted utilization, peak memory (GB), energy and complete device-hours of rollups."""
-    row = qs.aggregate(
-        **rollup_usage_aggregates(),
-        complete_samples=Sum("sample_count", filter=Q(is_complete=True)),
-        pressure_hours=Count("id", filter=Q(memory_pressure_minutes__gte=1)),
-        max_temp=Max("max_temperature_c"),
-    )
+    return _summary(qs.aggregate(**_summary_aggregates()))
+
+
+def usage_summaries_by_cluster(qs: QuerySet[UtilizationRollup]) -> dict[int, dict[str, Any]]:
+    """``usage_summary`` per cluster id, in one query (a cluster without rollups has no entry)."""
+    rows = qs.values("cluster_id").annotate(**_summary_aggregates()).order_by()
+    return {row["cluster_id"]: _summary(row) for row in rows}
+
+
+def _summary(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "gpu_hours": round((row["samples"] or 0) / 60.0, 2),
         "complete_gpu_hours": (row["complete_samples"] or 0) / 60.0,
@@ -387,11 +400,17 @@ def cluster_rows(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
         .order_by()
         .values_list("cluster_id", "n")
     )
+    # One grouped query each, not one per cluster (issue #15: the page grew a query per cluster).
+    summaries = usage_summaries_by_cluster(qs)
+    marks = dict(UtilizationWatermark.objects.values_list("cluster_id", "last_complete_hour"))
+    nothing = _summary(dict.fromkeys(_summary_aggregates()))
     out = []
     for cluster in Cluster.objects.filter(is_active=True).order_by("name"):
-        summary = usage_summary(qs.filter(cluster=cluster))
         gpus = gpus_by_cluster.get(cluster.pk)
-        through = ingested_through(clusters=Cluster.objects.filter(pk=cluster.pk)) if cluster.prometheus_url else None
+        # As ingested_through for one cluster: the hour after its watermark, None without Prometheus or a watermark.
+        mark = marks.get(cluster.pk) if cluster.prometheus_url else None
+        through = mark + timedelta(hours=1) if mark is not None else None
+        summary = summaries.get(cluster.pk, nothing)
         out.append({"cluster": cluster, "gpus": gpus or 0, "summary": summary, "ingested_through": through})
     return out
 

@@ -9,6 +9,7 @@ the JSON; raising one should come with the reason in the commit.
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,8 +20,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from allocations.models import GpuRequest, RequestStatus
+from audit.services import audit_record
+from portal.tokens.services import api_token_create
 from tests.billing.cost_helpers import held_request, load_book, rollup
-from tests.factories import DemoOrg, GpuRequestFactory
+from tests.factories import ClusterFactory, DemoOrg, GpuRequestFactory, NodePoolFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -40,14 +43,30 @@ PAGES = {
     "dashboards": ("/billing/dashboards/", "approver"),
     "utilization": ("/billing/utilization/", "approver"),
     "request_list_api": ("/api/v1/requests/", "member"),
+    # Every other list and page (issue #15): the same rule, one budget each.
+    "request_list": ("/requests/", "member"),
+    "request_detail_api": ("/api/v1/requests/{request}/", "member"),
+    "teams_api": ("/api/v1/teams/", "member"),
+    "extensions_api": ("/api/v1/extensions/", "member"),
+    "cluster_list": ("/clusters/", "platform_admin"),
+    "clusters_api": ("/api/v1/clusters/", "platform_admin"),
+    "tokens": ("/account/tokens/", "member"),
+    "tokens_api": ("/api/v1/tokens/", "member"),
+    "audit": ("/audit/", "platform_admin"),
+    "audit_api": ("/api/v1/audit-events/", "platform_admin"),
 }
 
 
 def add_rows(org: DemoOrg, count: int) -> None:
-    """``count`` more of everything a page lists: pending requests, running allocations with an hour of usage."""
+    """``count`` more of everything a page lists: pending requests, running allocations with an hour of usage, API
+    tokens, audit events and clusters with a pool."""
     now = timezone.now()
     start = max(now.replace(day=1, hour=0, minute=0, second=0, microsecond=0), now - timedelta(hours=2))
     for _ in range(count):
+        api_token_create(acting_user=org.member, name=f"notebook {uuid.uuid4().hex[:8]}", expires_in_days=30)
+        cluster = ClusterFactory()
+        NodePoolFactory(cluster=cluster)
+        audit_record(actor=org.platform_admin, obj=cluster, before=None)
         GpuRequestFactory(team=org.team, requester=org.member, status=RequestStatus.PENDING_APPROVAL, submitted_at=now)
         running = held_request(team=org.team, start=start, end=None, node_pool=org.pool)
         running.cluster = org.cluster
