@@ -51,12 +51,12 @@ def _money(amount: Decimal) -> str:
 
 
 def budget_message(*, team: Team, state: MoneyBudgetState, threshold_pct: int, month: datetime) -> tuple[str, str]:
-    """The subject and body of the alert for ``threshold_pct`` (the highest threshold reached)."""
-    assert state.budget is not None  # a notice exists only for a team with a budget
+    """The subject and body of the alert for ``threshold_pct`` (the highest threshold reached) of a team's budget."""
     used = f"{state.used_pct:.0f} %" if state.used_pct is not None else "all"
     subject = f"[GPU Portal] {team.name} has used {used} of its {month:%B %Y} GPU budget"
     body = (
-        f"{team.name} has spent {_money(state.spent)} of its {_money(state.budget)} GPU budget for {month:%B %Y} "
+        f"{team.name} has spent {_money(state.spent)} of its {_money(state.budget or Decimal(0))} GPU budget for "
+        f"{month:%B %Y} "
         f"({used}), crossing the {threshold_pct} % threshold.\n"
         f"At the last day's pace it will have spent {_money(state.projected)} by the month's end.\n"
         f"Thresholds that notify: {', '.join(f'{pct} %' for pct in state.thresholds_pct)}, each once a month."
@@ -132,6 +132,8 @@ def team_budgets_check(*, now: datetime | None = None) -> BudgetCheckResult:
     now = now or timezone.now()
     month = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     budgets = list(TeamBudget.objects.select_related("team").order_by("team__slug"))
+    if not budgets:  # nothing to check: spare the month's chargeback
+        return BudgetCheckResult(month=f"{month:%Y-%m}", created=0, emailed=0, chatted=0, failed=0)
     states = team_budget_states(teams=[budget.team for budget in budgets], now=now)
     created = emailed = chatted = failed = 0
     for budget in budgets:

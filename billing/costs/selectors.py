@@ -305,6 +305,8 @@ def home_costs(*, user: User, teams: Iterable[Team], now: datetime | None = None
     month = now.astimezone(UTC).date().replace(day=1)
     teams = list(teams)
     sees_all = user_can_view_all_costs(user)
+    if not teams and not sees_all:  # nothing of money to show: spare the month's chargeback
+        return {"budgets": {}, "month_costs": None, "currency": settings.PORTAL_CURRENCY}
     chargeback = month_chargeback(month=month, now=now, for_teams=None if sees_all else teams)
     fleet = None
     if sees_all:
