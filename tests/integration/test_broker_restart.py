@@ -24,6 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import kombu.pools
 import pytest
 from django.db.models import F
 from rest_framework.test import APIClient
@@ -146,9 +147,10 @@ def workers_on(broker: EphemeralRedis, transactional_db: None, tmp_path: Path, m
 def _reset_publishing(app: Any) -> None:
     """Forget the routes and the connection pools Celery caches, so the next publish uses the current broker."""
     _reset_routing(app)
-    if app._pool is not None:
-        app._pool.force_close_all()
-        app._pool = None
+    # Celery's pools live in kombu's registries, keyed by broker URL: closing one there without clearing the
+    # registries left a closed pool behind for every later publish to that broker ("Acquire on closed pool").
+    kombu.pools.reset()
+    app._pool = None
     app.amqp._producer_pool = None
 
 
