@@ -98,6 +98,8 @@ def gateway_calls() -> tuple[set[Triple], set[str]]:
             status = gateway.workload_status(namespace=namespace, request_id=request_id)
             assert status.phase == "Pending"
             exercised.add("workload_status")
+            gateway.workload_events(namespace=namespace, request_id=request_id)  # the request page's "Use it" card
+            exercised.add("workload_events")
             gateway.delete([obj for obj in objects if is_request_owned(obj)])
             exercised.add("delete")
         gateway.list_gpu_nodes()
