@@ -137,8 +137,13 @@ def main() -> None:
     parser.add_argument("--gpus", type=int, default=1000)
     parser.add_argument("--hours", type=int, default=24)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--no-prometheus",
+        action="store_true",
+        help="build the day's rollups in Python instead of reading them (the write timed is the same)",
+    )
     args = parser.parse_args()
-    if not (shutil.which("prometheus") and shutil.which("promtool")):
+    if not args.no_prometheus and not (shutil.which("prometheus") and shutil.which("promtool")):
         sys.exit("needs the Debian 'prometheus' package (prometheus and promtool)")
     bench_db = setup_django()
     from django.db import connection, transaction
@@ -162,31 +167,36 @@ def main() -> None:
     # A day of 1,000 GPUs is a long query on a small, busy machine: the read is not what is measured.
     prometheus = PrometheusServer(extra_args=["--query.timeout=30m"])
     try:
-        t0 = time.perf_counter()
-        files = write_history(devs, start, args.hours, prometheus.root, parts=os.cpu_count() or 2)
-        t1 = time.perf_counter()
-        backfill_parallel(files, prometheus.data_dir, prometheus.root)
-        t2 = time.perf_counter()
-        prometheus.start(timeout=120)
-        samples = args.gpus * args.hours * 60 * 3
-        print(f"history: {samples:,} samples; generated in {t1 - t0:.1f} s, promtool {t2 - t1:.1f} s")
-        cluster = Cluster.objects.create(
-            name="bench", backend="gitops", gitops_path="bench", prometheus_url=prometheus.url
-        )
         end = start + timedelta(hours=args.hours)
         now = end + timedelta(minutes=10)
         hours = [start + timedelta(hours=h) for h in range(args.hours)]
-        # The day is read once (what a pull reads and rolls up); the write a pull makes of it is what is timed.
-        started = time.perf_counter()
-        series = _read_hours(prometheus_client_for(cluster), hours[0], hours[-1])
-        read_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        collected = _collect(
-            series,
-            cluster=cluster,
-            team_by_namespace=dict(Team.objects.values_list("namespace", "id")),
-            request_team=dict(GpuRequest.objects.values_list("id", "team_id")),
+        cluster = Cluster.objects.create(
+            name="bench", backend="gitops", gitops_path="bench", prometheus_url=prometheus.url
         )
+        team_by_namespace = dict(Team.objects.values_list("namespace", "id"))
+        if args.no_prometheus:
+            read_seconds, started = None, time.perf_counter()
+            collected = synthetic_day(devs, hours, team_by_namespace)
+        else:
+            t0 = time.perf_counter()
+            files = write_history(devs, start, args.hours, prometheus.root, parts=os.cpu_count() or 2)
+            t1 = time.perf_counter()
+            backfill_parallel(files, prometheus.data_dir, prometheus.root)
+            t2 = time.perf_counter()
+            prometheus.start(timeout=120)
+            samples = args.gpus * args.hours * 60 * 3
+            print(f"history: {samples:,} samples; generated in {t1 - t0:.1f} s, promtool {t2 - t1:.1f} s")
+            # The day is read once (what a pull reads and rolls up); the write a pull makes of it is what is timed.
+            started = time.perf_counter()
+            series = _read_hours(prometheus_client_for(cluster), hours[0], hours[-1])
+            read_seconds = time.perf_counter() - started
+            started = time.perf_counter()
+            collected = _collect(
+                series,
+                cluster=cluster,
+                team_by_namespace=team_by_namespace,
+                request_team=dict(GpuRequest.objects.values_list("id", "team_id")),
+            )
         rollup_seconds = time.perf_counter() - started
         writes, copies, rows = [], [], []
         for _ in range(args.repeat):
@@ -214,7 +224,10 @@ def main() -> None:
     ratios = [copy / write for copy, write in zip(copies, writes, strict=True)]
     print(f"machine: {os.cpu_count()} cores; PostgreSQL; {args.repeat} runs, each a fresh ingest of the same day")
     print(f"ingest of {args.gpus} GPUs x {args.hours} h: {count:,} rollup rows")
-    print(f"  read (Prometheus, {len(rows) // max(1, args.hours)} series x 7 queries, once): {read_seconds:.1f} s")
+    if read_seconds is not None:
+        print(f"  read (Prometheus, {len(rows) // max(1, args.hours)} series x 7 queries, once): {read_seconds:.1f} s")
+    else:
+        print("  read: none (--no-prometheus: the rollups were built in Python)")
     print(f"  roll-up and attribution (Python, once): {rollup_seconds:.2f} s")
     print(f"  write (COPY to staging, upsert, daily/monthly totals, ingest log, watermark): {spread(writes)}")
     print(f"    of which the daily/monthly totals (refreshed alone): {totals_seconds:.3f} s")
@@ -224,6 +237,26 @@ def main() -> None:
         f"  re-read of the same day (replaces the rows): write {reread_seconds:.3f} s, "
         f"{statistics.median(copies) / reread_seconds:.2f}x of the median COPY"
     )
+
+
+def synthetic_day(devs: list[FakeDevice], hours: list[datetime], team_by_namespace: dict[str, int]):
+    """What ``_collect`` makes of a fully scraped day of the devices, built directly (``--no-prometheus``)."""
+    from billing.metering.services import _Collected
+    from gpucore.attribution import GpuIdentity, HourStats, Owner, request_id_from_pod
+
+    rollups, covered = {}, {}
+    for i, device in enumerate(devs):
+        identity = GpuIdentity(
+            cluster="bench", uuid=device.uuid, model_name=device.model_name, host=device.host, gpu_index=device.gpu
+        )
+        owner = Owner(
+            device.namespace, device.pod, team_by_namespace.get(device.namespace), request_id_from_pod(device.pod)
+        )
+        stats = HourStats(60, i % 101, 100.0, 1024.0 * (i % 80), 1024.0 * (i % 80) + 59, (350 + i % 300) / 1000)
+        for hour in hours:
+            rollups[(hour, device.uuid, "", device.namespace, device.pod)] = (identity, owner, stats)
+            covered[(hour, device.uuid, "")] = 60
+    return _Collected(rollups=rollups, covered=covered)
 
 
 def forget(cluster) -> None:

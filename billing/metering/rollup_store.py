@@ -63,21 +63,33 @@ def _stage(rows: Iterable[Sequence[Any]]) -> None:
             with cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
-            return
-        adapt = connection.ops.adapt_datetimefield_value
-        at = [i for i, c in enumerate(ROLLUP_COLUMNS) if c in _DATETIMES]
-        marks = ", ".join(["%s"] * len(ROLLUP_COLUMNS))
-        batch: list[list[Any]] = []
-        for row in rows:
-            values = list(row)
-            for i in at:
-                values[i] = adapt(values[i])
-            batch.append(values)
-            if len(batch) >= _BATCH_ROWS:
-                cursor.executemany(f"INSERT INTO {staging} ({columns}) VALUES ({marks})", batch)
-                batch.clear()
-        if batch:
+        else:
+            _insert_batches(cursor, rows)
+        # The replace anti-joins the staging table on the key: without an index, a rollup table whose statistics
+        # still say "empty" (just filled) made PostgreSQL scan the staging rows once per row (a re-read of 24,000
+        # rows took 80 s; with it, well under a second).
+        key = ", ".join(_q(c) for c in _KEY)
+        cursor.execute(f"CREATE INDEX {_q(_STAGING + '_key')} ON {staging} ({key})")
+        if connection.vendor == "postgresql":
+            cursor.execute(f"ANALYZE {staging}")
+
+
+def _insert_batches(cursor: Any, rows: Iterable[Sequence[Any]]) -> None:
+    staging, columns = _q(_STAGING), ", ".join(_q(c) for c in ROLLUP_COLUMNS)
+    adapt = connection.ops.adapt_datetimefield_value
+    at = [i for i, c in enumerate(ROLLUP_COLUMNS) if c in _DATETIMES]
+    marks = ", ".join(["%s"] * len(ROLLUP_COLUMNS))
+    batch: list[list[Any]] = []
+    for row in rows:
+        values = list(row)
+        for i in at:
+            values[i] = adapt(values[i])
+        batch.append(values)
+        if len(batch) >= _BATCH_ROWS:
             cursor.executemany(f"INSERT INTO {staging} ({columns}) VALUES ({marks})", batch)
+            batch.clear()
+    if batch:
+        cursor.executemany(f"INSERT INTO {staging} ({columns}) VALUES ({marks})", batch)
 
 
 def rollups_replace(
