@@ -70,8 +70,6 @@ def _stage(rows: Iterable[Sequence[Any]]) -> None:
         # rows took 80 s; with it, well under a second).
         key = ", ".join(_q(c) for c in _KEY)
         cursor.execute(f"CREATE INDEX {_q(_STAGING + '_key')} ON {staging} ({key})")
-        if connection.vendor == "postgresql":
-            cursor.execute(f"ANALYZE {staging}")
 
 
 def _insert_batches(cursor: Any, rows: Iterable[Sequence[Any]]) -> None:
