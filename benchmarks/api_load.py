@@ -120,22 +120,37 @@ def list_queries(token: str) -> dict[int, int]:
     return counts
 
 
-def hammer(port: int, method: str, path: str, body: bytes | None, headers: dict[str, str], total: int, threads: int):
+def hammer(
+    port: int,
+    method: str,
+    path: str,
+    body: bytes | None,
+    headers: dict[str, str],
+    total: int,
+    threads: int,
+    timeout: float = 120.0,
+):
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     lock = threading.Lock()
     per_thread = total // threads
 
     def run() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
         local, codes = [], {}
         for _ in range(per_thread):
             start = time.perf_counter()
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            response.read()
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                response = conn.getresponse()
+                response.read()
+                status = response.status
+            except TimeoutError:  # counted as an answer that never came (the run then stops with the statuses)
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+                status = 0
             local.append(time.perf_counter() - start)
-            codes[response.status] = codes.get(response.status, 0) + 1
+            codes[status] = codes.get(status, 0) + 1
         conn.close()
         with lock:
             latencies.extend(local)
