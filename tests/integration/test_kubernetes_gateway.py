@@ -20,7 +20,8 @@ from allocations.gateways.base import (
     PermanentGatewayError,
     TransientGatewayError,
 )
-from allocations.gateways.kubernetes import KubernetesGateway, covers
+from allocations.gateways.kubernetes import KubernetesGateway
+from allocations.gateways.kubernetes_readings import covers
 from gpucore.manifests import is_request_owned, render_request_objects
 from tests.gpucore.manifests.cases import context
 from tests.integration.k8s_emulator import APPLY_PATCH, EmulatedCluster
