@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -70,11 +70,13 @@ def cost_over_time_figure(
     drill_down: Callable[[str, str], str] | None = None,
     group_label: str = "team",
     budget: Decimal | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Cost per month stacked by group; idle capacity, when shown, is a line on its own axis so teams keep scale.
 
     ``drill_down(month, group)`` gives each bar's link to the requests behind it (``customdata``; dashboards.js
-    follows it on click). Written as plain plotly JSON: 50 teams x 12 months through plotly's validators took
+    follows it on click); ``names`` gives a group's display name (teams and tiers by name, their colour and link still
+    by slug). Written as plain plotly JSON: 50 teams x 12 months through plotly's validators took
     longer than reading the data behind them.
     """
     _, rows = table
@@ -84,13 +86,14 @@ def cost_over_time_figure(
         by_group[group][month] = float(amount)
     data: list[dict[str, Any]] = []
     for group in sorted(g for g in by_group if g != IDLE_LABEL):
+        name = (names or {}).get(group, group)
         trace = {
             "type": "bar",
-            "name": group,
+            "name": name,
             "x": months,
             "y": [by_group[group].get(m, 0.0) for m in months],
             "marker": {"color": series_colour(group)},
-            "hovertemplate": f"{group}<br>%{{x}}: %{{y:,.2f}} {currency}<extra></extra>",
+            "hovertemplate": f"{name}<br>%{{x}}: %{{y:,.2f}} {currency}<extra></extra>",
         }
         if drill_down:
             trace["customdata"] = [drill_down(m, group) for m in months]
@@ -143,11 +146,14 @@ def cost_over_time_figure(
     return {"data": data, "layout": layout}
 
 
-def allocation_vs_utilization_figure(table: Table, budgets: dict[str, Any] | None = None) -> go.Figure:
+def allocation_vs_utilization_figure(
+    table: Table, budgets: dict[str, Any] | None = None, names: Mapping[str, str] | None = None
+) -> go.Figure:
     """Allocated against busy GPU-hours (measured hours x utilization) per group, utilization on top; each team's
-    GPU-hour budget for the range as a marker over its bars."""
+    GPU-hour budget for the range as a marker over its bars. ``names``: a group's display name (by slug)."""
     _, rows = table
-    groups = [r[0] for r in rows]
+    keys = [r[0] for r in rows]
+    groups = [(names or {}).get(key, key) for key in keys]
     fig = go.Figure()
     fig.add_bar(name="Allocated GPU-hours", x=groups, y=[r[1] for r in rows], marker_color="#2f6fed")
     fig.add_bar(name="Busy GPU-hours (measured)", x=groups, y=[r[3] or 0 for r in rows], marker_color="#76b900")
@@ -161,12 +167,12 @@ def allocation_vs_utilization_figure(table: Table, budgets: dict[str, Any] | Non
         textposition="top center",
         marker={"color": "#b7791f", "size": 10},
     )
-    budgeted = [g for g in groups if budgets and g in budgets]
+    budgeted = [(key, group) for key, group in zip(keys, groups, strict=True) if budgets and key in budgets]
     if budgeted:
         fig.add_scatter(
             name="Budget (GPU-hours)",
-            x=budgeted,
-            y=[float(budgets[g]) for g in budgeted],
+            x=[group for _, group in budgeted],
+            y=[float(budgets[key]) for key, _ in budgeted],
             mode="markers",
             marker={"symbol": "line-ew-open", "size": 36, "color": "#c53030", "line": {"width": 3, "color": "#c53030"}},
             hovertemplate="%{x}<br>budget %{y:,.0f} GPU-hours<extra></extra>",

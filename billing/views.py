@@ -159,6 +159,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     if query.group == "team":
         budgets = dashboards.team_budgets(teams=cost_teams_visible_to(request.user), months=len(query.months))
     drill_down = query.drill_down()
+    choices = dashboards.filter_choices(teams=cost_teams_visible_to(request.user))
+    names = dict(choices[query.group])
     money_budget = dashboards.money_budget(query=query, teams=cost_teams_visible_to(request.user))
     figures = {
         "cost-over-time": charts.cost_over_time_figure(
@@ -167,9 +169,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             drill_down=lambda month, group: drill_down(parse_month(month), group),
             group_label=group_label,
             budget=money_budget,
+            names=names,
         ),
         "allocation-vs-utilization": charts.allocation_vs_utilization_figure(
-            tables["allocation-vs-utilization"], budgets
+            tables["allocation-vs-utilization"], budgets, names
         ),
         "strategy-mix": charts.strategy_mix_figure(tables["strategy-mix"], currency),
         "pool-heatmap": charts.heatmap_figure(tables["pool-heatmap"]),
@@ -204,7 +207,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "currency": currency,
         "is_open": query.last >= this_month,
         "groups": GROUPS,
-        "filter_fields": _filter_fields(query, dashboards.filter_choices(teams=cost_teams_visible_to(request.user))),
+        "filter_fields": _filter_fields(query, choices),
         "quarters": [quarter_label(add_months(this_month, -3 * n)) for n in range(8)],
         "query_string": urlencode(query.params()),
         "previous": query.url(month=f"{add_months(query.first, -1):%Y-%m}", period="month"),

@@ -13,6 +13,7 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
+from allocations.models import SlaTier
 from billing import charts
 from billing.costs.dashboard_query import DashboardQueryError, parse_dashboard_query
 from billing.costs.services import monthly_reports_close
@@ -80,7 +81,7 @@ def test_grouping_filtering_and_the_drill_down_links(october, client) -> None:
     assert _csv(client, "cost-per-request", period="custom", **{"from": "2026-07", "to": "2026-09"}) == []
     page = client.get(reverse("billing:dashboard"), {"month": "2026-10"})
     figure = json.loads(next(p for p in page.context["panels"] if p["id"] == "cost-over-time")["figure"])
-    vision = next(trace for trace in figure["data"] if trace["name"] == "vision")
+    vision = next(trace for trace in figure["data"] if trace["name"] == "Vision")  # the legend names the team
     link = vision["customdata"][vision["x"].index("2026-10")]
     assert "period=month" in link and "month=2026-10" in link and "team=vision" in link
     drilled = client.get(reverse("billing:dashboard") + link.split("#")[0])
@@ -97,10 +98,10 @@ def test_idle_is_its_own_axis_and_colours_are_stable(october, client) -> None:
     idle = [t for t in figure["data"] if t["name"].startswith("Idle capacity")]
     assert idle and idle[0]["yaxis"] == "y2" and figure["layout"]["yaxis"]["rangemode"] == "tozero"
     colours = {t["name"]: t["marker"]["color"] for t in figure["data"] if t["type"] == "bar"}
-    assert colours["vision"] == charts.series_colour("vision") != charts.series_colour("nlp") == colours["nlp"]
+    assert colours["Vision"] == charts.series_colour("vision") != charts.series_colour("nlp") == colours["NLP"]
     client.force_login(october.member)  # another viewer, only vision: the same colour
     mine = json.loads(client.get(reverse("billing:dashboard"), {"month": "2026-10"}).context["panels"][0]["figure"])
-    assert [t["marker"]["color"] for t in mine["data"]] == [colours["vision"]]
+    assert [t["marker"]["color"] for t in mine["data"]] == [colours["Vision"]]
 
 
 def test_budget_marks_and_empty_states(october, client) -> None:
@@ -108,7 +109,7 @@ def test_budget_marks_and_empty_states(october, client) -> None:
     page = client.get(reverse("billing:dashboard"), {"month": "2026-10"})
     allocation = json.loads(next(p for p in page.context["panels"] if p["id"] == "allocation-vs-utilization")["figure"])
     budget = next(t for t in allocation["data"] if t["name"] == "Budget (GPU-hours)")
-    assert budget["x"] == ["vision"] and budget["y"] == [100.0]
+    assert budget["x"] == ["Vision"] and budget["y"] == [100.0]
     TeamBudget.objects.create(team=october.team, monthly_amount=Decimal("120.00"))
     page = client.get(reverse("billing:dashboard"), {"month": "2026-10"})
     cost = json.loads(page.context["panels"][0]["figure"])
@@ -127,3 +128,17 @@ def test_a_closed_month_is_read_once_then_from_the_cache(october, client, django
     with django_assert_max_num_queries(9):  # session, user, teams, the cache key's stamp; no report lines read
         again = _csv(client, "strategy-mix", month="2026-10")
     assert first == again and first[0]["cost"] == "50.00"
+
+
+def test_teams_and_tiers_are_named_in_the_legends_not_by_slug(october, client) -> None:
+    client.force_login(october.platform_admin)
+    page = client.get(reverse("billing:dashboard"), {"month": "2026-10", "group": "tier"})
+    cost = json.loads(page.context["panels"][0]["figure"])
+    allocation = json.loads(next(p for p in page.context["panels"] if p["id"] == "allocation-vs-utilization")["figure"])
+    slugs = set(SlaTier.objects.values_list("slug", flat=True))
+    names = set(SlaTier.objects.values_list("name", flat=True))
+    legend = {t["name"] for t in cost["data"] if t["type"] == "bar"}
+    assert legend and legend <= names and not legend & slugs
+    assert set(allocation["data"][0]["x"]) <= names
+    link = cost["data"][0]["customdata"][0]  # the click-through still filters by slug
+    assert any(f"tier={slug}" in link for slug in slugs)
