@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from allocations import team_views, views
+from allocations import cluster_views, team_views, views
 from allocations.mig_plans import views as mig_views
 
 app_name = "allocations"
@@ -29,9 +29,9 @@ urlpatterns = [
     path(
         "teams/<slug:slug>/members/<int:user_id>/remove/", team_views.team_member_remove_view, name="team-member-remove"
     ),
-    path("clusters/", views.cluster_list, name="cluster-list"),
-    path("clusters/<slug:name>/", views.cluster_detail, name="cluster-detail"),
-    path("clusters/<slug:name>/sync/", views.cluster_sync, name="cluster-sync"),
+    path("clusters/", cluster_views.cluster_list, name="cluster-list"),
+    path("clusters/<slug:name>/", cluster_views.cluster_detail, name="cluster-detail"),
+    path("clusters/<slug:name>/sync/", cluster_views.cluster_sync, name="cluster-sync"),
     path("clusters/<slug:name>/pools/<slug:pool>/mig/", mig_views.mig_pool, name="mig-pool"),
     path(
         "clusters/<slug:name>/pools/<slug:pool>/mig/<int:pk>/<slug:action>/",

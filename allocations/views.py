@@ -29,16 +29,12 @@ from allocations.forms import (
 from allocations.lifecycle import InvalidTransition
 from allocations.models import (
     AllocationExtension,
-    Cluster,
-    ClusterBackend,
     GpuRequest,
     RequestStatus,
 )
 from allocations.pages import (
     REQUEST_LIST_DEFAULT_SORT,
     approval_queue,
-    cluster_detail_overview,
-    cluster_overview_rows,
     global_search,
     gpu_request_actions,
     gpu_request_clone_initial,
@@ -53,7 +49,6 @@ from allocations.placement import place
 from allocations.selectors import (
     ON_CLUSTER_STATUSES,
     allocation_extensions_visible_to,
-    clusters_visible_to,
     gpu_request_access,
     gpu_request_detail,
     gpu_request_workload_live,
@@ -63,7 +58,6 @@ from allocations.selectors import (
     user_is_approver,
 )
 from allocations.services import (
-    cluster_inventory_sync_queue,
     form_submission_claim,
     form_submission_done,
     gpu_request_approve,
@@ -73,6 +67,7 @@ from allocations.services import (
     gpu_request_release,
     gpu_request_submit,
 )
+from allocations.view_helpers import redirect_next, require_platform_admin
 from gpucore.decision import ProfileError, WorkloadProfile
 
 PAGE_SIZE = 25
@@ -315,7 +310,7 @@ def request_release(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def request_reapply(request: HttpRequest, pk: int) -> HttpResponse:
     """Platform approvers: hand a failed or active request back to provisioning (objects applied again)."""
-    _require_platform_admin(request)
+    require_platform_admin(request)
     return _act_on_request(request, pk, gpu_request_reapply, "was handed back to provisioning")
 
 
@@ -325,11 +320,6 @@ def request_reapply(request: HttpRequest, pk: int) -> HttpResponse:
 def _require_approver(request: HttpRequest) -> None:
     if not user_is_approver(request.user):
         raise PermissionDenied("Only platform approvers can see the approval queue.")
-
-
-def _require_platform_admin(request: HttpRequest) -> None:
-    if not user_is_approver(request.user):
-        raise PermissionDenied("Only platform admins (approvers and staff) can do that.")
 
 
 @login_required
@@ -357,16 +347,8 @@ def _pending(request: HttpRequest) -> Any:
     return gpu_requests_visible_to(user=request.user).filter(status=RequestStatus.PENDING_APPROVAL)
 
 
-def _redirect_next(request: HttpRequest, fallback: str, **kwargs: Any) -> HttpResponse:
-    """Back to the posted ``next`` when it is a path on this site, else to ``fallback``."""
-    target = request.POST.get("next", "")
-    if target.startswith("/") and not target.startswith("//"):
-        return redirect(target)
-    return redirect(fallback, **kwargs)
-
-
 def _after_review(request: HttpRequest) -> HttpResponse:
-    return _redirect_next(request, "allocations:approvals")
+    return redirect_next(request, "allocations:approvals")
 
 
 @login_required
@@ -470,51 +452,6 @@ def extension_review(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.success(request, f"{label} was {'approved' if approve else 'rejected'}.")
     return _after_review(request)
-
-
-# --- Clusters (platform admins) ----------------------------------------------------------------------------------
-
-
-@login_required
-def cluster_list(request: HttpRequest) -> HttpResponse:
-    """Every cluster: pools, GPUs, units allocated, last inventory sync and drift (platform admins)."""
-    _require_platform_admin(request)
-    return render(request, "allocations/cluster_list.html", {"rows": cluster_overview_rows(user=request.user)})
-
-
-@login_required
-def cluster_detail(request: HttpRequest, name: str) -> HttpResponse:
-    """One cluster: capacity per pool (configured, observed, allocated, free), drift, and its GPU Operator configs."""
-    _require_platform_admin(request)
-    try:
-        context = cluster_detail_overview(user=request.user, name=name)
-    except Cluster.DoesNotExist as exc:
-        raise Http404("No such cluster.") from exc
-    return render(request, "allocations/cluster_detail.html", context)
-
-
-@login_required
-@require_POST
-def cluster_sync(request: HttpRequest, name: str) -> HttpResponse:
-    """Queue an inventory sync of this cluster now and go back to the page."""
-    _require_platform_admin(request)
-    try:
-        cluster = clusters_visible_to(user=request.user).get(name=name)
-    except Cluster.DoesNotExist as exc:
-        raise Http404("No such cluster.") from exc
-    if cluster.backend != ClusterBackend.KUBERNETES:
-        messages.info(
-            request,
-            f"{cluster.name} is a GitOps tree: the portal cannot read its nodes, so there is no inventory to sync.",
-        )
-    else:
-        cluster_inventory_sync_queue(acting_user=request.user, cluster=cluster)
-        messages.success(
-            request,
-            f"Inventory sync queued: the GPU nodes of {cluster.name} are read into its node pools. "
-            "Reload in a moment to see the result.",
-        )
-    return _redirect_next(request, "allocations:cluster-detail", name=cluster.name)
 
 
 @login_required
