@@ -57,5 +57,10 @@ def mig_pool_for(*, user: AbstractBaseUser, cluster: str, pool: str) -> NodePool
 
 
 def mig_plans_of_pool(*, pool: NodePool) -> QuerySet[MigPlan]:
-    """The pool's MIG plans, newest first, with their events."""
-    return MigPlan.objects.filter(pool=pool).select_related("created_by", "approved_by").prefetch_related("events")
+    """The pool's MIG plans, newest first, with their pool, cluster, GPU model, people and events in a fixed number
+    of queries whatever the number of plans."""
+    return (
+        MigPlan.objects.filter(pool=pool)
+        .select_related("pool__cluster", "pool__gpu_model", "created_by", "approved_by")
+        .prefetch_related("events")
+    )
