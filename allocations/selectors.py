@@ -261,7 +261,8 @@ def allocation_intervals(
     or expired without one, its last status change. Approval alone holds quota, not GPUs. The requests come with
     team, SLA tier and pool (and the pool's GPU model) loaded; ``teams`` keeps only theirs.
 
-    Read for every request of a month, the frozen spec (about 4 KB of rationale and alternatives each) is not loaded:
+    Read for every request of a month, the frozen spec (about 4 KB of rationale and alternatives each) and the
+    manifests (as much again) are not loaded:
     each request carries ``held_spec``, the keys ``allocation_spec_of`` reads (``GpuRequest.ALLOCATION_SPEC_KEYS``),
     and reading ``spec`` itself costs a query per request (issue #15: the JSON was half of a home page's time).
     """
@@ -275,7 +276,7 @@ def allocation_intervals(
         .filter(Q(activated_at__lt=end) | Q(activated_at__isnull=True, provisioning_started__lt=end))
         .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
         .select_related("team", "sla_tier", "node_pool__gpu_model")
-        .defer("spec", "purpose", "command", "status_detail")
+        .defer("spec", "manifests", "purpose", "command", "status_detail")
         .annotate(held_spec=JSONObject(**{key: KeyTransform(key, "spec") for key in GpuRequest.ALLOCATION_SPEC_KEYS}))
         .order_by("pk")
     )

@@ -18,3 +18,37 @@ class BillingConfig(AppConfig):
             post_delete.connect(
                 bump_reference_version, sender=model, dispatch_uid=f"reference-version-del-{model.__name__}"
             )
+
+        from allocations.models import (
+            Cluster,
+            GpuModel,
+            GpuRequest,
+            MigProfileDefinition,
+            NodePool,
+            RequestEvent,
+            SlaTier,
+            Team,
+        )
+        from billing.costs.month_to_date import pricing_inputs_changed, team_inputs_changed
+        from billing.models import ImportedUsage, SlaMultiplier
+
+        # The month-to-date curves each process keeps (billing.costs.month_to_date): a team's rebuild when its
+        # requests, their events or its imported usage change; everyone's when what prices allocations changes.
+        for model in (GpuRequest, RequestEvent, ImportedUsage):
+            post_save.connect(team_inputs_changed, sender=model, dispatch_uid=f"month-to-date-{model.__name__}")
+            post_delete.connect(team_inputs_changed, sender=model, dispatch_uid=f"month-to-date-del-{model.__name__}")
+        for model in (
+            PriceBook,
+            GpuPrice,
+            SlaMultiplier,
+            SlaTier,
+            GpuModel,
+            MigProfileDefinition,
+            Cluster,
+            NodePool,
+            Team,
+        ):
+            post_save.connect(pricing_inputs_changed, sender=model, dispatch_uid=f"month-to-date-{model.__name__}")
+            post_delete.connect(
+                pricing_inputs_changed, sender=model, dispatch_uid=f"month-to-date-del-{model.__name__}"
+            )

@@ -19,10 +19,12 @@ from django.utils import timezone
 from allocations.models import GpuModel, NodePool, Team
 from allocations.reference_cache import built_once
 from allocations.selectors import User, allocation_intervals, catalog_from_db, teams_of, user_is_approver
+from billing.costs.month_to_date import month_curves
 from billing.metering.selectors import usage_by_request
 from billing.models import BudgetNotice, ImportedUsage, MonthlyReport, PriceBook, ReportStatus, TeamBudget
-from gpucore.budget import RUN_RATE_WINDOW_HOURS, MoneyBudgetState, money_budget_state, spend_between
+from gpucore.budget import RUN_RATE_WINDOW_HOURS, MoneyBudgetState, money_budget_state
 from gpucore.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
+from gpucore.month_curves import MonthCurves, MonthSoFar, TeamSoFar
 from gpucore.pricing import catalog_hourly_rate, to_cents
 
 FINANCE_GROUP = "Finance"
@@ -141,10 +143,12 @@ def _pool_layout(pool: NodePool | None, mig_profile: str | None) -> dict[str, in
     return layout if layout and mig_profile in layout else None
 
 
-def request_allocations(*, start: datetime, end: datetime, teams: Iterable[Team] | None = None) -> list[Allocation]:
+def request_allocations(
+    *, start: datetime, end: datetime, teams: Iterable[Team] | None = None, with_usage: bool = True
+) -> list[Allocation]:
     """Requests that held GPUs in [start, end) (``allocations.selectors.allocation_intervals``), as allocations;
-    ``teams`` keeps only theirs."""
-    usage = usage_by_request(start=start, end=end)
+    ``teams`` keeps only theirs; ``with_usage`` False spares reading their measured use (no charge depends on it)."""
+    usage = usage_by_request(start=start, end=end) if with_usage else {}
     allocations = []
     for interval in allocation_intervals(start=start, end=end, teams=teams):
         req = interval.request
@@ -246,22 +250,80 @@ def month_chargeback(
     return chargeback_between(start=start, end=min(end, max(now, start)), share_idle=share_idle, for_teams=for_teams)
 
 
+def _build_month_curves(*, month: date, teams: list[Team] | None, share_idle: bool) -> MonthCurves:
+    """The curves of the month's chargeback (``gpucore.month_curves``): allocations still held run to its end."""
+    start, end = month_bounds(month)
+    periods = price_periods(until=end)
+    capacity = capacity_gpus_by_model()
+    fallback = catalog_fallback_rates()
+    chargeback = compute_chargeback(
+        [
+            *request_allocations(start=start, end=end, teams=teams, with_usage=False),
+            *imported_allocations(start=start, end=end, teams=teams),
+        ],
+        window_start=start,
+        window_end=end,
+        periods=periods,
+        capacity_gpus=capacity,
+        fallback_rates=fallback,
+        share_idle=share_idle,
+        catalog=catalog_from_db(),
+    )
+    return MonthCurves.of_chargeback(chargeback, capacity_gpus=capacity, periods=periods, fallback_rates=fallback)
+
+
+def month_so_far(
+    *, now: datetime | None = None, for_teams: Iterable[Team] | None = None, share_idle: bool | None = None
+) -> MonthSoFar:
+    """This month's chargeback up to ``now``, as ``month_chargeback`` gives it, read from curves kept per process
+    until an input changes (``billing.costs.month_to_date``); each team's ``recent_amount`` is its spend in the
+    run-rate window (the last ``RUN_RATE_WINDOW_HOURS``, within the month).
+
+    ``for_teams``: only those teams' figures are wanted, each read from its own curves (unless idle cost is shared:
+    each team's share then depends on every allocation); the idle figures are then not the organisation's.
+    """
+    now = now or timezone.now()
+    month = now.astimezone(UTC).date().replace(day=1)
+    start, _ = month_bounds(month)
+    share_idle = share_idle_cost() if share_idle is None else share_idle
+    recent_since = max(start, now - timedelta(hours=int(RUN_RATE_WINDOW_HOURS)))
+    if share_idle or for_teams is None:
+        curves = month_curves(
+            team_id=None,
+            month=month,
+            share_idle=share_idle,
+            build=lambda: _build_month_curves(month=month, teams=None, share_idle=share_idle),
+        )
+        slugs = [] if for_teams is None else [team.slug for team in for_teams]
+        return curves.so_far(now, teams=slugs, recent_since=recent_since)
+    teams: dict[str, TeamSoFar] = {}
+    so_far = None
+    for team in for_teams:
+        curves = month_curves(
+            team_id=team.pk,
+            month=month,
+            share_idle=False,
+            build=lambda team=team: _build_month_curves(month=month, teams=[team], share_idle=False),
+        )
+        so_far = curves.so_far(now, teams=[team.slug], recent_since=recent_since)
+        teams[team.slug] = so_far.teams[team.slug]
+    return MonthSoFar(start=start, end=so_far.end if so_far else now, teams=teams, idle_cost={}, idle_shared=False)
+
+
 def team_budget_states(
-    *, teams: Iterable[Team], now: datetime | None = None, chargeback: Chargeback | None = None
+    *, teams: Iterable[Team], now: datetime | None = None, so_far: MonthSoFar | None = None
 ) -> dict[int, MoneyBudgetState]:
     """Team id -> this month's spend against its money budget (``None`` budget when it has none), with the run-rate
-    projection to month end at the last day's pace; one chargeback of the month for all of them (pass
-    ``chargeback`` when already made)."""
+    projection to month end at the last day's pace; from ``month_so_far`` (pass ``so_far`` when already read)."""
     teams = list(teams)
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
     start, end = month_bounds(month)
-    charge = chargeback or month_chargeback(month=month, now=now, for_teams=teams)
+    so_far = so_far or month_so_far(now=now, for_teams=teams)
     budgets = {b.team_id: b for b in TeamBudget.objects.filter(team__in=[team.pk for team in teams])}
     states = {}
-    pace_since = max(start, now - timedelta(hours=int(RUN_RATE_WINDOW_HOURS)))
     for team in teams:
-        team_charge = charge.teams.get(team.slug)
+        team_charge = so_far.teams.get(team.slug)
         budget = budgets.get(team.pk)
         states[team.pk] = money_budget_state(
             spent=to_cents(team_charge.total) if team_charge else Decimal("0.00"),
@@ -270,7 +332,7 @@ def team_budget_states(
             month_end=end,
             now=now,
             # The last day's allocations, from the same chargeback: the pace the projection extrapolates.
-            recent_spend=spend_between(team_charge.lines, start=pace_since, end=now) if team_charge else Decimal(0),
+            recent_spend=team_charge.recent_amount if team_charge else Decimal(0),
             **({"thresholds_pct": budget.thresholds_pct} if budget else {}),
         )
     return states
@@ -281,9 +343,9 @@ def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, 
     its money budget (``money``: a ``MoneyBudgetState`` with the run-rate projection to month end)."""
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
-    chargeback = month_chargeback(month=month, now=now, for_teams=[team])
-    charge = chargeback.teams.get(team.slug)
-    gpu_hours = charge.allocated_gpu_hours if charge else Decimal(0)
+    so_far = month_so_far(now=now, for_teams=[team])
+    charge = so_far.teams.get(team.slug)
+    gpu_hours = charge.gpu_hours if charge else Decimal(0)
     budget = team.monthly_gpu_hour_budget
     return {
         "month": month,
@@ -293,34 +355,34 @@ def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, 
         "budget": budget,
         "budget_used_pct": round(gpu_hours / budget * 100, 1) if budget else None,
         "over_budget": bool(budget is not None and gpu_hours > budget),
-        "money": team_budget_states(teams=[team], now=now, chargeback=chargeback)[team.pk],
+        "money": team_budget_states(teams=[team], now=now, so_far=so_far)[team.pk],
         "notices": list(BudgetNotice.objects.filter(team=team, month=month).order_by("threshold_pct")),
     }
 
 
 def home_costs(*, user: User, teams: Iterable[Team], now: datetime | None = None) -> dict[str, Any]:
-    """The home page's money, from one chargeback of the month so far: each of ``teams``' budget state (team id ->
+    """The home page's money, from one reading of the month so far: each of ``teams``' budget state (team id ->
     ``MoneyBudgetState``), and for those who see every team's costs the month's spend and idle cost."""
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
     teams = list(teams)
     sees_all = user_can_view_all_costs(user)
-    if not teams and not sees_all:  # nothing of money to show: spare the month's chargeback
+    if not teams and not sees_all:  # nothing of money to show
         return {"budgets": {}, "month_costs": None, "currency": settings.PORTAL_CURRENCY}
-    chargeback = month_chargeback(month=month, now=now, for_teams=None if sees_all else teams)
+    so_far = month_so_far(now=now, for_teams=None if sees_all else teams)
     fleet = None
     if sees_all:
-        allocated = sum((charge.total for charge in chargeback.teams.values()), Decimal(0))
+        allocated = sum((charge.total for charge in so_far.teams.values()), Decimal(0))
         # With idle cost shared, teams' totals already carry it: the month's spend is the allocated part plus idle.
-        idle = Decimal(0) if chargeback.idle_shared else chargeback.total_idle_cost
+        idle = Decimal(0) if so_far.idle_shared else so_far.total_idle_cost
         fleet = {
             "month": month,
             "spent": to_cents(allocated),
-            "idle": to_cents(chargeback.total_idle_cost),
+            "idle": to_cents(so_far.total_idle_cost),
             "total": to_cents(allocated + idle),
         }
     return {
-        "budgets": team_budget_states(teams=teams, now=now, chargeback=chargeback),
+        "budgets": team_budget_states(teams=teams, now=now, so_far=so_far),
         "month_costs": fleet,
         "currency": settings.PORTAL_CURRENCY,
     }

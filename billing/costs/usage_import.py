@@ -27,6 +27,7 @@ from django.utils.dateparse import parse_datetime
 
 from allocations.models import GpuModel, Team
 from allocations.selectors import User
+from billing.costs.month_to_date import month_to_date_changed
 from billing.costs.selectors import catalog_models_by_name, last_closed_month, month_bounds
 from billing.models import ImportedUsage
 from gpucore.catalog import CatalogError
@@ -438,5 +439,6 @@ def usage_import(
             # Raised inside the transaction: the staged rows go with it.
             raise ValidationError({"rows": problems.messages()})
         count = _insert_staged(source_name=source_name, now=timezone.now())
+        month_to_date_changed()  # rows written in SQL, past the signals that keep the month so far
     logger.info("Imported %s usage rows from %s by %s", count, source_name or "CSV", acting_user)
     return count
