@@ -1,7 +1,7 @@
 """The broker restarted without persistence while work is queued: the reconcile sweeper finishes it.
 
 A Redis of the test's own (``--save "" --appendonly no``, on a free port; the shared one is never touched) is the
-broker. One ``--pool=solo`` worker (``test_celery_worker``'s) is busy with the first of 20 approved requests, its apply
+broker. One ``--pool=solo`` worker (from ``celery_workers``) is busy with the first of 20 approved requests, its apply
 held in the emulated API server; the other 19 provisioning messages wait in Redis, with the teardowns of five running
 requests released meanwhile. Redis is then restarted: the queued messages, and the in-flight one's unacknowledged
 entry, are gone; while it is down an approver approves one more request over the API (the approval stands; its
@@ -33,20 +33,20 @@ from allocations.models import GpuRequest, RequestStatus
 from allocations.provisioning import STUCK_AFTER, gpu_request_provision
 from allocations.services import gpu_request_approve, gpu_request_release
 from tests.factories import DemoOrg
-from tests.integration.k8s_emulator import EmulatedCluster
-from tests.integration.test_celery_worker import (  # noqa: F401 (fixtures)
+from tests.integration.celery_workers import (  # noqa: F401 (fixtures)
     PROVISIONED_ONCE,
     TASK_TIMEOUT_S,
     Workers,
-    _job_path,
-    _owned_objects,
-    _reset_routing,
-    _submit,
-    _transitions,
-    _wait_for,
     cluster,
+    job_path_of,
     org,
+    owned_objects_of,
+    reset_task_routing,
+    submit_training_request,
+    transitions_of,
+    wait_for,
 )
+from tests.integration.k8s_emulator import EmulatedCluster
 
 REQUESTS = 20
 RELEASED = 5  # requests running before, released while the approvals wait: their teardowns are queued too
@@ -120,7 +120,7 @@ def broker(tmp_path: Path) -> Iterator[EphemeralRedis]:
 
 @pytest.fixture
 def workers_on(broker: EphemeralRedis, transactional_db: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """``test_celery_worker``'s workers, and this process's publishing, on the test's own broker's default queue."""
+    """The workers of ``celery_workers``, and this process's publishing, on the test's own broker's default queue."""
     from portal.celery import app
 
     # Celery reads CELERY_BROKER_URL from the environment before its configuration.
@@ -146,7 +146,7 @@ def workers_on(broker: EphemeralRedis, transactional_db: None, tmp_path: Path, m
 
 def _reset_publishing(app: Any) -> None:
     """Forget the routes and the connection pools Celery caches, so the next publish uses the current broker."""
-    _reset_routing(app)
+    reset_task_routing(app)
     # Celery's pools live in kombu's registries, keyed by broker URL: closing one there without clearing the
     # registries left a closed pool behind for every later publish to that broker ("Acquire on closed pool").
     kombu.pools.reset()
@@ -158,11 +158,11 @@ def _running_before(demo: DemoOrg, emulated: EmulatedCluster, broker: EphemeralR
     """Requests provisioned before the test's story starts (by the services, as a worker would have run them)."""
     running = []
     for _ in range(RELEASED):
-        request = _submit(demo, emulated)
+        request = submit_training_request(demo, emulated)
         gpu_request_approve(request=request, acting_user=demo.approver, comment="earlier")
         gpu_request_provision(request_id=request.pk)
         request.refresh_from_db()
-        assert request.status == RequestStatus.ACTIVE and _owned_objects(emulated, request)
+        assert request.status == RequestStatus.ACTIVE and owned_objects_of(emulated, request)
         running.append(request)
     broker.flush()  # their provisioning messages were taken long ago
     return running
@@ -190,9 +190,9 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approval_and_release(
     org.pool.node_count = 4  # 32 GPUs: room for all
     org.pool.save(update_fields=["node_count"])
     running = _running_before(org, cluster, broker)
-    requests = [_submit(org, cluster) for _ in range(REQUESTS)]
-    approved_in_outage = _submit(org, cluster)
-    busy = cluster.delay("PATCH", _job_path(requests[0]), seconds=TASK_TIMEOUT_S * 3, outlive_client=True)
+    requests = [submit_training_request(org, cluster) for _ in range(REQUESTS)]
+    approved_in_outage = submit_training_request(org, cluster)
+    busy = cluster.delay("PATCH", job_path_of(requests[0]), seconds=TASK_TIMEOUT_S * 3, outlive_client=True)
     worker = workers_on.start()
     for request in requests:
         gpu_request_approve(request=request, acting_user=org.approver, comment="batch")
@@ -200,7 +200,7 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approval_and_release(
     for request in running:
         gpu_request_release(request=request, acting_user=org.member, comment="done")
     queued = REQUESTS - 1 + RELEASED
-    _wait_for(lambda: broker.queued(workers_on.queue) == queued, f"{queued} messages queued", workers_on)
+    wait_for(lambda: broker.queued(workers_on.queue) == queued, f"{queued} messages queued", workers_on)
 
     broker.stop()
     # An approver approves while Redis is down: the approval stands, its message cannot be sent.
@@ -214,7 +214,7 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approval_and_release(
     lost = queued - broker.queued(workers_on.queue)
     requests.append(approved_in_outage)
     busy.release()  # the worker finishes what it had in hand, on a broker that forgot it
-    _wait_for(lambda: _statuses(requests)[RequestStatus.ACTIVE] == 1, "the in-flight request to activate", workers_on)
+    wait_for(lambda: _statuses(requests)[RequestStatus.ACTIVE] == 1, "the in-flight request to activate", workers_on)
     assert worker.process.poll() is None, "the worker survives the broker's restart"
     after_restart = _statuses(requests)
     assert after_restart == {RequestStatus.ACTIVE: 1, RequestStatus.APPROVED: REQUESTS}, after_restart
@@ -225,14 +225,14 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approval_and_release(
     stuck.update(updated_at=F("updated_at") - STUCK_AFTER - timedelta(seconds=1))
     swept_at = time.monotonic()
     reconcile_requests.apply_async()
-    _wait_for(
+    wait_for(
         lambda: _statuses(requests)[RequestStatus.ACTIVE] == len(requests),
         "the sweeper's re-queued provisioning to activate every request",
         workers_on,
         timeout=TASK_TIMEOUT_S * 3,
     )
-    _wait_for(
-        lambda: not any(_owned_objects(cluster, request) for request in running),
+    wait_for(
+        lambda: not any(owned_objects_of(cluster, request) for request in running),
         "the sweeper's re-queued teardowns to delete the released requests' Jobs",
         workers_on,
     )
@@ -240,11 +240,11 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approval_and_release(
 
     problems = []
     for request in requests:
-        objects = _owned_objects(cluster, request)
+        objects = owned_objects_of(cluster, request)
         if objects != [("Job", request.team.namespace, f"gpr-{request.pk}")]:
             problems.append(f"request {request.pk}: objects {objects}")
-        if _transitions(request) != PROVISIONED_ONCE:
-            problems.append(f"request {request.pk}: events {dict(_transitions(request))}")
+        if transitions_of(request) != PROVISIONED_ONCE:
+            problems.append(f"request {request.pk}: events {dict(transitions_of(request))}")
     figure = (
         f"broker restarted without persistence with {REQUESTS - 1} provisioning and {RELEASED} teardown messages "
         f"queued ({lost} lost) and "

@@ -15,7 +15,7 @@ from billing.models import BudgetNotice
 from tests.billing.chat_webhook import start_chat_webhook_server
 from tests.billing.cost_helpers import held_request
 from tests.factories import TeamBudgetFactory, build_demo_org
-from tests.integration.test_celery_worker import Workers, workers  # noqa: F401 (the fixture)
+from tests.integration.celery_workers import Workers, workers  # noqa: F401 (the fixture)
 
 pytestmark = [
     pytest.mark.integration,

@@ -3,7 +3,7 @@
 Duplicates are normal: the reconcile sweeper re-queues a request left in ``approved`` for ``STUCK_AFTER`` while its
 first message may only be waiting behind a backlog, and Redis re-delivers a message whose worker died. Here the
 approval's own message and a second one (as the sweeper sends) are taken by two ``--pool=solo`` workers
-(``test_celery_worker``'s) while the test holds the request's row lock, so both read the request as ``approved`` and
+(from ``celery_workers``) while the test holds the request's row lock, so both read the request as ``approved`` and
 both wait to start it; the lock is then let go. Both tasks must succeed, with one ``provisioning`` and one ``active``
 event, one Job, and no error left on the request.
 """
@@ -20,22 +20,22 @@ from allocations.models import GpuRequest, RequestStatus
 from allocations.services import gpu_request_approve
 from allocations.tasks import provision_request
 from tests.factories import DemoOrg
-from tests.integration.k8s_emulator import EmulatedCluster
-from tests.integration.test_celery_worker import (  # noqa: F401 (fixtures)
+from tests.integration.celery_workers import (  # noqa: F401 (fixtures)
     PROVISIONED_ONCE,
     Worker,
     Workers,
-    _database_url,
-    _job_path,
-    _owned_objects,
-    _patches,
-    _submit,
-    _transitions,
-    _wait_for,
     cluster,
+    job_path_of,
     org,
+    owned_objects_of,
+    patches_to,
+    submit_training_request,
+    transitions_of,
+    wait_for,
+    worker_database_url,
     workers,
 )
+from tests.integration.k8s_emulator import EmulatedCluster
 
 pytestmark = [
     pytest.mark.integration,
@@ -78,18 +78,18 @@ def test_two_deliveries_of_one_provisioning_at_once_provision_it_once(
     org: DemoOrg,  # noqa: F811
     record_property: pytest.RecordProperty,
 ) -> None:
-    request = _submit(org, cluster)
+    request = submit_training_request(org, cluster)
     gpu_request_approve(request=request, acting_user=org.approver, comment="ok")  # publishes the first message
     provision_request.delay(request.pk)  # the second, as the sweeper re-queues a request it finds still approved
 
     # The row lock holds both deliveries after they read the request as approved; let go, they race to start it.
-    with psycopg.connect(_database_url(), autocommit=True) as monitor, transaction.atomic():
+    with psycopg.connect(worker_database_url(), autocommit=True) as monitor, transaction.atomic():
         GpuRequest.objects.select_for_update().get(pk=request.pk)
         first, second = _start_together(workers, 2)
-        _wait_for(lambda: _lock_waiters(monitor) >= 2, "both workers to wait for the request's lock", workers)
+        wait_for(lambda: _lock_waiters(monitor) >= 2, "both workers to wait for the request's lock", workers)
     for worker in (first, second):
-        _wait_for(lambda w=worker: _finished(w.log()) >= 1, f"{worker.name}'s task to finish", workers)
-    _wait_for(lambda: GpuRequest.objects.get(pk=request.pk).status == RequestStatus.ACTIVE, "activation", workers)
+        wait_for(lambda w=worker: _finished(w.log()) >= 1, f"{worker.name}'s task to finish", workers)
+    wait_for(lambda: GpuRequest.objects.get(pk=request.pk).status == RequestStatus.ACTIVE, "activation", workers)
     time.sleep(0.5)  # anything a failed task would still write (its failure hook) lands before we look
 
     request.refresh_from_db()
@@ -97,12 +97,12 @@ def test_two_deliveries_of_one_provisioning_at_once_provision_it_once(
     received, succeeded = logs.count("provision_request[") - _finished(logs), logs.count(" succeeded in ")
     figure = (
         f"{received} deliveries of one approved request's provisioning at once on 2 workers: "
-        f"events {dict(_transitions(request))}, {succeeded} tasks succeeded, {logs.count(' raised ')} raised, "
-        f"{_patches(cluster, _job_path(request))} Job applies, detail {request.status_detail!r}"
+        f"events {dict(transitions_of(request))}, {succeeded} tasks succeeded, {logs.count(' raised ')} raised, "
+        f"{patches_to(cluster, job_path_of(request))} Job applies, detail {request.status_detail!r}"
     )
     print(f"\n{figure}")
     record_property("figure", figure)
     assert received >= 2 and succeeded == received, f"every delivery succeeds\n{workers.logs()}"
-    assert _transitions(request) == PROVISIONED_ONCE
-    assert _owned_objects(cluster, request) == [("Job", request.team.namespace, f"gpr-{request.pk}")]
+    assert transitions_of(request) == PROVISIONED_ONCE
+    assert owned_objects_of(cluster, request) == [("Job", request.team.namespace, f"gpr-{request.pk}")]
     assert request.status == RequestStatus.ACTIVE and "Error" not in request.status_detail, request.status_detail

@@ -1,7 +1,7 @@
 """A MIG plan's rollout through real Celery workers: the worker is SIGKILLed while the MIG manager reboots the node,
 and the replacement worker (the unacknowledged message redelivered) finishes the rollout from the stored step.
 
-The workers, the broker and the emulator are those of ``test_celery_worker`` (same fixtures); the fake MIG manager is
+The workers, the broker and the emulator are those of ``celery_workers`` (same fixtures); the fake MIG manager is
 ``test_mig_plan_rollout``'s, held in ``rebooting`` until the first worker is dead.
 """
 
@@ -17,8 +17,7 @@ from allocations.mig_plans.services import mig_plan_apply, mig_plan_approve, mig
 from allocations.models import GpuModel, MigNodeLayout, MigPlan, MigPlanStatus, RequestStatus, SharingMode
 from tests.allocations.test_mig_plan_rollout import FakeMigManager, _gpu_pod, _node
 from tests.factories import DemoOrg, GpuRequestFactory, NodePoolFactory
-from tests.integration.k8s_emulator import EmulatedCluster
-from tests.integration.test_celery_worker import (  # noqa: F401 (fixtures)
+from tests.integration.celery_workers import (  # noqa: F401 (fixtures)
     TASK_TIMEOUT_S,
     VISIBILITY_TIMEOUT_S,
     Workers,
@@ -26,6 +25,7 @@ from tests.integration.test_celery_worker import (  # noqa: F401 (fixtures)
     org,
     workers,
 )
+from tests.integration.k8s_emulator import EmulatedCluster
 
 pytestmark = [
     pytest.mark.integration,

@@ -1,6 +1,6 @@
 """The Celery worker SIGKILLed while 20 approved requests provision; a new worker finishes them, each exactly once.
 
-The workers, the broker and the emulated API server are ``test_celery_worker``'s (same fixtures), run as deployed
+The workers, the broker and the emulated API server come from ``celery_workers`` (same fixtures), run as deployed
 (``deploy/kubernetes/base/worker.yaml``: the prefork pool, ``--concurrency=2``). Twenty requests are approved at
 once, so twenty provisioning messages wait on Redis. The applies of the eighth and ninth requests' Jobs are held in
 the API server, one in each pool process; when both have arrived the worker (its whole process group) is SIGKILLed,
@@ -22,23 +22,23 @@ from allocations.models import GpuRequest, RequestStatus
 from allocations.services import gpu_request_approve
 from audit.models import AuditEvent
 from tests.factories import DemoOrg
-from tests.integration.k8s_emulator import EmulatedCluster
-from tests.integration.test_celery_worker import (  # noqa: F401 (fixtures)
+from tests.integration.celery_workers import (  # noqa: F401 (fixtures)
     PROVISIONED_ONCE,
     TASK_TIMEOUT_S,
     VISIBILITY_TIMEOUT_S,
     Workers,
-    _assert_shared_objects,
-    _job_path,
-    _owned_objects,
-    _patches,
-    _submit,
-    _transitions,
-    _wait_for,
+    assert_team_objects,
     cluster,
+    job_path_of,
     org,
+    owned_objects_of,
+    patches_to,
+    submit_training_request,
+    transitions_of,
+    wait_for,
     workers,
 )
+from tests.integration.k8s_emulator import EmulatedCluster
 
 pytestmark = [
     pytest.mark.integration,
@@ -75,10 +75,10 @@ def test_a_worker_killed_while_20_requests_provision_is_replaced_and_each_is_pro
     org.team.quotas.update(limit=REQUESTS)
     org.pool.node_count = 3
     org.pool.save(update_fields=["node_count"])
-    requests = [_submit(org, cluster) for _ in range(REQUESTS)]
+    requests = [submit_training_request(org, cluster) for _ in range(REQUESTS)]
     in_flight = [requests[index] for index in KILLED_DURING]
     held = [
-        cluster.delay("PATCH", _job_path(request), seconds=TASK_TIMEOUT_S * 4, outlive_client=True)
+        cluster.delay("PATCH", job_path_of(request), seconds=TASK_TIMEOUT_S * 4, outlive_client=True)
         for request in in_flight
     ]
     first = workers.start(AS_DEPLOYED)
@@ -101,7 +101,7 @@ def test_a_worker_killed_while_20_requests_provision_is_replaced_and_each_is_pro
     # As an orchestrator restarting the crashed pod: the new worker starts once the visibility timeout has passed.
     time.sleep(max(0.0, delivered_by + VISIBILITY_TIMEOUT_S + 0.5 - time.monotonic()))
     workers.start(AS_DEPLOYED)
-    _wait_for(
+    wait_for(
         lambda: _statuses(requests)[RequestStatus.ACTIVE] == REQUESTS,
         "every request to become active",
         workers,
@@ -116,16 +116,16 @@ def test_a_worker_killed_while_20_requests_provision_is_replaced_and_each_is_pro
     applies: Counter[int] = Counter()
     for request in requests:
         namespace = request.team.namespace
-        objects = _owned_objects(cluster, request)
+        objects = owned_objects_of(cluster, request)
         if objects != [("Job", namespace, f"gpr-{request.pk}")]:
             problems.append(f"request {request.pk}: objects {objects}")
-        transitions = _transitions(request)
+        transitions = transitions_of(request)
         if transitions != PROVISIONED_ONCE:
             problems.append(f"request {request.pk}: events {dict(transitions)}")
         if _audited_statuses(request) != AUDITED_ONCE:
             problems.append(f"request {request.pk}: audited status changes {dict(_audited_statuses(request))}")
-        applies[_patches(cluster, _job_path(request))] += 1
-    _assert_shared_objects(cluster, org.team.namespace)
+        applies[patches_to(cluster, job_path_of(request))] += 1
+    assert_team_objects(cluster, org.team.namespace)
     late_jobs = [cluster.get("Job", f"gpr-{r.pk}", r.team.namespace) for r in in_flight]
     figure = (
         f"{REQUESTS} approved requests, worker (prefork, 2 processes) SIGKILLed during the applies of requests "
