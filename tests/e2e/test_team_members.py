@@ -60,3 +60,30 @@ def test_the_navigation_with_teams_stays_on_one_line_at_1440(new_page, username:
     assert page.locator("nav.mainnav a", has_text="Teams").get_attribute("aria-current") == "page"
     assert page.evaluate(NAV_ROWS) == 1
     page.screenshot(path=f"/tmp/h13b-nav-{username}-1440.png")
+
+
+# The role control of a member row: where its select and its Change button sit, and the row's width against its card.
+ROLE_CONTROL = """() => {
+  const row = document.querySelector('#member-alice');
+  const select = row.querySelector('select[name=role]').getBoundingClientRect();
+  const change = row.querySelector('.member-role button').getBoundingClientRect();
+  const card = document.querySelector('#members').getBoundingClientRect();
+  const add = [...document.querySelectorAll('#member-add input[type=text], #member-add select, #member-add button')]
+    .map(el => el.getBoundingClientRect());
+  return {sameLine: change.top < select.bottom && select.top < change.bottom, selectWidth: select.width,
+          cardShare: card.width / document.querySelector('main').getBoundingClientRect().width,
+          addInside: add.every(r => r.left >= card.left && r.right <= card.right)};
+}"""
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_leads_role_control_sits_on_one_line(new_page, width: int) -> None:
+    page = new_page("dave")
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/teams/vision/")
+    layout = page.evaluate(ROLE_CONTROL)
+    assert layout["sameLine"], "the Change button wrapped under the role select"
+    assert layout["selectWidth"] >= 120 and layout["addInside"]
+    if width == 1440:  # Quotas and Members share the row: no empty column beside them
+        assert layout["cardShare"] > 0.45
+    page.locator("#members").screenshot(path=f"/tmp/hux-members-{width}.png")
