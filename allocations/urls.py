@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from allocations import cluster_views, team_views, views
+from allocations import cluster_views, team_views, views, workload_views
 from allocations.mig_plans import views as mig_views
 
 app_name = "allocations"
@@ -17,6 +17,7 @@ urlpatterns = [
     path("requests/<int:pk>/reapply/", views.request_reapply, name="request-reapply"),
     path("requests/<int:pk>/extend/", views.request_extend, name="request-extend"),
     path("requests/<int:pk>/status/", views.request_status, name="request-status"),
+    path("requests/<int:pk>/workload/", workload_views.request_workload, name="request-workload"),
     path("requests/<int:pk>/manifests.yaml", views.request_manifests_download, name="request-manifests"),
     path("approvals/", views.approval_list, name="approvals"),
     path("approvals/bulk/", views.approval_bulk, name="approval-bulk"),

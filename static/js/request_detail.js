@@ -3,6 +3,8 @@
  * "Refresh status" (and, while the request is approved or provisioning or its pod waits, a timer every 10 s) GETs
  * the status endpoint and swaps in the panel the server rendered (Django-escaped HTML from the same origin), the
  * manifests once they are rendered, and a note when the status changed (the actions then differ: reload).
+ * Each refresh also re-reads the "Use it" card's pods and events from the workload endpoint ("Read the cluster
+ * again" does only that); an unreachable cluster comes back as the server's message, not as a failure.
  */
 (function () {
   "use strict";
@@ -52,6 +54,35 @@
     }
   }
 
+  var access = document.getElementById("access");
+  var readCluster = document.getElementById("read-cluster");
+  var workloadState = document.getElementById("workload-state");
+  var workloadBusy = false;
+
+  function loadWorkload() {
+    if (!access || !access.dataset.workloadUrl || workloadBusy) return;
+    workloadBusy = true;
+    access.classList.add("is-loading");
+    fetch(access.dataset.workloadUrl, { headers: { "Accept": "application/json" }, credentials: "same-origin" })
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      })
+      .then(function (data) {
+        // Django-escaped HTML rendered by the same templates as the page, from the same origin.
+        document.getElementById("workload-pods").innerHTML = data.pods_html;
+        document.getElementById("workload-events").innerHTML = data.events_html;
+        if (workloadState) workloadState.textContent = "pods and events read " + new Date().toLocaleTimeString();
+      })
+      .catch(function (error) {
+        if (workloadState) workloadState.textContent = "Could not read pods and events (" + error.message + ")";
+      })
+      .then(function () {
+        workloadBusy = false;
+        access.classList.remove("is-loading");
+      });
+  }
+
   function schedule() {
     window.clearTimeout(timer);
     timer = polling ? window.setTimeout(load, POLL_MS) : null;
@@ -76,6 +107,7 @@
         panel.dataset.polling = polling ? "true" : "false";
         var now = new Date().toLocaleTimeString();
         setState((polling ? "Refreshing every 10 s · " : "") + "checked " + now);
+        loadWorkload();
       })
       .catch(function (error) {
         setState("Could not refresh (" + error.message + ")" + (polling ? "; trying again in 10 s." : "."));
@@ -88,6 +120,7 @@
       });
   }
 
+  if (readCluster) readCluster.addEventListener("click", function (event) { event.preventDefault(); loadWorkload(); });
   if (refresh) refresh.addEventListener("click", function () { window.clearTimeout(timer); load(); });
   document.addEventListener("visibilitychange", function () { if (!document.hidden && polling) load(); });
   schedule();

@@ -72,3 +72,32 @@ def test_an_active_request_shows_its_pods_events_and_commands(new_page) -> None:
     page.locator(".messages").wait_for()
     assert "Extension of 24 h asked" in page.locator(".messages").inner_text()
     assert training.extensions.get().status == ExtensionStatus.PENDING
+
+
+def test_refreshing_the_status_reads_the_pods_and_events_again(new_page) -> None:
+    training = GpuRequest.objects.get(name="resnet50-training")
+    pending = _pod(f"gpr-{training.pk}-0-x7k2p", training.pk)
+    pending["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
+    with EmulatedCluster.running() as cluster:
+        Cluster.objects.filter(name="demo").update(backend=ClusterBackend.KUBERNETES, api_endpoint=cluster.url)
+        cluster.put(pending)
+        page = new_page("alice")
+        page.goto(f"/requests/{training.pk}/")
+        assert "Pending" in page.locator("#pods").inner_text() and page.locator("#no-events").count() == 1
+
+        cluster.put(_pod(f"gpr-{training.pk}-0-x7k2p", training.pk))
+        cluster.put(_event("e1", f"gpr-{training.pk}-0-x7k2p", "Started", "Started container main"))
+        page.click("#refresh-status")
+        page.locator("#k8s-events").wait_for()
+        assert "Running" in page.locator("#pods").inner_text() and "Pending" not in page.locator("#pods").inner_text()
+        assert "Started container main" in page.locator("#k8s-events").inner_text()
+        assert "pods and events read" in page.locator("#workload-state").inner_text()
+
+    # The emulator is gone: reading again says so in the card, and the page around it stays.
+    page.click("#read-cluster")
+    page.locator("#cluster-unreachable").wait_for()
+    assert page.locator("#pods").count() == 0 and page.locator("#k8s-events").count() == 0
+    assert page.url.endswith(f"/requests/{training.pk}/")
+    for width, height in ((1440, 1000), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.locator("#access").screenshot(path=f"/tmp/hux-use-it-unreachable-{width}.png")

@@ -147,3 +147,61 @@ def test_an_outsider_sees_none_of_it(demo_org: DemoOrg, active: GpuRequest) -> N
     client.force_login(demo_org.outsider)
 
     assert client.get(reverse("allocations:request-detail", args=[active.pk])).status_code == 404
+
+
+def workload(user, request: GpuRequest) -> dict[str, Any]:
+    """What the page's refresh reads: the workload endpoint's JSON."""
+    client = Client()
+    client.force_login(user)
+    response = client.get(reverse("allocations:request-workload", args=[request.pk]))
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_the_refresh_reads_pods_and_events_again(
+    demo_org: DemoOrg, active: GpuRequest, cluster: EmulatedCluster
+) -> None:
+    on_kubernetes(active, cluster.url)
+    name = f"gpr-{active.pk}-5d9c7-x2kq"
+    cluster.put(pod(name, active.pk, "Pending"))
+    before = workload(demo_org.member, active)
+    assert [(p["name"], p["phase"]) for p in before["pods"]] == [(name, "Pending")] and before["events"] == []
+    assert 'id="no-events"' in before["events_html"]
+
+    ready = [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}]
+    cluster.put(pod(name, active.pk, "Running", conditions=ready))
+    cluster.put(event("e1", name, "Started", "Started container main", "2026-11-20T10:00:00Z"))
+    cluster.put(event("e2", "gpr-999-other", "Started", "another request's pod", "2026-11-20T10:01:00Z"))
+    after = workload(demo_org.member, active)
+
+    assert after["pods"] == [{"name": name, "phase": "Running", "ready": True, "reason": "", "message": ""}]
+    assert [(e["object"], e["reason"]) for e in after["events"]] == [(f"Pod/{name}", "Started")]
+    assert "phase-running" in after["pods_html"] and 'id="k8s-events"' in after["events_html"]
+    assert "Started container main" in after["events_html"] and "another request" not in after["events_html"]
+
+
+def test_the_refresh_of_an_unreachable_cluster_answers_its_message(demo_org: DemoOrg, active: GpuRequest) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    on_kubernetes(active, f"http://127.0.0.1:{closed}")
+
+    data = workload(demo_org.member, active)
+
+    assert data["observable"] and "could not be read just now" in data["error"] and data["pods"] == []
+    assert 'id="cluster-unreachable"' in data["pods_html"] and "k8s-events" not in data["events_html"]
+
+
+def test_the_refresh_of_a_gitops_request_says_why_there_are_no_pods(demo_org: DemoOrg, active: GpuRequest) -> None:
+    data = workload(demo_org.member, active)
+
+    assert not data["observable"] and "GitOps tree" in data["pods_html"] and data["pods"] == []
+
+
+def test_an_outsider_cannot_read_the_workload(demo_org: DemoOrg, active: GpuRequest, cluster: EmulatedCluster) -> None:
+    on_kubernetes(active, cluster.url)
+    client = Client()
+    client.force_login(demo_org.outsider)
+
+    assert client.get(reverse("allocations:request-workload", args=[active.pk])).status_code == 404
+    assert cluster.requests == []  # the cluster was not even asked
