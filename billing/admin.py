@@ -123,7 +123,17 @@ class TeamBudgetAdmin(AuditedAdminMixin, admin.ModelAdmin):
 class BudgetNoticeAdmin(admin.ModelAdmin):
     """Thresholds crossed and their delivery, written by ``billing.check_team_budgets``; read here."""
 
-    list_display = ["month", "team", "threshold_pct", "spent", "budget", "crossed_at", "emailed_at", "chat_sent_at"]
+    list_display = [
+        "month",
+        "team",
+        "threshold_pct",
+        "spent",
+        "budget",
+        "crossed_at",
+        "emailed_at",
+        "chat_sent_at",
+        "expired_at",
+    ]
     list_filter = ["month", "threshold_pct"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:

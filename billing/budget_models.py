@@ -88,6 +88,12 @@ class BudgetNotice(models.Model):
     emailed_at = models.DateTimeField(null=True, blank=True)
     chat_sent_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    expired_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Given up undelivered: too long after its month closed, or its team's budget was removed "
+        "(last_error says why).",
+    )
 
     class Meta:
         constraints = [

@@ -33,10 +33,22 @@ REQUEST_MARGIN = {"l": 240, "r": 20, "t": 24, "b": 40}
 STRATEGY_COLOURS = {"dedicated": "#2f6fed", "mig": "#76b900", "time-slicing": "#dd6b20"}
 
 
-def _layout(title: str, **extra: Any) -> dict[str, Any]:
+def _short(text: str, length: int) -> str:
+    """``text`` cut to ``length`` characters with an ellipsis (axis labels on a phone; hovers keep the full name)."""
+    return text if len(text) <= length else text[: length - 1] + "\u2026"
+
+
+def _narrow(layout: Mapping[str, Any] | None = None, trace: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What a chart changes on a narrow screen (a phone): ``dashboards.js`` merges ``layout`` into the figure's
+    layout and ``trace`` into each trace when the chart is drawn under 600 px wide, so axes keep a few short ticks
+    instead of crowding; kept in the figure's ``meta``, which plotly carries along without drawing it."""
+    return {"layout": dict(layout or {}), "trace": dict(trace or {})}
+
+
+def _layout(title: str, *, narrow: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     return {
         # The card's heading names the chart; the title stays in the figure's metadata for screen readers/exports.
-        "meta": {"title": title},
+        "meta": {"title": title, **({"narrow": narrow} if narrow else {})},
         "margin": {"l": 60, "r": 20, "t": 24, "b": 60},
         "height": 360,
         "paper_bgcolor": "#ffffff",
@@ -240,7 +252,32 @@ def heatmap_figure(table: Table) -> go.Figure:
             hovertemplate="%{y}<br>%{x}: %{z:.0f}%<extra></extra>",
         )
     )
-    fig.update_layout(**_layout("Utilization per pool by day"), xaxis={"type": "category", "nticks": 12})
+    # A phone: five day ticks as MM-DD at an angle, pool names without the cluster when there is one cluster, a thin
+    # colour bar.
+    step = max(1, -(-len(hours) // 5))
+    one_cluster = len({pool.split("/")[0] for pool in pools}) == 1
+    narrow = _narrow(
+        layout={
+            "margin": {"l": 8, "r": 8, "t": 16, "b": 56},
+            "xaxis": {
+                "tickmode": "array",
+                "tickvals": hours[::step],
+                "ticktext": [day[5:] for day in hours[::step]],
+                "tickangle": -45,
+            },
+            "yaxis": {
+                "automargin": True,
+                "tickmode": "array",
+                "tickvals": pools,
+                "ticktext": [_short(pool.split("/", 1)[-1] if one_cluster else pool, 14) for pool in pools],
+            },
+        },
+        trace={"colorbar": {"thickness": 10, "title": {"text": "%"}}},
+    )
+    fig.update_layout(
+        **_layout("Utilization per pool by day", narrow=narrow),
+        xaxis={"type": "category", "nticks": 12},
+    )
     return fig
 
 
@@ -264,9 +301,28 @@ def cost_per_request_figure(
             hovertemplate=f"%{{y}}<br>%{{x:,.2f}} {currency}<extra></extra>",
         )
     )
+    # A phone: the request's name cut short with its number (the team and the full name stay in the hover), a
+    # margin sized to them instead of 220 px, and four cost ticks.
+    narrow = _narrow(
+        layout={
+            "margin": {"l": 8, "r": 12, "t": 24, "b": 40},
+            "yaxis": {
+                "automargin": True,
+                "tickmode": "array",
+                "tickvals": labels,
+                "ticktext": [
+                    _short(str(r[2]), 14) + (f" #{r[request]}" if isinstance(r[request], int) else "") for r in ordered
+                ],
+            },
+            "xaxis": {"nticks": 4},
+        }
+    )
     fig.update_layout(
         **_layout(
-            "Cost per request", height=max(300, 26 * len(rows) + 90), margin={"l": 220, "r": 20, "t": 48, "b": 40}
+            "Cost per request",
+            height=max(300, 26 * len(rows) + 90),
+            margin={"l": 220, "r": 20, "t": 48, "b": 40},
+            narrow=narrow,
         ),
         xaxis={"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3", "rangemode": "tozero"},
     )

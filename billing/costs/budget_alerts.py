@@ -5,13 +5,18 @@ makes it idempotent), then delivers what is not delivered yet: one message per t
 reached, by email to the team's leads and, when the budget has a chat URL, to Slack or Teams through apprise. Each
 channel is marked on the notices when it succeeds, so a retry (or the next hourly run) finishes a failed channel and
 never repeats one that worked. Run by the Celery task ``billing.check_team_budgets`` (beat: hourly).
+
+A notice still undelivered when its month closes (a mail server or chat down on the last evening) is not dropped: the
+next runs deliver it late, once per channel, worded for the closed month with its final spend, for
+``LATE_DELIVERY_DAYS`` after the close. Past that (the month's reports have long said the same) or when the team's
+budget was removed, it expires: ``expired_at`` set and ``last_error`` saying why, visible in the admin.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import apprise
@@ -22,13 +27,20 @@ from django.db.models import Q
 from django.utils import timezone
 
 from allocations.models import Membership, Role, Team
-from billing.costs.selectors import team_budget_states
+from billing.costs.selectors import month_bounds, team_budget_states
 from billing.models import BudgetNotice, TeamBudget
 from gpucore.budget import MoneyBudgetState
 from gpucore.formatting import format_money
 from gpucore.pricing import to_cents
 
 logger = logging.getLogger(__name__)
+
+# How long after its month closed an undelivered alert is still delivered (late); then it expires with the reason.
+LATE_DELIVERY_DAYS = 7
+
+
+# A notice with a channel still owed.
+UNDELIVERED = Q(emailed_at__isnull=True) | Q(chat_sent_at__isnull=True)
 
 
 class ChatDeliveryError(Exception):
@@ -44,15 +56,28 @@ class BudgetCheckResult:
     emailed: int
     chatted: int
     failed: int
+    expired: int = 0
 
 
 def _money(amount: Decimal) -> str:
     return format_money(amount, settings.PORTAL_CURRENCY)  # the portal's one money format: 5,022.40 USD
 
 
-def budget_message(*, team: Team, state: MoneyBudgetState, threshold_pct: int, month: datetime) -> tuple[str, str]:
-    """The subject and body of the alert for ``threshold_pct`` (the highest threshold reached) of a team's budget."""
+def budget_message(
+    *, team: Team, state: MoneyBudgetState, threshold_pct: int, month: datetime, closed: bool = False
+) -> tuple[str, str]:
+    """The subject and body of the alert for ``threshold_pct`` (the highest threshold reached) of a team's budget;
+    ``closed``: the month is over and this alert comes late, with the month's final spend and no projection."""
     used = f"{state.used_pct:.0f} %" if state.used_pct is not None else "all"
+    if closed:
+        subject = f"[GPU Portal] {team.name} used {used} of its {month:%B %Y} GPU budget (late alert, month closed)"
+        body = (
+            f"{team.name} spent {_money(state.spent)} of its {_money(state.budget or Decimal(0))} GPU budget for "
+            f"{month:%B %Y} ({used}), crossing the {threshold_pct} % threshold.\n"
+            f"This alert could not be delivered before the month closed; the spend above is the month's final one.\n"
+            f"Thresholds that notify: {', '.join(f'{pct} %' for pct in state.thresholds_pct)}, each once a month."
+        )
+        return subject, body
     subject = f"[GPU Portal] {team.name} has used {used} of its {month:%B %Y} GPU budget"
     body = (
         f"{team.name} has spent {_money(state.spent)} of its {_money(state.budget or Decimal(0))} GPU budget for "
@@ -79,21 +104,23 @@ def chat_send(*, url: str, title: str, body: str) -> None:
         raise ChatDeliveryError("The chat service did not accept the message.")
 
 
-def _deliver(*, budget: TeamBudget, state: MoneyBudgetState, month: datetime) -> tuple[bool, bool, bool]:
+def _deliver(
+    *, budget: TeamBudget, state: MoneyBudgetState, month: datetime, closed: bool = False
+) -> tuple[bool, bool, bool]:
     """Deliver the team's undelivered notices of ``month`` under a row lock; (emailed, chatted, failed)."""
     emailed = chatted = failed = False
     with transaction.atomic():
         # skip_locked: a concurrent run (a retry overlapping a beat run) leaves these rows to the one holding them.
         pending = list(
             BudgetNotice.objects.select_for_update(skip_locked=True)
-            .filter(team=budget.team, month=month.date())
-            .filter(Q(emailed_at__isnull=True) | Q(chat_sent_at__isnull=True))
+            .filter(team=budget.team, month=month.date(), expired_at__isnull=True)
+            .filter(UNDELIVERED)
             .order_by("threshold_pct")
         )
         if not pending:
             return emailed, chatted, failed
         subject, body = budget_message(
-            team=budget.team, state=state, threshold_pct=pending[-1].threshold_pct, month=month
+            team=budget.team, state=state, threshold_pct=pending[-1].threshold_pct, month=month, closed=closed
         )
         errors: list[str] = []
         now = timezone.now()
@@ -160,4 +187,65 @@ def team_budgets_check(*, now: datetime | None = None) -> BudgetCheckResult:
         emailed += did_email
         chatted += did_chat
         failed += did_fail
-    return BudgetCheckResult(month=f"{month:%Y-%m}", created=created, emailed=emailed, chatted=chatted, failed=failed)
+    late = _closed_months_catch_up(month=month, now=now, budgets={budget.team_id: budget for budget in budgets})
+    return BudgetCheckResult(
+        month=f"{month:%Y-%m}",
+        created=created,
+        emailed=emailed + late.emailed,
+        chatted=chatted + late.chatted,
+        failed=failed + late.failed,
+        expired=late.expired,
+    )
+
+
+def _closed_months_catch_up(*, month: datetime, now: datetime, budgets: dict[int, TeamBudget]) -> BudgetCheckResult:
+    """Deliver late, or expire, the undelivered notices of months before ``month`` (see the module's docstring)."""
+    owed = (
+        BudgetNotice.objects.filter(month__lt=month.date(), expired_at__isnull=True)
+        .filter(UNDELIVERED)
+        .order_by("month", "team_id")
+        .values_list("team_id", "month")
+        .distinct()
+    )
+    emailed = chatted = failed = expired = 0
+    for team_id, notice_month in owed:
+        start, closed_at = month_bounds(notice_month)
+        budget = budgets.get(team_id)
+        deadline = closed_at + timedelta(days=LATE_DELIVERY_DAYS)
+        if budget is None or now >= deadline:
+            why = (
+                "the team's budget was removed"
+                if budget is None
+                else f"not delivered within {LATE_DELIVERY_DAYS} days of the month's close (by {deadline:%Y-%m-%d} UTC)"
+            )
+            expired += _expire(team_id=team_id, month=notice_month, why=why, now=now)
+            continue
+        try:
+            # The month's final spend: its chargeback up to the last instant of the month.
+            state = team_budget_states(teams=[budget.team], now=closed_at - timedelta(microseconds=1))[team_id]
+            did_email, did_chat, did_fail = _deliver(budget=budget, state=state, month=start, closed=True)
+        except Exception:  # one team's failure never holds back the others
+            logger.exception("Late budget alerts of team %s for %s failed", budget.team.slug, f"{start:%Y-%m}")
+            did_email, did_chat, did_fail = False, False, True
+        emailed += did_email
+        chatted += did_chat
+        failed += did_fail
+    return BudgetCheckResult(
+        month=f"{month:%Y-%m}", created=0, emailed=emailed, chatted=chatted, failed=failed, expired=expired
+    )
+
+
+def _expire(*, team_id: int, month: date, why: str, now: datetime) -> int:
+    """Give up the team's undelivered notices of a closed month, recording why beside the delivery's last error."""
+    expired = 0
+    with transaction.atomic():
+        for notice in BudgetNotice.objects.select_for_update(skip_locked=True).filter(
+            UNDELIVERED, team_id=team_id, month=month, expired_at__isnull=True
+        ):
+            notice.last_error = f"Expired undelivered: {why}." + (
+                f" Last error: {notice.last_error}" if notice.last_error else ""
+            )
+            notice.expired_at = now
+            notice.save(update_fields=["last_error", "expired_at"])
+            expired += 1
+    return expired

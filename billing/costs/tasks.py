@@ -33,4 +33,5 @@ def check_team_budgets() -> dict[str, object]:
         "emailed": result.emailed,
         "chatted": result.chatted,
         "failed": result.failed,
+        "expired": result.expired,
     }
