@@ -151,3 +151,38 @@ def test_controls_filter_group_drill_down_and_narrow_screens(new_page) -> None:
     page.wait_for_selector("#chart-cost-over-time .main-svg")
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
     page.screenshot(path="/tmp/hdash/dashboards-390.png", full_page=True)
+
+
+# On a phone: the heatmap's day labels (count, and whether two overlap) and the share of its chart the
+# cost-per-request bars get once the request names have their margin.
+NARROW_AXES = """() => {
+  const boxes = [...document.querySelectorAll('#chart-pool-heatmap .xtick text')].map(t => t.getBoundingClientRect());
+  const overlap = boxes.some((a, i) => boxes.slice(i + 1).some(b => a.left < b.right && b.left < a.right));
+  const chart = document.querySelector('#chart-cost-per-request').getBoundingClientRect();
+  const bars = document.querySelector('#chart-cost-per-request .nsewdrag').getBoundingClientRect();
+  const labels = [...document.querySelectorAll('#chart-cost-per-request .ytick text')].map(t => t.textContent);
+  return {dayTicks: boxes.length, overlap, barShare: bars.width / chart.width, labels};
+}"""
+
+
+def test_the_heatmap_and_cost_per_request_axes_thin_out_on_a_phone(new_page) -> None:
+    _october_usage()
+    page = new_page("carol")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/billing/dashboards/?month=2026-10")
+    for chart in ("pool-heatmap", "cost-per-request"):
+        page.wait_for_selector(f"#chart-{chart}[data-narrow=true] .main-svg")
+
+    axes = page.evaluate(NARROW_AXES)
+
+    assert 2 <= axes["dayTicks"] <= 5 and not axes["overlap"], axes
+    assert axes["barShare"] >= 0.55, axes  # the 220 px label margin left the bars a quarter of the chart
+    assert "resnet-sweep" in axes["labels"][-1] and all(len(label) <= 20 for label in axes["labels"]), axes
+    for chart in ("pool-heatmap", "cost-per-request"):
+        page.locator(f"#panel-{chart}").screenshot(path=f"/tmp/hux-{chart}-390.png")
+
+    page.set_viewport_size({"width": 1440, "height": 900})  # a desktop keeps the full labels
+    page.goto("/billing/dashboards/?month=2026-10")
+    page.wait_for_selector("#chart-cost-per-request .main-svg")
+    assert page.locator("#chart-cost-per-request[data-narrow]").count() == 0
+    assert "vision · resnet-sweep" in page.inner_text("#chart-cost-per-request")
