@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from allocations.models import GpuRequest
-from allocations.selectors import gpu_request_detail, gpu_request_workload_live
+from allocations.selectors import gpu_request_workload_live, gpu_requests_visible_to
 
 
 @login_required
@@ -20,7 +20,7 @@ def request_workload(request: HttpRequest, pk: int) -> JsonResponse:
     The "Use it" card swaps in ``pods_html`` and ``events_html``; an unreachable cluster answers 200 with ``error``
     (the page shows the message), never a 5xx, since the page around it is still right."""
     try:
-        gpu_request = gpu_request_detail(user=request.user, pk=pk)
+        gpu_request = gpu_requests_visible_to(user=request.user).get(pk=pk)  # its team and cluster joined
     except GpuRequest.DoesNotExist as exc:
         raise Http404("No such request in your teams.") from exc
     workload = gpu_request_workload_live(request=gpu_request)

@@ -66,6 +66,7 @@ PAGES = {
     # Its pods, address, commands, expiry, clone parts, events and extensions.
     "request_detail": ("/requests/{request}/", "member"),
     "request_status": ("/requests/{request}/status/", "member"),
+    "request_workload": ("/requests/{request}/workload/", "member"),  # its pods and events, for the refresh
     "approval_queue": ("/approvals/", "approver"),
     "team_list": ("/teams/", "approver"),
     "team_page": ("/teams/vision/", "member"),
