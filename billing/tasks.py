@@ -11,7 +11,7 @@ from billing.costs import tasks as costs_tasks  # registers billing.email_monthl
 from billing.costs.services import monthly_reports_close, previous_month
 from billing.metering.gpu_health import gpu_health_catch_up
 from billing.metering.prometheus import PrometheusUnavailable
-from billing.metering.services import HOUR, utilization_health_pull, utilization_pull
+from billing.metering.services import HOUR, utilization_health_catch_up, utilization_pull
 
 logger = logging.getLogger(__name__)
 
@@ -36,10 +36,9 @@ def pull_utilization(cluster_id: int) -> dict[str, object]:
     if result.watermark is not None:
         end = result.watermark + HOUR
         read_from = end - result.hours * HOUR if result.hours else None
-        if read_from is not None:
-            # The alert inputs (hottest minute, minutes of memory pressure) for the same hours the pull just read.
-            utilization_health_pull(cluster=cluster, start=read_from, end=end)
-        # XID codes and driver versions per GPU (the troubleshooting tree), also hours a failed try left out.
+        # The alert inputs (hottest minute, minutes of memory pressure) and the XID codes and driver versions per GPU
+        # (the troubleshooting tree) for the hours the pull just read, and for those a failed try left out.
+        utilization_health_catch_up(cluster=cluster, through=end, read_from=read_from)
         gpu_health_catch_up(cluster=cluster, through=end, read_from=read_from)
     return {
         "cluster": cluster.name,

@@ -21,15 +21,13 @@ from django.utils import timezone
 
 from allocations.models import Cluster
 from billing.metering.prometheus import PrometheusClient
-from billing.metering.services import CHUNK_HOURS, HOUR, floor_hour, prometheus_client_for
+from billing.metering.services import CATCH_UP_LIMIT, CHUNK_HOURS, HOUR, floor_hour, prometheus_client_for
 from billing.models import GpuHealthHour
 from gpucore import attribution
 from gpucore.attribution import GAUGE_BLANK_FLOOR
 from gpucore.xid import xid_hours
 
 MINUTE = timedelta(minutes=1)
-# How far back a catch-up reads at most: a cluster whose health rows stopped long ago is not re-read from the start.
-CATCH_UP_LIMIT = timedelta(days=7)
 _FLOOR = f"{GAUGE_BLANK_FLOOR:.0f}"
 # The GPU, not the MIG instance or the pod: an XID is the device's, and a driver the node's.
 _GPU_BY = "UUID, gpu, modelName, Hostname, hostname"

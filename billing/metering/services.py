@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from allocations.models import Cluster, GpuRequest, Team
@@ -39,6 +40,9 @@ HOUR = timedelta(hours=1)
 # Data for an hour is final once the last scrape and rule evaluation have landed; Prometheus writes with a delay.
 SETTLE_DELAY = timedelta(minutes=2)
 CHUNK_HOURS = 24
+# How far back a catch-up of the alert inputs or the XID codes reads at most: a cluster whose rows stopped long ago is
+# not re-read from the start.
+CATCH_UP_LIMIT = timedelta(days=7)
 
 # Identity and workload labels a rollup depends on; both spellings of each (DCGM README, TESTING.md).
 _BY = (
@@ -437,3 +441,30 @@ def utilization_health_pull(
         UtilizationRollup.objects.bulk_update(rows, ["max_temperature_c", "memory_pressure_minutes"], batch_size=2000)
         updated += len(rows)
     return updated
+
+
+def utilization_health_catch_up(
+    *, cluster: Cluster, through: datetime, read_from: datetime | None = None, client: PrometheusClient | None = None
+) -> int:
+    """Fill the alert inputs of the cluster's rollups before ``through`` that no health pull has read; returns rows
+    updated.
+
+    As ``gpu_health_catch_up`` does for the XID codes: from the hour after the newest rollup holding an alert input,
+    or from ``read_from`` (the hours a utilization pull just read) if earlier, at most ``CATCH_UP_LIMIT`` back. So a
+    task retried after this pull failed, whose utilization pull then finds nothing new, still fills the hours left
+    out. A health pull sets the pressure minutes of every row whose memory was read (0 when never pressed), so the
+    newest such row marks how far it got.
+    """
+    oldest = through - CATCH_UP_LIMIT
+    newest = (
+        UtilizationRollup.objects.filter(cluster=cluster, hour__gte=oldest, hour__lt=through)
+        .filter(Q(max_temperature_c__isnull=False) | Q(memory_pressure_minutes__isnull=False))
+        .aggregate(Max("hour"))["hour__max"]
+    )
+    starts = [hour for hour in (newest + HOUR if newest else None, read_from) if hour is not None]
+    if not starts:
+        return 0
+    start = max(min(starts), oldest)
+    if start >= through:
+        return 0
+    return utilization_health_pull(cluster=cluster, start=start, end=through, client=client)

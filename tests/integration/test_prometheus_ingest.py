@@ -280,6 +280,43 @@ def test_gpu_health_catches_up_on_hours_a_failed_pull_left_out(rig: Rig, org) ->
     assert GpuHealthHour.objects.filter(cluster=org.cluster).count() == 5 * whole_gpus
 
 
+def test_alert_inputs_catch_up_on_hours_a_failed_pull_left_out(rig: Rig, org) -> None:
+    from billing.metering.services import utilization_health_catch_up, utilization_health_pull, utilization_pull
+    from billing.models import UtilizationRollup
+
+    rows = UtilizationRollup.objects.filter(cluster=org.cluster)
+
+    def hours_read() -> list[datetime]:
+        return sorted(set(rows.filter(memory_pressure_minutes__isnull=False).values_list("hour", flat=True)))
+
+    def alert_inputs() -> list[tuple]:
+        return sorted(
+            rows.values_list("hour", "gpu_uuid", "mig_instance", "max_temperature_c", "memory_pressure_minutes")
+        )
+
+    # A task's utilization pull read hours 2-6, then its health pull failed: rollups without their alert inputs.
+    utilization_pull(cluster=org.cluster, start=rig.hour(2), end=rig.hour(7), now=rig.now)
+    assert hours_read() == []
+    assert utilization_health_catch_up(cluster=org.cluster, through=rig.hour(7)) == 0  # none read, none just read
+    utilization_health_pull(cluster=org.cluster, start=rig.hour(2), end=rig.hour(4))
+    assert hours_read() == [rig.hour(2), rig.hour(3)]
+
+    # The retried task's utilization pull read nothing new: the catch-up resumes after the newest hour read.
+    assert utilization_health_catch_up(cluster=org.cluster, through=rig.hour(7)) == 3 * len(DEVICES)
+    assert hours_read() == [rig.hour(h) for h in range(2, 7)]
+    caught_up = alert_inputs()
+    assert utilization_health_catch_up(cluster=org.cluster, through=rig.hour(7)) == 0  # nothing left out
+    # Hours a utilization pull just re-read (their alert inputs reset) are read again; the same values as one pull.
+    utilization_pull(cluster=org.cluster, start=rig.hour(5), end=rig.hour(7), now=rig.now)
+    assert hours_read() == [rig.hour(h) for h in range(2, 5)]
+    assert utilization_health_catch_up(cluster=org.cluster, through=rig.hour(7), read_from=rig.hour(5)) == 2 * len(
+        DEVICES
+    )
+    assert alert_inputs() == caught_up
+    utilization_health_pull(cluster=org.cluster, start=rig.hour(2), end=rig.hour(7))
+    assert alert_inputs() == caught_up
+
+
 def test_pulling_twice_gives_the_same_rows(rig: Rig, org) -> None:
     from billing.metering.services import utilization_pull
 
@@ -369,6 +406,22 @@ def test_tasks_pull_every_cluster_with_prometheus(rig: Rig, org) -> None:
     whole_gpus = [device for device in DEVICES if not device.is_mig]
     assert GpuHealthHour.objects.filter(cluster=org.cluster, hour=rig.hour(HOURS - 1)).count() == len(whole_gpus)
     assert pull_utilization.delay(10**9).get()["skipped"]
+
+
+def test_the_task_reads_the_alert_inputs_a_failed_try_left_out(rig: Rig, org) -> None:
+    from billing.metering.services import utilization_health_pull, utilization_pull
+    from billing.models import UtilizationRollup
+    from billing.tasks import pull_utilization
+
+    # An earlier try read the rollups through the last hour of history, and their alert inputs only through hour 21.
+    utilization_pull(cluster=org.cluster, start=rig.hour(20), end=rig.hour(HOURS), now=rig.now)
+    utilization_health_pull(cluster=org.cluster, start=rig.hour(20), end=rig.hour(22))
+    unread = UtilizationRollup.objects.filter(cluster=org.cluster, memory_pressure_minutes__isnull=True)
+    assert unread.count() == (HOURS - 22) * len(DEVICES)
+
+    pull_utilization.delay(org.cluster.pk).get()  # eager; its utilization pull reads only the (empty) hours since
+
+    assert not unread.exists()
 
 
 def test_pull_utilization_command(rig: Rig, org) -> None:
