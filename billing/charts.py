@@ -282,13 +282,22 @@ def heatmap_figure(table: Table) -> go.Figure:
 
 
 def cost_per_request_figure(
-    table: Table, currency: str, *, request_url: Callable[[int], str] | None = None
+    table: Table,
+    currency: str,
+    *,
+    request_url: Callable[[int], str] | None = None,
+    team_names: Mapping[str, str] | None = None,
 ) -> go.Figure:
-    """The most expensive requests of the range, as horizontal bars coloured by strategy; a click opens the request."""
+    """The most expensive requests of the range, as horizontal bars coloured by strategy; a click opens the request.
+    Bars are labelled with the team's name (``team_names``: slug -> name), the table keeps the slug."""
     columns, rows = table
     cost, request = columns.index("cost"), columns.index("request")
     ordered = list(reversed(rows))
-    labels = [f"{r[0]} · {r[2]}" + (f" #{r[request]}" if isinstance(r[request], int) else "") for r in ordered]
+    names = team_names or {}
+    labels = [
+        f"{names.get(r[0], r[0])} · {r[2]}" + (f" #{r[request]}" if isinstance(r[request], int) else "")
+        for r in ordered
+    ]
     fig = go.Figure(
         go.Bar(
             x=[float(r[cost]) for r in ordered],

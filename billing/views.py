@@ -180,6 +180,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             tables["cost-per-request"],
             currency,
             request_url=lambda pk: reverse("allocations:request-detail", args=[pk]),
+            team_names=dict(choices["team"]),
         ),
     }
     panels = [

@@ -185,4 +185,4 @@ def test_the_heatmap_and_cost_per_request_axes_thin_out_on_a_phone(new_page) -> 
     page.goto("/billing/dashboards/?month=2026-10")
     page.wait_for_selector("#chart-cost-per-request .main-svg")
     assert page.locator("#chart-cost-per-request[data-narrow]").count() == 0
-    assert "vision · resnet-sweep" in page.inner_text("#chart-cost-per-request")
+    assert "Computer Vision · resnet-sweep" in page.inner_text("#chart-cost-per-request")
