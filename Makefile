@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 TEST_WORKERS ?= auto
 
-.PHONY: run install migrate seed test test-fast test-core lint format services worker beat benchmarks clean
+.PHONY: run install migrate seed test test-fast test-core lint format services worker beat benchmarks readme-screenshots clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ test-fast: install ## Unit tests only (no external service).
 
 test-core: install ## The pure core's tests with plain pytest: no Django plugin, no settings, no database.
 	env -u DJANGO_SETTINGS_MODULE $(BIN)/python -m pytest -p no:django -W ignore::pytest.PytestConfigWarning tests/gpucore $(PYTEST_ARGS)
+
+readme-screenshots: install ## Retake the README's pictures from the demo in headless Chromium (docs/; needs PostgreSQL and Chromium).
+	README_SCREENSHOTS=1 $(BIN)/python -m pytest -p no:xdist tests/e2e/test_readme_screenshots.py $(PYTEST_ARGS)
 
 lint: install ## ruff (lint and format check) and the import contract that keeps the core pure.
 	$(BIN)/ruff check .
