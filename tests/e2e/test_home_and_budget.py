@@ -24,6 +24,7 @@ ROLES = {
     "alice": ({"home-budget-vision"}, {"home-approvals", "home-fleet", "home-month-costs"}),
     "dave": ({"home-budget-vision"}, {"home-approvals", "home-month-costs"}),
     "carol": ({"home-approvals", "home-fleet", "home-month-costs"}, set()),
+    "finance": ({"home-month-costs"}, {"home-approvals", "home-fleet", "home-budget-vision"}),
 }
 
 
