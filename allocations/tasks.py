@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from celery import Task, shared_task
+from django.core.cache import cache
 
 from allocations.gateways.base import GatewayError, TransientGatewayError
 from allocations.models import Cluster, ClusterBackend
@@ -28,18 +29,46 @@ RETRY_POLICY: dict[str, Any] = {
     "retry_jitter": True,
     "max_retries": 8,
 }
+# How long a request's chain of one task (a run and its retries: 8 retries backing off from 5 s to 600 s, about 20
+# minutes) is taken as pending. Longer than a whole chain, so a live one is never doubled; a chain lost with its
+# worker frees the request for the sweep after this.
+PENDING_CHAIN_TTL_S = 30 * 60
+
+
+def pending_chain_key(task_name: str, request_id: int) -> str:
+    """The shared-cache marker (Redis in production) saying that ``task_name`` has a run or a retry pending for the
+    request."""
+    return f"allocations:pending-chain:{task_name}:{request_id}"
+
+
+def _request_id(args: tuple, kwargs: dict) -> int | None:
+    return args[0] if args else kwargs.get("request_id")
 
 
 class RequestTask(Task):
-    """A task about one request (first argument: its id) that records its final error on the request."""
+    """A task about one request (first argument: its id) that records its final error on the request, and marks its
+    chain pending while it retries so that the reconcile sweep starts no second one."""
 
     acks_late = True
     reject_on_worker_lost = True
 
+    def on_retry(self, exc: BaseException, task_id: str, args: tuple, kwargs: dict, einfo: Any) -> None:
+        # Also a chain the sweep did not start (an approval's): while it backs off, the sweep leaves the request alone.
+        # Run eagerly (no broker), the retry has already run inside this one: nothing is pending.
+        request_id = _request_id(args, kwargs)
+        if request_id is not None and not self.request.is_eager:
+            cache.set(pending_chain_key(self.name, request_id), task_id, timeout=PENDING_CHAIN_TTL_S)
+
+    def after_return(self, status: str, retval: Any, task_id: str, args: tuple, kwargs: dict, einfo: Any) -> None:
+        # Succeeded, or failed for good (Celery does not call this on a retry): the next sweep may queue it again.
+        request_id = _request_id(args, kwargs)
+        if request_id is not None:
+            cache.delete(pending_chain_key(self.name, request_id))
+
     def on_failure(self, exc: BaseException, task_id: str, args: tuple, kwargs: dict, einfo: Any) -> None:
         from allocations.provisioning import gpu_request_record_error
 
-        request_id = args[0] if args else kwargs.get("request_id")
+        request_id = _request_id(args, kwargs)
         if request_id is None:
             return
         retry_note = " The reconcile sweeper will try again." if isinstance(exc, TransientGatewayError) else ""
@@ -64,18 +93,35 @@ def release_request(self: Task, request_id: int) -> str:
     return gpu_request_teardown(request_id=request_id).action
 
 
+def _queue_unless_pending(task: Task, request_id: int) -> bool:
+    """Queue ``task`` for the request unless a run or retry of it is already pending; True when queued.
+
+    ``cache.add`` is atomic, so two sweeps at once queue one chain between them.
+    """
+    key = pending_chain_key(task.name, request_id)
+    if not cache.add(key, "queued", timeout=PENDING_CHAIN_TTL_S):
+        return False
+    try:
+        task.delay(request_id)
+    except Exception:
+        cache.delete(key)  # nothing was queued (or an eager run failed): the next sweep tries again
+        raise
+    return True
+
+
 @shared_task(name="allocations.reconcile_requests", acks_late=True)
 def reconcile_requests() -> dict[str, int]:
     """Beat, every minute: re-queue stuck requests, re-observe (and re-apply) every active one, and tear down again
-    the workloads of ended requests whose teardown never finished."""
+    the workloads of ended requests whose teardown never finished; a request whose task is still pending (queued, or
+    retrying while its cluster is unreachable) gets no second chain, so retries never pile up in the broker."""
     from allocations.provisioning import active_request_ids, stuck_request_ids, unremoved_request_ids
 
     stuck, active, unremoved = stuck_request_ids(), active_request_ids(), unremoved_request_ids()
-    for request_id in [*stuck, *active]:
-        provision_request.delay(request_id)
-    for request_id in unremoved:
-        release_request.delay(request_id)
-    return {"requeued": len(stuck), "observed": len(active), "torn_down": len(unremoved)}
+    requeued = sum(_queue_unless_pending(provision_request, request_id) for request_id in stuck)
+    observed = sum(_queue_unless_pending(provision_request, request_id) for request_id in active)
+    torn_down = sum(_queue_unless_pending(release_request, request_id) for request_id in unremoved)
+    pending = len(stuck) + len(active) + len(unremoved) - requeued - observed - torn_down
+    return {"requeued": requeued, "observed": observed, "torn_down": torn_down, "already_pending": pending}
 
 
 @shared_task(name="allocations.expire_requests", acks_late=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from django.core import mail
+from django.core.cache import cache
 from django.test import override_settings
 from django.utils import timezone
 
@@ -18,7 +19,7 @@ from allocations.provisioning import (
     unremoved_request_ids,
 )
 from allocations.services import gpu_request_approve, gpu_request_release, gpu_request_submit
-from allocations.tasks import expire_requests, reconcile_requests
+from allocations.tasks import expire_requests, pending_chain_key, reconcile_requests
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -120,6 +121,16 @@ def test_reconcile_requeues_a_request_stuck_in_approved(demo_org) -> None:
     assert reconcile_requests()["requeued"] == 1
     request.refresh_from_db()
     assert request.status == RequestStatus.ACTIVE
+
+
+def test_reconcile_starts_no_second_chain_for_a_request_whose_task_is_pending(demo_org) -> None:
+    request = approved(demo_org)
+    # Run eagerly, each chain ends before the next sweep and takes its marker with it: every sweep observes again.
+    assert reconcile_requests()["observed"] == 1
+    assert reconcile_requests()["observed"] == 1
+    # A run still queued, or backing off after a transient error (Celery's retry hook sets the marker): left alone.
+    cache.set(pending_chain_key("allocations.provision_request", request.pk), "retrying")
+    assert reconcile_requests() == {"requeued": 0, "observed": 0, "torn_down": 0, "already_pending": 1}
 
 
 def test_reconcile_tears_down_again_a_released_request_whose_teardown_was_lost(demo_org, gitops_root) -> None:
