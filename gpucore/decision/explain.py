@@ -12,8 +12,10 @@ from decimal import ROUND_HALF_UP, Decimal
 from gpucore.catalog import GpuModelSpec
 from gpucore.decision.options import (
     CATALOG_CURRENCY,
+    DEDICATED,
+    MIG,
     STRATEGY_WORDS,
-    UTILIZATION_TARGET_PCT,
+    TIME_SLICING,
     DecisionContext,
     Option,
     _pct,
@@ -22,6 +24,7 @@ from gpucore.decision.options import (
     format_money,
     need_text,
 )
+from gpucore.decision.results import UTILIZATION_TARGET_PCT
 from gpucore.decision.rules import Intent, model_plan
 from gpucore.pricing import HOURS_PER_MONTH, share_text, to_cents
 from gpucore.profile import WorkloadProfile
@@ -46,7 +49,7 @@ ISOLATION_TRADEOFF = {
 
 def sizing_line(ctx: DecisionContext, option: Option) -> str:
     profile, model = ctx.profile, option.model
-    if option.strategy is Strategy.MIG and option.mig is not None:
+    if option.strategy is MIG and option.mig is not None:
         return (
             f"MIG profile {option.mig.name} on {model.name}: the smallest "
             f"{'profile a node pool here offers' if ctx.offered is not None else 'recommendable profile'} "
@@ -54,7 +57,7 @@ def sizing_line(ctx: DecisionContext, option: Option) -> str:
             f"{format_gb(profile.gpu_memory_gb)} ({option.mig.memory_gb} GB, {option.mig.compute_slices}/"
             f"{model.mig_compute_slices} of the compute)."
         )
-    if option.strategy is Strategy.TIME_SLICING:
+    if option.strategy is TIME_SLICING:
         per_tenant = Decimal(model.memory_gb) / Decimal(option.time_slice_replicas or 1)
         return (
             f"Time-slicing on {model.name} with {option.time_slice_replicas} tenants per GPU "
@@ -73,19 +76,26 @@ def sizing_line(ctx: DecisionContext, option: Option) -> str:
 
 
 def _share_words(option: Option) -> str:
-    if option.strategy is Strategy.MIG and option.mig is not None:
+    if option.strategy is MIG and option.mig is not None:
         mig, model = option.mig, option.model
         return (
             f"GPU share {share_text(option.share / option.quantity)} ({mig.name} holds {mig.compute_slices}/"
             f"{model.mig_compute_slices} of the compute and {mig.memory_slices}/{model.mig_memory_slices} of the "
             "memory; the larger counts)"
         )
-    if option.strategy is Strategy.TIME_SLICING:
+    if option.strategy is TIME_SLICING:
         return f"GPU share 1/{option.time_slice_replicas}"
     return f"{option.quantity} GPU" + ("s" if option.quantity > 1 else "")
 
 
 def cost_line(ctx: DecisionContext, option: Option) -> str:
+    """The rationale's cost sentence: the option's key holds everything it reads of ``ctx``, so it is written once."""
+    if option.cost_words is None:
+        object.__setattr__(option, "cost_words", _cost_line(ctx, option))
+    return option.cost_words
+
+
+def _cost_line(ctx: DecisionContext, option: Option) -> str:
     saving = option.saving_pct
     saving_words = f", {_pct(saving)} less than dedicated {option.model.name} GPUs" if saving > 0 else ""
     if option.monthly is None or option.gpu_rate is None:
@@ -119,15 +129,15 @@ def utilization_line(profile: WorkloadProfile, strategy: Strategy) -> str | None
     if expected is None:
         return None
     low, high = UTILIZATION_TARGET_PCT[strategy]
-    kind = "dedicated" if strategy is Strategy.DEDICATED else "shared"
+    kind = "dedicated" if strategy is DEDICATED else "shared"
     if expected < low:
         advice = (
             "a shared strategy would leave less idle capacity, where policy allows."
-            if strategy is Strategy.DEDICATED
+            if strategy is DEDICATED
             else "the share may sit idle."
         )
         return f"Expected utilization {expected}% is below the {low}-{high}% target for {kind} GPUs: {advice}"
-    if expected > high and strategy is not Strategy.DEDICATED:
+    if expected > high and strategy is not DEDICATED:
         return (
             f"Expected utilization {expected}% is above the {low}-{high}% target for shared GPUs: expect "
             "contention; a dedicated GPU may serve it better."
@@ -179,7 +189,7 @@ def not_mig_capable_line(ctx: DecisionContext, model: GpuModelSpec, *, tried_tim
         why = "the work is latency-sensitive"
     elif ctx.profile.isolation_required:
         why = "isolation is required"
-    elif Strategy.TIME_SLICING in ctx.forbidden:
+    elif TIME_SLICING in ctx.forbidden:
         why = "time-slicing is ruled out above"
     else:
         why = "real-time inference needs isolation from neighbours"
@@ -188,11 +198,11 @@ def not_mig_capable_line(ctx: DecisionContext, model: GpuModelSpec, *, tried_tim
 
 def nobody_serves_line(ctx: DecisionContext, intent: Intent, strategy: Strategy) -> str:
     profile = ctx.profile
-    if strategy is Strategy.TIME_SLICING:
+    if strategy is TIME_SLICING:
         shares = [
             (Decimal(m.memory_gb) / fewest_time_slice_replicas(ctx, m), m.name)
             for m in ctx.catalog
-            if Strategy.TIME_SLICING in model_plan(intent, m)
+            if TIME_SLICING in model_plan(intent, m)
         ]
         if shares:
             most, name = max(shares)

@@ -32,24 +32,30 @@ from gpucore.decision.explain import (
 )
 from gpucore.decision.options import (
     CATALOG_CURRENCY,
-    EXPECTED_OVERHEAD_PCT,
-    ISOLATION,
+    DEDICATED,
+    MIG,
     STRATEGY_WORDS,
-    UTILIZATION_TARGET_PCT,
-    Alternative,
+    TIME_SLICING,
     DecisionContext,
-    Isolation,
     Option,
-    Recommendation,
-    core_fields,
+    core_json,
     core_values,
     format_money,
+    model_plan_in,
     need_text,
     normalize_layouts,
     normalize_node_sizes,
     normalize_pools,
     normalize_rates,
     size_option,
+)
+from gpucore.decision.results import (
+    EXPECTED_OVERHEAD_PCT,
+    ISOLATION,
+    UTILIZATION_TARGET_PCT,
+    Alternative,
+    Isolation,
+    Recommendation,
 )
 from gpucore.decision.rules import (
     LATENCY_MEMORY_THRESHOLD_GB,
@@ -61,6 +67,7 @@ from gpucore.decision.rules import (
     model_plan,
     tier1_latency_ms,
 )
+from gpucore.pricing import to_cents
 from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
 from gpucore.vocabulary import Strategy, WorkloadType
@@ -144,10 +151,11 @@ def recommend(
 
     alternatives = _alternatives(ctx, intent, intent_reason, order, chosen, named=model is not None)
     return Recommendation(
-        **core_fields(ctx, chosen),
-        rationale=tuple(rationale),
-        alternatives=alternatives,
-        topology_aware=profile.workload_type is WorkloadType.HPC_SIMULATION,
+        *core_values(ctx, chosen),
+        tuple(rationale),
+        alternatives,
+        profile.workload_type is WorkloadType.HPC_SIMULATION,
+        core_json(ctx, chosen),
     )
 
 
@@ -223,13 +231,13 @@ def _walk(
 def _walk_model(
     ctx: DecisionContext, model: GpuModelSpec, intent: Intent, order: tuple[Strategy, ...], rationale: list[str] | None
 ) -> Option | None:
-    plan = [s for s in model_plan(intent, model) if s in order]
+    plan = model_plan_in(model_plan(intent, model), order)
     tried: list[Strategy] = []
     for strategy in order:
         if strategy not in plan:
-            says_next = Strategy.DEDICATED in plan and rationale is not None
-            if strategy is Strategy.MIG and not model.mig_capable and says_next:
-                rationale.append(not_mig_capable_line(ctx, model, tried_time_slicing=Strategy.TIME_SLICING in tried))
+            says_next = DEDICATED in plan and rationale is not None
+            if strategy is MIG and not model.mig_capable and says_next:
+                rationale.append(not_mig_capable_line(ctx, model, tried_time_slicing=TIME_SLICING in tried))
             continue
         tried.append(strategy)
         option = size_option(ctx, model, strategy)
@@ -241,7 +249,7 @@ def _walk_model(
                 "trying the next option."
             )
         if rationale is not None:
-            rationale.append(option)
+            rationale.append(str(option))
     return None
 
 
@@ -296,26 +304,76 @@ def _alternatives(
             option = _walk(ctx, model, intent, order, None)
             if option is not None:
                 options.append(option)
-    preference = (
-        *STRATEGY_ORDER[intent],
-        *(s for s in (Strategy.DEDICATED, Strategy.MIG, Strategy.TIME_SLICING) if s not in STRATEGY_ORDER[intent]),
-    )
+    preference = _PREFERENCE[intent]
     options.sort(
         key=lambda o: (
             o.strategy in ctx.forbidden or not ctx.is_offered(o),
             preference.index(o.strategy),
-            *_price_key(o),
+            o.monthly is None,
+            o.monthly if o.monthly is not None else _ZERO,
+            o.model.memory_gb,
+            o.model.name,
         )
     )
-    return tuple(_alternative(ctx, option, chosen, preference, intent_reason, named=named) for option in options)
+    # What an alternative reads of the chosen option: its model and strategy, and its cost to the cent.
+    versus = (chosen.model.name, chosen.strategy, None if chosen.monthly is None else to_cents(chosen.monthly))
+    return tuple(
+        _alternative(ctx, option, chosen, versus, preference, intent_reason, named=named) for option in options
+    )
+
+
+_ZERO = Decimal(0)
+# The order alternatives are listed in: the intent's strategies, then the others.
+_PREFERENCE: dict[Intent, tuple[Strategy, ...]] = {
+    intent: (*order, *(s for s in (DEDICATED, MIG, TIME_SLICING) if s not in order))
+    for intent, order in STRATEGY_ORDER.items()
+}
 
 
 def _alternative(
     ctx: DecisionContext,
     option: Option,
     chosen: Option,
+    versus: tuple[str, Strategy, Decimal | None],
     preference: tuple[Strategy, ...],
     intent_reason: str,
+    *,
+    named: bool,
+) -> Alternative:
+    """One alternative, worked out once per process for what it is made of.
+
+    An option is one object per sizing and price (``size_option``: its key holds the replicas, duration, SLA
+    multiplier and currency), so the option, what it is compared with (``versus``: the chosen option's model,
+    strategy and cost to the cent; models are unique by name in a catalog), why the intent prefers what it does
+    (which also decides ``preference``), whether a model was named, and what policy and the pools say of the option
+    decide the alternative: profiles that differ elsewhere (memory within the same fits, say) share it, and its JSON.
+    """
+    forbidden = ctx.forbidden.get(option.strategy)
+    offered = ctx.is_offered(option)
+    key = (option, versus, intent_reason, named, forbidden, offered)
+    alternative = _ALTERNATIVES.get(key)
+    if alternative is None:
+        if len(_ALTERNATIVES) >= _ALTERNATIVES_LIMIT:  # bounded: new price books and pools bring new keys
+            _ALTERNATIVES.clear()
+        alternative = _ALTERNATIVES[key] = _explain_alternative(
+            ctx, option, chosen, preference, intent_reason, forbidden, offered, named=named
+        )
+    return alternative
+
+
+# The alternatives this process worked out, by the key above (the key holds its options: their ids stay unique).
+_ALTERNATIVES: dict[tuple[object, ...], Alternative] = {}
+_ALTERNATIVES_LIMIT = 32_768
+
+
+def _explain_alternative(
+    ctx: DecisionContext,
+    option: Option,
+    chosen: Option,
+    preference: tuple[Strategy, ...],
+    intent_reason: str,
+    forbidden: str | None,
+    offered: bool,
     *,
     named: bool,
 ) -> Alternative:
@@ -329,8 +387,8 @@ def _alternative(
             f"Runs on {option.model.name} ({option.model.family}, {option.model.memory_gb} GB) instead of "
             f"{chosen.model.name}."
         )
-    reason = ctx.forbidden.get(option.strategy)
-    if reason is None and not ctx.is_offered(option):
+    reason = forbidden
+    if reason is None and not offered:
         reason = f"No node pool here offers {option.resource_name} on {option.model.name}."
     if reason is None:
         tradeoffs.append(why_not(option, chosen, preference, intent_reason, named=named))

@@ -6,8 +6,8 @@ least ``gpu_memory_gb``; a time-sliced share when ``gpu_memory_gb <= memory / ti
 time-slicing has no memory isolation and a tenant can only count on a fair share (guide Part 2.2). Comparisons multiply
 instead of dividing so boundaries such as exactly 10 GB are exact.
 
-Also here: the ``Recommendation`` and ``Alternative`` results, the per-strategy reference figures of the guide, and
-the small prose helpers (GB, percentages, money) every explanation shares.
+Also here: the small prose helpers (GB, percentages, money) every explanation shares. The results themselves
+(``Recommendation``, ``Alternative``) are in ``results``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from decimal import ROUND_HALF_UP, Decimal
-from enum import StrEnum
 from typing import Any
 
 from gpucore import formatting
 from gpucore.catalog import Catalog, GpuModelSpec, MigProfile
+from gpucore.decision.results import (
+    EXPECTED_OVERHEAD_PCT,
+    ISOLATION,
+    UTILIZATION_TARGET_PCT,
+    AllocationOption,
+    core_json_of,
+)
 from gpucore.pricing import (
     CATALOG_PRICE_BASIS,
     allocation_hourly_rate,
@@ -27,8 +33,6 @@ from gpucore.pricing import (
     gpu_share,
     mig_weight,
     monthly_cost,
-    share_text,
-    to_cents,
 )
 from gpucore.profile import WorkloadProfile
 from gpucore.sla import SlaTierSpec
@@ -39,38 +43,17 @@ CATALOG_CURRENCY = "USD"
 
 _ONE, _HUNDRED = Decimal(1), Decimal(100)
 STRATEGY_WORDS = {Strategy.DEDICATED: "a dedicated GPU", Strategy.MIG: "MIG", Strategy.TIME_SLICING: "time-slicing"}
+# ``Strategy.MIG`` is read through the enum's class, about 0.3 us a time on Python 3.11; the framework reads these
+# module constants instead on every option it weighs.
+DEDICATED, MIG, TIME_SLICING = Strategy.DEDICATED, Strategy.MIG, Strategy.TIME_SLICING
 
 
-class Isolation(StrEnum):
-    """How well an allocation is isolated from its neighbours on the same GPU."""
-
-    FULL = "full"  # a whole GPU: nothing else runs on it
-    HARDWARE = "hardware"  # MIG: memory, cache and faults partitioned in hardware
-    NONE = "none"  # time-slicing: shared memory, a fault or an OOM hits every tenant
-
-
-# Part 2 "Performance Impact Summary": MIG <5 % overhead, time-slicing 15-30 %, dedicated optimal.
-EXPECTED_OVERHEAD_PCT: dict[Strategy, tuple[int, int]] = {
-    Strategy.DEDICATED: (0, 0),
-    Strategy.MIG: (0, 5),
-    Strategy.TIME_SLICING: (15, 30),
-}
-# Parts 1.4 and 3.1: dedicated GPUs 80-95 % utilization, shared GPUs 60-80 % (accounting for overhead).
-UTILIZATION_TARGET_PCT: dict[Strategy, tuple[int, int]] = {
-    Strategy.DEDICATED: (80, 95),
-    Strategy.MIG: (60, 80),
-    Strategy.TIME_SLICING: (60, 80),
-}
-ISOLATION: dict[Strategy, Isolation] = {
-    Strategy.DEDICATED: Isolation.FULL,
-    Strategy.MIG: Isolation.HARDWARE,
-    Strategy.TIME_SLICING: Isolation.NONE,
-}
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Option:
-    """One way to run the profile on one model, sized and priced (internal)."""
+    """One way to run the profile on one model, sized and priced (internal).
+
+    Compared by identity: ``size_option`` hands out one object per distinct sizing and price in a process.
+    """
 
     model: GpuModelSpec
     strategy: Strategy
@@ -84,6 +67,12 @@ class Option:
     hourly: Decimal | None  # every replica together, SLA multiplier included; None when no price is known
     monthly: Decimal | None  # unrounded; None when no price is known
     duration_cost: Decimal | None = None  # for the profile's duration_hours; None without a duration or a price
+    # ``core_values``, worked out once (the option's key holds the replicas, duration and currency they include).
+    core: tuple[Any, ...] | None = field(default=None, init=False, repr=False)
+    # The rationale's cost sentence for this option (``explain.cost_line``), once.
+    cost_words: str | None = field(default=None, init=False, repr=False)
+    # The JSON of ``core`` (``results.core_json_of``), once; answers get copies.
+    json: dict[str, Any] | None = field(default=None, init=False, repr=False)
 
     @property
     def resource_name(self) -> str:
@@ -129,6 +118,28 @@ class DecisionContext:
         default_factory=dict, init=False, repr=False, compare=False
     )
     offers: dict[tuple[str, str, str | None], bool] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _price_key: tuple[Any, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    # model name -> its GPU rate, where the rate comes from, and the key prefix of its options (``size_option``)
+    rated: dict[str, tuple[Decimal | None, str | None, tuple[Any, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    @property
+    def price_key(self) -> tuple[Any, ...]:
+        """What besides the model, sizing and GPU rate decides an option's figures (exact: ``1.50`` is not ``1.5``)."""
+        key = self._price_key
+        if key is None:
+            profile = self.profile
+            duration = profile.duration_hours
+            key = (
+                profile.gpu_count,
+                profile.replicas,
+                None if duration is None else str(duration),
+                str(self.multiplier),
+                self.currency,
+            )
+            object.__setattr__(self, "_price_key", key)
+        return key
 
     def is_offered(self, option: Option) -> bool:
         if self.offered is None:
@@ -148,122 +159,14 @@ class DecisionContext:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class AllocationOption:
-    """The core fields of every way to run a workload: DESIGN.md's "Recommendation" contract."""
-
-    strategy: Strategy
-    resource_name: str
-    quantity: int
-    replicas: int
-    gpu_model: str
-    mig_profile: str | None
-    time_slice_replicas: int | None
-    node_selector: dict[str, str] = field(hash=False)
-    expected_overhead_pct: tuple[int, int]
-    utilization_target_pct: tuple[int, int]
-    isolation: Isolation
-    estimated_monthly_cost: Decimal | None
-    currency: str
-    saving_vs_dedicated_pct: Decimal
-    gpu_share: Decimal  # per allocated unit (DESIGN.md "GPU share")
-    estimated_cost: Decimal | None  # for duration_hours; None without a duration or a price
-    duration_hours: Decimal | None
-
-
-@dataclass(frozen=True, slots=True)
-class Alternative(AllocationOption):
-    """Another way to run the workload, with its tradeoffs and whether policy permits it."""
-
-    tradeoffs: tuple[str, ...] = ()
-    permitted: bool = True
-    reason: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The alternative as JSON-ready data (DESIGN.md "Recommendation" core fields plus tradeoffs)."""
-        return {
-            **_core_dict(self),
-            "tradeoffs": list(self.tradeoffs),
-            "permitted": self.permitted,
-            "reason": self.reason,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Recommendation(AllocationOption):
-    """How to run a workload: strategy, Kubernetes resource, model, cost, the reasons, and the alternatives."""
-
-    rationale: tuple[str, ...] = ()
-    alternatives: tuple[Alternative, ...] = ()
-    topology_aware: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """The recommendation as the JSON contract of DESIGN.md (money as strings rounded to the cent)."""
-        return {
-            **_core_dict(self),
-            "rationale": list(self.rationale),
-            "alternatives": [alternative.to_dict() for alternative in self.alternatives],
-            "topology_aware": self.topology_aware,
-        }
-
-
-# Enum ``.value`` goes through a descriptor; these plain lookups are what every alternative of every answer reads.
-_STRATEGY_VALUE = {strategy: strategy.value for strategy in Strategy}
-_ISOLATION_VALUE = {isolation: isolation.value for isolation in Isolation}
-_TENTH = Decimal("0.1")
-
-
-def _core_dict(item: AllocationOption) -> dict[str, Any]:
-    amount = item.estimated_monthly_cost
-    return {
-        "strategy": _STRATEGY_VALUE[item.strategy],
-        "resource_name": item.resource_name,
-        "quantity": item.quantity,
-        "replicas": item.replicas,
-        "gpu_model": item.gpu_model,
-        "mig_profile": item.mig_profile,
-        "time_slice_replicas": item.time_slice_replicas,
-        "node_selector": dict(item.node_selector),
-        "expected_overhead_pct": list(item.expected_overhead_pct),
-        "utilization_target_pct": list(item.utilization_target_pct),
-        "isolation": _ISOLATION_VALUE[item.isolation],
-        "estimated_monthly_cost": {
-            "amount": None if amount is None else str(to_cents(amount)),
-            "currency": item.currency,
-        },
-        "saving_vs_dedicated_pct": float(item.saving_vs_dedicated_pct.quantize(_TENTH, ROUND_HALF_UP)),
-        "gpu_share": _share_text(item.gpu_share),
-        "estimated_cost": (
-            None
-            if item.duration_hours is None
-            else {
-                "amount": None if item.estimated_cost is None else str(to_cents(item.estimated_cost)),
-                "currency": item.currency,
-                "hours": _json_hours(item.duration_hours),
-            }
-        ),
-    }
-
-
-_SHARE_TEXTS: dict[Decimal, str] = {}
-
-
-def _share_text(share: Decimal) -> str:
-    """``share_text``, remembered: a catalog has a few dozen distinct shares and every answer prints several."""
-    text = _SHARE_TEXTS.get(share)
-    if text is None:
-        if len(_SHARE_TEXTS) > 4096:  # bounded: an odd price book or layout must not grow it without end
-            _SHARE_TEXTS.clear()
-        text = _SHARE_TEXTS[share] = share_text(share)
-    return text
-
-
-def _json_hours(hours: Decimal) -> int | float:
-    return int(hours) if hours == hours.to_integral_value() else float(hours)
-
-
 def core_values(ctx: DecisionContext, option: Option) -> tuple[Any, ...]:
     """``core_fields`` in ``AllocationOption``'s field order, for positional construction (one per alternative)."""
+    if option.core is None:
+        object.__setattr__(option, "core", _core_values(ctx, option))
+    return option.core
+
+
+def _core_values(ctx: DecisionContext, option: Option) -> tuple[Any, ...]:
     strategy = option.strategy
     return (
         strategy,
@@ -286,11 +189,30 @@ def core_values(ctx: DecisionContext, option: Option) -> tuple[Any, ...]:
     )
 
 
+def core_json(ctx: DecisionContext, option: Option) -> dict[str, Any]:
+    """The JSON of ``core_values``, worked out once per option (shared: never change it, copy it)."""
+    if option.json is None:
+        object.__setattr__(option, "json", core_json_of(core_values(ctx, option)))
+    return option.json
+
+
 def core_fields(ctx: DecisionContext, option: Option) -> dict[str, Any]:
     return dict(zip(_CORE_NAMES, core_values(ctx, option), strict=True))
 
 
 _CORE_NAMES = tuple(f.name for f in fields(AllocationOption))
+
+
+def model_plan_in(plan: tuple[Strategy, ...], order: tuple[Strategy, ...]) -> tuple[Strategy, ...]:
+    """The strategies of a model's plan that the floors left in ``order`` (a few dozen combinations: once each)."""
+    key = (plan, order)
+    kept = _PLANS.get(key)
+    if kept is None:
+        kept = _PLANS[key] = tuple(s for s in plan if s in order)
+    return kept
+
+
+_PLANS: dict[tuple[tuple[Strategy, ...], tuple[Strategy, ...]], tuple[Strategy, ...]] = {}
 
 
 # --- arguments -------------------------------------------------------------------------------------------------
@@ -338,7 +260,22 @@ def normalize_node_sizes(sizes: Mapping[str, int]) -> dict[str, int]:
 # --- fit, size and price ---------------------------------------------------------------------------------------
 
 
-def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | str:
+class Misfit:
+    """Why an option does not fit, worded only when read: most walks never show it (``str()`` gives the sentence)."""
+
+    __slots__ = ("_words",)
+
+    def __init__(self, words: Callable[[], str]) -> None:
+        self._words = words
+
+    def __str__(self) -> str:
+        return self._words()
+
+    def __repr__(self) -> str:
+        return f"Misfit({self._words()!r})"
+
+
+def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | Misfit:
     """The option of running the profile on ``model`` with ``strategy``, or why it does not fit (once per context)."""
     key = (model.name, strategy)
     sized = ctx.sized.get(key)
@@ -347,37 +284,84 @@ def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -
     return sized
 
 
-def _size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | str:
+def _size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | Misfit:
     profile = ctx.profile
     memory, n = profile.gpu_memory_gb, profile.gpu_count
     mig: MigProfile | None = None
+    layout: Mapping[str, int] | None = None
     replicas: int | None = None
     source: str | None = None
-    if strategy is Strategy.DEDICATED:
+    if strategy is DEDICATED:
         if memory > model.memory_gb * n:
-            return f"{need_text(profile)} does not fit on {model.name} ({model.memory_gb} GB per GPU)."
+            return Misfit(lambda: f"{need_text(profile)} does not fit on {model.name} ({model.memory_gb} GB per GPU).")
         node_gpus = ctx.lookup(ctx.gpus_per_node, model)
         if node_gpus is not None and n > node_gpus:
-            return (
-                f"{n} GPUs per replica do not fit on one {model.name} node here (at most {node_gpus} GPUs per node), "
-                "and a replica's GPUs must share a node."
+            return Misfit(
+                lambda: (
+                    f"{n} GPUs per replica do not fit on one {model.name} node here (at most {node_gpus} GPUs "
+                    "per node), and a replica's GPUs must share a node."
+                )
             )
-        share = Decimal(n)
-    elif strategy is Strategy.MIG:
+    elif strategy is MIG:
         if not model.mig_capable:
-            return f"{model.name} is not MIG-capable ({model.family})."
+            return Misfit(lambda: f"{model.name} is not MIG-capable ({model.family}).")
         mig = _mig_profile_for(ctx, model)
         if mig is None:
-            return _no_mig_profile(model, profile)
-        layout = ctx.mig_layouts.get((model.name.casefold(), mig.name))
-        share = gpu_share(strategy, model=model, mig_profile=mig, layout=layout) * n
+            return Misfit(lambda: _no_mig_profile(model, profile))
+        if ctx.mig_layouts:
+            layout = ctx.mig_layouts.get((model.name.casefold(), mig.name))
     else:
         fitted = _time_slice_fit(ctx, model)
-        if isinstance(fitted, str):
+        if isinstance(fitted, Misfit):
             return fitted
         replicas, source = fitted
+    rated = ctx.rated.get(model.name)
+    if rated is None:
+        rate, rate_source = _gpu_rate(ctx, model)
+        rated = ctx.rated[model.name] = (rate, rate_source, (id(model), str(rate), rate_source, ctx.price_key))
+    rate, rate_source, prefix = rated
+    # The same sizing and price give the same option, one object per process: the framework's explanations of an
+    # option (alternatives, tradeoffs, JSON) are then worked out once and found again by it (framework._alternative).
+    key = (
+        prefix,
+        strategy,
+        mig.name if mig is not None else None,
+        tuple(layout.items()) if layout else None,
+        replicas,
+        source,
+    )
+    option = _OPTIONS.get(key)
+    if option is None or option.model is not model:
+        if len(_OPTIONS) >= _OPTIONS_LIMIT:  # bounded: other price books and tiers bring new options
+            _OPTIONS.clear()
+        option = _OPTIONS[key] = _priced(ctx, model, strategy, mig, layout, replicas, source, rate, rate_source)
+    return option
+
+
+# The options worked out in this process, by what decides them (the entry keeps its model alive: id() stays unique).
+_OPTIONS: dict[tuple[Any, ...], Option] = {}
+_OPTIONS_LIMIT = 16_384
+
+
+def _priced(
+    ctx: DecisionContext,
+    model: GpuModelSpec,
+    strategy: Strategy,
+    mig: MigProfile | None,
+    layout: Mapping[str, int] | None,
+    replicas: int | None,
+    source: str | None,
+    rate: Decimal | None,
+    rate_source: str | None,
+) -> Option:
+    profile = ctx.profile
+    n = profile.gpu_count
+    if strategy is DEDICATED:
+        share = Decimal(n)
+    elif strategy is MIG:
+        share = gpu_share(strategy, model=model, mig_profile=mig, layout=layout) * n
+    else:
         share = gpu_share(strategy, model=model, time_slice_replicas=replicas) * n
-    rate, rate_source = _gpu_rate(ctx, model)
     hourly = monthly = duration_cost = None
     if rate is not None:
         hourly = allocation_hourly_rate(rate, share, ctx.multiplier) * Decimal(profile.replicas)
@@ -387,7 +371,7 @@ def _size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) 
     return Option(model, strategy, n, mig, replicas, source, share, rate, rate_source, hourly, monthly, duration_cost)
 
 
-def _time_slice_fit(ctx: DecisionContext, model: GpuModelSpec) -> tuple[int, str] | str:
+def _time_slice_fit(ctx: DecisionContext, model: GpuModelSpec) -> tuple[int, str] | Misfit:
     """The most tenants per GPU whose fair share holds the replica, and where that number comes from; else why not.
 
     With time-sliced pools of the model, only their replicas count (most tenants first: the cheapest share that
@@ -409,11 +393,13 @@ def _time_slice_fit(ctx: DecisionContext, model: GpuModelSpec) -> tuple[int, str
             return replicas, f"{default_source} of {default} lowered so that a share holds the replica"
     fewest = candidates[-1]
     where = "its pools here have" if pools else "even"
-    return (
-        f"Time-slicing does not fit on {model.name}: {format_gb(memory / n)} is more than a fair share with "
-        f"{where} {fewest} tenants per GPU ({model.memory_gb} GB / {fewest} = "
-        f"{format_gb(Decimal(model.memory_gb) / fewest)}); time-slicing has no memory isolation, so a tenant can only "
-        "count on its share."
+    return Misfit(
+        lambda: (
+            f"Time-slicing does not fit on {model.name}: {format_gb(memory / n)} is more than a fair share with "
+            f"{where} {fewest} tenants per GPU ({model.memory_gb} GB / {fewest} = "
+            f"{format_gb(Decimal(model.memory_gb) / fewest)}); time-slicing has no memory isolation, so a tenant can "
+            "only count on its share."
+        )
     )
 
 
@@ -435,7 +421,7 @@ def _mig_profile_for(ctx: DecisionContext, model: GpuModelSpec) -> MigProfile | 
         for p in model.mig_profiles
         if p.compute_slices < model.mig_compute_slices
         and p.memory_gb * n >= memory
-        and ctx.offered(model.name, Strategy.MIG.value, p.name)
+        and ctx.offered(model.name, MIG.value, p.name)
     ]
     if not offered:
         return smallest  # not offered: the caller says so and moves on

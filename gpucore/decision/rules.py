@@ -13,7 +13,7 @@ from decimal import Decimal
 from enum import Enum
 
 from gpucore.catalog import GpuModelSpec
-from gpucore.decision.options import STRATEGY_WORDS, format_gb
+from gpucore.decision.options import DEDICATED, MIG, STRATEGY_WORDS, TIME_SLICING, format_gb
 from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import IsolationFloor, Strategy, WorkloadType
@@ -44,30 +44,48 @@ class Intent(Enum):
 
 # The order strategies are tried in, across models, for each intent (before policy removes some).
 STRATEGY_ORDER: dict[Intent, tuple[Strategy, ...]] = {
-    Intent.DEDICATED: (Strategy.DEDICATED,),
-    Intent.MIG: (Strategy.MIG, Strategy.DEDICATED),
-    Intent.MIG_OR_DEDICATED: (Strategy.MIG, Strategy.DEDICATED),
-    Intent.TIME_SLICING: (Strategy.TIME_SLICING, Strategy.MIG, Strategy.DEDICATED),
+    Intent.DEDICATED: (DEDICATED,),
+    Intent.MIG: (MIG, DEDICATED),
+    Intent.MIG_OR_DEDICATED: (MIG, DEDICATED),
+    Intent.TIME_SLICING: (TIME_SLICING, MIG, DEDICATED),
 }
 
 
 def model_plan(intent: Intent, model: GpuModelSpec) -> tuple[Strategy, ...]:
     """The strategies one model is tried with, in order (a subsequence of ``STRATEGY_ORDER[intent]``)."""
+    return _MODEL_PLANS[intent, model.mig_capable]
+
+
+def _model_plan(intent: Intent, mig_capable: bool) -> tuple[Strategy, ...]:
     if intent is Intent.DEDICATED:
-        return (Strategy.DEDICATED,)
+        return (DEDICATED,)
     if intent in (Intent.MIG, Intent.MIG_OR_DEDICATED):
         # Real-time inference (latency-sensitive or not: the matrix says isolation prevents jitter) gets MIG or a
         # dedicated GPU; on a model without MIG that means a dedicated GPU, never a time-sliced one.
-        return (Strategy.MIG, Strategy.DEDICATED) if model.mig_capable else (Strategy.DEDICATED,)
-    return (
-        (Strategy.TIME_SLICING, Strategy.MIG, Strategy.DEDICATED)
-        if model.mig_capable
-        else (Strategy.TIME_SLICING, Strategy.DEDICATED)
-    )
+        return (MIG, DEDICATED) if mig_capable else (DEDICATED,)
+    return (TIME_SLICING, MIG, DEDICATED) if mig_capable else (TIME_SLICING, DEDICATED)
+
+
+# Read for every model of every decision: worked out once.
+_MODEL_PLANS = {(intent, capable): _model_plan(intent, capable) for intent in Intent for capable in (False, True)}
 
 
 def tier1_latency_ms(tiers: Iterable[SlaTierSpec]) -> Decimal:
     """The tightest p99 target of a tier that accepts dedicated GPUs only (tier 1), else the guide's 10 ms."""
+    given = tuple(tiers)
+    key = tuple(map(id, given))  # tiers are frozen: the same objects give the same answer
+    known = _TIER1.get(key)
+    if known is None:
+        if len(_TIER1) >= 64:  # bounded: tiers read again from the database are new objects
+            _TIER1.clear()
+        known = _TIER1[key] = (given, _tier1_latency_ms(given))  # the entry keeps the tiers alive: ids stay unique
+    return known[1]
+
+
+_TIER1: dict[tuple[int, ...], tuple[tuple[SlaTierSpec, ...], Decimal]] = {}
+
+
+def _tier1_latency_ms(tiers: Iterable[SlaTierSpec]) -> Decimal:
     targets = [
         t.latency_p99_ms
         for t in tiers
@@ -162,9 +180,9 @@ def apply_floors(
     if profile.gpu_count > 1:
         n = profile.gpu_count
         removed = [
-            rule_out(Strategy.MIG, f"{n} GPUs per replica: a MIG slice cannot span GPUs."),
+            rule_out(MIG, f"{n} GPUs per replica: a MIG slice cannot span GPUs."),
             rule_out(
-                Strategy.TIME_SLICING,
+                TIME_SLICING,
                 f"{n} GPUs per replica: the device plugin refuses a time-sliced request of more than one, and "
                 "several shares of a GPU add no compute.",
             ),
@@ -175,7 +193,7 @@ def apply_floors(
             + ("." if any(removed) else "; the choice is already dedicated.")
         )
     if profile.isolation_required:
-        if rule_out(Strategy.TIME_SLICING, "Isolation required: time-slicing has no memory or fault isolation."):
+        if rule_out(TIME_SLICING, "Isolation required: time-slicing has no memory or fault isolation."):
             rationale.append(
                 "Isolation required: time-slicing is ruled out because it has no memory or fault isolation; MIG "
                 "where the memory fits a slice, else a dedicated GPU."
@@ -187,7 +205,7 @@ def apply_floors(
         label = f"SLA tier {tier.name}"
         if tier.isolation_floor is IsolationFloor.DEDICATED:
             reason = f"{label} accepts dedicated GPUs only."
-            removed_names = [STRATEGY_WORDS[s] for s in (Strategy.MIG, Strategy.TIME_SLICING) if rule_out(s, reason)]
+            removed_names = [STRATEGY_WORDS[s] for s in (MIG, TIME_SLICING) if rule_out(s, reason)]
             verb = "are" if len(removed_names) > 1 else "is"
             tail = (
                 f", so {' and '.join(removed_names)} {verb} ruled out." if removed_names else "; the choice meets it."
@@ -195,11 +213,7 @@ def apply_floors(
             rationale.append(f"{label} accepts dedicated GPUs only{tail}")
         elif tier.isolation_floor is IsolationFloor.HARDWARE:
             reason = f"{label} needs hardware isolation at least: MIG or dedicated, no time-slicing."
-            tail = (
-                ", so time-slicing is ruled out."
-                if rule_out(Strategy.TIME_SLICING, reason)
-                else "; the choice meets it."
-            )
+            tail = ", so time-slicing is ruled out." if rule_out(TIME_SLICING, reason) else "; the choice meets it."
             rationale.append(f"{label} needs hardware isolation at least, MIG or a dedicated GPU{tail}")
         else:
             rationale.append(f"{label} accepts any strategy, time-slicing included (best effort).")
@@ -219,7 +233,7 @@ def _latency_floor(
             f"A {target} target is at or below the {_ms(tier1_p99_ms)} of the real-time tier, which only a "
             "dedicated GPU meets: no neighbour may share the GPU."
         )
-        removed = [STRATEGY_WORDS[s] for s in (Strategy.MIG, Strategy.TIME_SLICING) if rule_out(s, reason)]
+        removed = [STRATEGY_WORDS[s] for s in (MIG, TIME_SLICING) if rule_out(s, reason)]
         verb = "are" if len(removed) > 1 else "is"
         tail = f" So {' and '.join(removed)} {verb} ruled out." if removed else ""
         rationale.append(reason + tail)
@@ -228,7 +242,7 @@ def _latency_floor(
             f"A {target} target is below the {_ms(TIME_SLICING_JITTER_MS)} of jitter time-slicing can add "
             "(a tenant waits while its neighbours run): no time-slicing; MIG or a dedicated GPU keep it."
         )
-        rule_out(Strategy.TIME_SLICING, reason)
+        rule_out(TIME_SLICING, reason)
         rationale.append(reason)
     else:
         rationale.append(f"A {target} target leaves room for any strategy the rest of the profile allows.")

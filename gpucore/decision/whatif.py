@@ -158,7 +158,7 @@ def _judge(
 ) -> WhatIfOption:
     sized = size_option(ctx, model, strategy)
     if not isinstance(sized, Option):
-        return WhatIfOption(model.name, strategy, fits=False, permitted=False, reason=sized)
+        return WhatIfOption(model.name, strategy, fits=False, permitted=False, reason=str(sized))
     reason = ctx.forbidden.get(strategy)
     if reason is None and not ctx.is_offered(sized):
         reason = f"No node pool here offers {sized.resource_name} on {model.name}."
