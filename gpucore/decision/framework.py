@@ -47,6 +47,7 @@ from gpucore.decision.options import (
     normalize_node_sizes,
     normalize_pools,
     normalize_rates,
+    size_fresh,
     size_option,
 )
 from gpucore.decision.results import (
@@ -222,10 +223,23 @@ def _walk(
         known = ctx.walked.get(model.name)
         if known is not None and known[0] is intent and known[1] is order:
             return known[2]
-        option = _walk_model(ctx, model, intent, order, None)
+        option = _silent_walk(ctx, model, model_plan_in(model_plan(intent, model), order))
         ctx.walked[model.name] = (intent, order, option)
         return option
     return _walk_model(ctx, model, intent, order, rationale)
+
+
+def _silent_walk(ctx: DecisionContext, model: GpuModelSpec, plan: tuple[Strategy, ...]) -> Option | None:
+    """``_walk_model`` with nothing to say: the plan's strategies keep ``order``'s order, so it is the loop."""
+    sized = ctx.sized
+    for strategy in plan:
+        key = (model.name, strategy)
+        option = sized.get(key)
+        if option is None:
+            option = sized[key] = size_fresh(ctx, model, strategy)
+        if option.__class__ is Option and (ctx.offered is None or ctx.is_offered(option)):
+            return option
+    return None
 
 
 def _walk_model(
@@ -294,7 +308,7 @@ def _alternatives(
 ) -> tuple[Alternative, ...]:
     """Every other strategy that fits the chosen model (permitted or not), and what each other model would give."""
     options: list[Option] = []
-    for strategy in Strategy:
+    for strategy in _STRATEGIES:
         if strategy is not chosen.strategy:
             option = size_option(ctx, chosen.model, strategy)
             if isinstance(option, Option):
@@ -323,6 +337,7 @@ def _alternatives(
 
 
 _ZERO = Decimal(0)
+_STRATEGIES = tuple(Strategy)  # iterating the enum class itself is slow on Python 3.11
 # The order alternatives are listed in: the intent's strategies, then the others.
 _PREFERENCE: dict[Intent, tuple[Strategy, ...]] = {
     intent: (*order, *(s for s in (DEDICATED, MIG, TIME_SLICING) if s not in order))

@@ -280,11 +280,12 @@ def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -
     key = (model.name, strategy)
     sized = ctx.sized.get(key)
     if sized is None:
-        sized = ctx.sized[key] = _size_option(ctx, model, strategy)
+        sized = ctx.sized[key] = size_fresh(ctx, model, strategy)
     return sized
 
 
-def _size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | Misfit:
+def size_fresh(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | Misfit:
+    """``size_option`` without its memo: for a caller that just looked there (``ctx.sized``, key (model, strategy))."""
     profile = ctx.profile
     memory, n = profile.gpu_memory_gb, profile.gpu_count
     mig: MigProfile | None = None
@@ -294,7 +295,7 @@ def _size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) 
     if strategy is DEDICATED:
         if memory > model.memory_gb * n:
             return Misfit(lambda: f"{need_text(profile)} does not fit on {model.name} ({model.memory_gb} GB per GPU).")
-        node_gpus = ctx.lookup(ctx.gpus_per_node, model)
+        node_gpus = ctx.lookup(ctx.gpus_per_node, model) if ctx.gpus_per_node else None
         if node_gpus is not None and n > node_gpus:
             return Misfit(
                 lambda: (
