@@ -18,6 +18,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import SkipField, get_error_detail
 from rest_framework.settings import api_settings
+from rest_framework.utils.serializer_helpers import BindingDict
 
 from allocations.models import (
     MAX_EXTENSION_HOURS,
@@ -98,11 +99,24 @@ class ProfileInputSerializer(serializers.Serializer):
             for name, field in self._declared_fields.items()
         }
 
+    def _validated_fields(self) -> BindingDict:
+        """The declared fields DRF validates (cluster, team...), bound on their own.
+
+        Validating never needs the profile's eleven fields, and binding them (``self.fields``) was a fifth of the
+        recommendation endpoint's view (issue #15); they are bound when the schema or the browsable API's form reads
+        ``fields``.
+        """
+        fields = BindingDict(self)
+        for name, field in self._declared_fields.items():
+            if name not in _PROFILE_FIELD_NAMES:
+                fields[name] = copy.deepcopy(field)
+        return fields
+
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, Mapping):
             message = f"Invalid data. Expected a dictionary, but got {type(data).__name__}."
             raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [message]}, code="invalid")
-        own = {name for name in self.fields if name not in _PROFILE_FIELD_NAMES}
+        own = self._validated_fields()
         # Unknown keys go to the core along with the profile fields, which names them in its answer.
         profile_data = {key: data[key] for key in data if key not in own}
         errors: dict[str, Any] = {}
@@ -112,8 +126,7 @@ class ProfileInputSerializer(serializers.Serializer):
         except ProfileError as exc:
             errors.update(exc.errors)
         validated["profile_data"] = profile_data
-        for name in own:
-            field = self.fields[name]
+        for name, field in own.items():
             if field.read_only:
                 continue
             try:

@@ -77,3 +77,16 @@ def test_four_1g20gb_on_a_fully_partitioned_h100_pool_bill_one_gpu_together(clie
 
     assert (data["strategy"], data["mig_profile"], data["gpu_share"]) == ("mig", "1g.20gb", "0.25"), data["rationale"]
     assert data["estimated_monthly_cost"]["amount"] == "5022.40"  # 4 x 0.25 x 6.88 x 730: one H100's month
+
+
+def test_a_refused_profile_in_the_browsable_api_keeps_the_profile_form(client_as, demo_org):
+    # Validation binds only the fields DRF runs (issue #15); the form the browsable API shows again still has the
+    # profile's fields, and the answer still names the field that is wrong.
+    body = {"workload_type": "training", "gpu_memory_gb": -1}
+    response = client_as("member").post(URL, body, format="json", HTTP_ACCEPT="text/html")
+
+    assert response.status_code == 400
+    html = response.content.decode()
+    for field in ("workload_type", "gpu_memory_gb", "gpu_count", "duration_hours", "cluster"):
+        assert f'name="{field}"' in html, field
+    assert "Ensure this value is greater than 0." in html
