@@ -5,10 +5,11 @@
 The input is ``{"warm": [profile, ...], "profiles": [profile, ...]}`` (or a bare list, warmed on itself): one pass over
 the warm-up profiles, then the timed pass over the others, which the process has not seen; the framework keeps what
 it works out per option and alternative, so timing profiles it already answered would time those memos, not the work
-a new profile costs. The source root is the project's own tree or an older commit's ``gpucore`` extracted by ``git archive``: the same
-profiles, the built-in catalog and the default SLA tiers in both, in a fresh process each, so the two rates of one run
-differ by the code alone. Only ``gpucore`` is imported (pure: no Django), from the root given. The rate is per
-second of this process's CPU time: on a machine shared with other work, wall time would mostly measure the others.
+a new profile costs. The source root is the project's own tree or an older commit's ``gpucore`` extracted by
+``git archive``: the same profiles, the built-in catalog and the default SLA tiers in both, in a fresh process each,
+so the two rates of one run differ by the code alone. Only ``gpucore`` is imported (pure: no Django), from the root
+given. The rate is per second of this process's CPU time: on a machine shared with other work, wall time would
+mostly measure the others.
 """
 
 from __future__ import annotations
