@@ -107,6 +107,8 @@ def _decimal(
 
 def _integer(*, minimum: int = 1, maximum: int = int(MAX_NUMBER)) -> Callable[[Any], int]:
     def parse(value: Any) -> int:
+        if value.__class__ is int and minimum <= value <= maximum:  # the usual case, without Decimals (issue #15)
+            return value
         if isinstance(value, bool):
             raise _FieldError("A valid integer is required.")
         if isinstance(value, int):
@@ -142,6 +144,9 @@ def _boolean(value: Any) -> bool:
 def _workload_type(value: Any) -> WorkloadType:
     if isinstance(value, WorkloadType):
         return value
+    known = _WORKLOAD_TYPES.get(value) if isinstance(value, str) else None
+    if known is not None:  # the usual spelling, without the enum's lookup by value (slow on Python 3.11)
+        return known
     if isinstance(value, str):
         try:
             return WorkloadType(value.strip().casefold())
@@ -149,6 +154,9 @@ def _workload_type(value: Any) -> WorkloadType:
             pass
     choices = ", ".join(f'"{choice.value}"' for choice in WorkloadType)
     raise _FieldError(f'"{value}" is not a valid choice. Choose one of {choices}.')
+
+
+_WORKLOAD_TYPES = {choice.value: choice for choice in WorkloadType}
 
 
 def _name(value: Any) -> str:
@@ -249,11 +257,13 @@ class WorkloadProfile:
         known = cls.field_names()
         errors: dict[str, list[str]] = {}
         for key in data:
-            if key not in known:
+            if key not in _FIELD_SET:
                 errors[str(key)] = [f"Unknown field. Known fields: {', '.join(known)}."]
         for name in _REQUIRED:
             if name not in data:
                 errors[name] = ["This field is required."]
+        if not errors:  # the usual case: every key is a field and the required ones are there
+            return cls(**data)
         values = {name: data[name] for name in known if name in data}
         try:
             # Construct even when other fields failed, so one answer lists the bad values too.
@@ -294,3 +304,4 @@ def _json_number(value: Decimal) -> int | float:
 
 # Read on every parse: worked out once (the dataclass's fields never change).
 _FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(WorkloadProfile))
+_FIELD_SET = frozenset(_FIELD_NAMES)
