@@ -7,7 +7,7 @@ in-process (Django test client, logged in as the demo member and approver), thre
 at each size (min/median/max of the runs' medians) and its ratio to the smallest size; flat is ~1x. No assertion on
 time. PostgreSQL when ``DATABASE_URL`` names one (a fresh ``<name>_bench`` database), else SQLite.
 
-    .venv/bin/python benchmarks/list_scaling.py [--sizes 1000,10000,100000] [--requests 30] [--runs 3]
+    .venv/bin/python benchmarks/list_scaling.py [--sizes 1000,10000,100000] [--requests 30] [--runs 3] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000", help="requests in the table, comma-separated")
     parser.add_argument("--requests", type=int, default=30, help="requests per endpoint per run")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", default="", help="measure only the endpoints and pages whose names contain this")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
 
@@ -109,6 +110,7 @@ def main() -> None:
         "page / (home, member)": (page, "/"),
         "page /approvals/ (approval queue)": (approver, "/approvals/"),
     }
+    endpoints = {name: endpoint for name, endpoint in endpoints.items() if args.only in name}
     figures: dict[str, dict[int, list[float]]] = {name: {} for name in endpoints}
     for size in sizes:
         top_up(size)

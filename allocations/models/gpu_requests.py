@@ -115,6 +115,9 @@ class GpuRequest(models.Model):
             models.Index(fields=["team", "status"]),
             models.Index(fields=["status", "submitted_at"]),
             models.Index(fields=["team", "resource_name", "status"]),
+            # The lists' default order: a page is read from the index and stops after its rows, instead of sorting
+            # every visible request (issue #15).
+            models.Index(fields=["created_at", "id"], name="gpurequest_created_id_idx"),
         ]
         permissions = [("approve_gpurequest", "Can approve or reject GPU requests")]
         verbose_name = "GPU request"

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.utils import timezone
+from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
+from allocations.api.pagination import COUNT_LIMIT
 from allocations.api.serializers import GpuRequestSerializer
 from allocations.models import GpuRequest, RequestStatus
 from tests.factories import ROLES, GpuRequestFactory
@@ -315,3 +319,70 @@ def test_nul_characters_in_the_body_are_400_naming_the_field(client_as, demo_org
 
     assert response.status_code == 400
     assert field in response.json()
+
+
+def _rendered(data: object) -> object:
+    """What a client reads: the data through DRF's JSON renderer and back."""
+    return json.loads(JSONRenderer().render(data))
+
+
+def test_list_and_detail_answer_exactly_what_the_serializer_documents(client_as, demo_org):
+    # Every kind of field set: decimals, times, a null sla tier beside set cluster and pool, a command, a spec.
+    now = timezone.now()
+    full = GpuRequestFactory(
+        team=demo_org.team,
+        requester=demo_org.member,
+        cluster=demo_org.cluster,
+        node_pool=demo_org.pool,
+        gpu_memory_gb=Decimal("12.5"),
+        latency_p99_ms=Decimal("40.25"),
+        expected_utilization_pct=Decimal("70"),
+        duration_hours=Decimal("24"),
+        expires_at=now + timedelta(days=1, microseconds=123),
+        submitted_at=now,
+        command=["python", "train.py"],
+        status_detail="Waiting for approval",
+    )
+    bare = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, sla_tier=None, purpose="")
+    client = client_as("member")
+    listed = {row["id"]: row for row in client.get(URL).json()["results"]}
+
+    for obj in (full, bare):
+        obj = GpuRequest.objects.get(pk=obj.pk)
+        documented = _rendered(GpuRequestSerializer(obj).data)
+        assert client.get(f"{URL}{obj.pk}/").json() == documented
+        assert listed[obj.pk] == documented
+        assert client.get(f"{URL}{obj.pk}/?fields=id,team,expires_at,gpu_memory_gb").json() == {
+            name: documented[name] for name in ("id", "team", "expires_at", "gpu_memory_gb")
+        }
+
+
+def test_count_stops_at_the_limit_and_says_it_is_not_exact(client_as, demo_org):
+    template = GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
+    columns = {f.attname: getattr(template, f.attname) for f in GpuRequest._meta.concrete_fields if f.attname != "id"}
+    GpuRequest.objects.bulk_create([GpuRequest(**columns) for _ in range(COUNT_LIMIT + 1)])  # limit + 2 in all
+    client = client_as("member")
+    last_full_page = COUNT_LIMIT // 25
+
+    first = client.get(URL).json()
+    deep = client.get(f"{URL}?page={last_full_page}").json()
+    beyond = client.get(f"{URL}?page={last_full_page + 1}").json()
+
+    assert (first["count"], first["count_exact"]) == (COUNT_LIMIT, False)
+    assert first["next"] and len(first["results"]) == 25
+    # Up to the limit the pages say there are more; the page past it counts to its end, exactly.
+    assert (deep["count"], deep["count_exact"], len(deep["results"])) == (COUNT_LIMIT, False, 25)
+    assert deep["next"].endswith(f"page={last_full_page + 1}")
+    assert (beyond["count"], beyond["count_exact"], beyond["next"]) == (COUNT_LIMIT + 2, True, None)
+    assert len(beyond["results"]) == 2
+    assert client.get(f"{URL}?page={last_full_page + 2}").status_code == 404
+    # A filtered list under the limit counts exactly.
+    assert client.get(f"{URL}?status=approved").json()["count_exact"] is True
+
+
+def test_count_is_exact_under_the_limit_and_null_in_keyset_mode(client_as, two_teams_requests):
+    client = client_as("approver")
+
+    assert (client.get(URL).json()["count"], client.get(URL).json()["count_exact"]) == (2, True)
+    keyset = client.get(f"{URL}?after=0").json()
+    assert (keyset["count"], keyset["count_exact"]) == (None, False)
