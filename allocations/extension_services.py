@@ -27,7 +27,7 @@ from allocations.models import (
 )
 from allocations.notifications import approver_emails, send_email
 from allocations.selectors import User, user_is_approver
-from allocations.services import owner_or_lead_refusal, require_owner_or_lead
+from allocations.services import ROLE_NOT_READ, RoleNotRead, owner_or_lead_refusal, require_owner_or_lead
 from audit.services import audit_record, audit_snapshot
 
 
@@ -47,10 +47,11 @@ def extension_refusal(request: GpuRequest) -> str | None:
     return None
 
 
-def extend_refusal(*, user: User, request: GpuRequest) -> str | None:
+def extend_refusal(*, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ) -> str | None:
     """Why ``user`` may not ask for more hours on ``request`` now (who they are, its status or no end, one already
-    pending), or None: what ``allocation_extension_request`` refuses and whether the request page offers it."""
-    refusal = owner_or_lead_refusal(user=user, request=request) or extension_refusal(request)
+    pending), or None: what ``allocation_extension_request`` refuses and whether the request page offers it.
+    ``role``: as for ``owner_or_lead_refusal``."""
+    refusal = owner_or_lead_refusal(user=user, request=request, role=role) or extension_refusal(request)
     if refusal is None and (pending := request.extensions.filter(status=ExtensionStatus.PENDING).first()):
         refusal = _pending_message(pending)
     return refusal

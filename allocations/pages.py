@@ -29,6 +29,7 @@ from allocations.placement import gpu_hourly_rates, gpu_price
 from allocations.provisioning import pool_context
 from allocations.quotas import quota_fit, quota_headroom_by_request
 from allocations.selectors import (
+    TABLE_DEFERRED_FIELDS,
     User,
     catalog_from_db,
     clusters_visible_to,
@@ -70,7 +71,8 @@ def home_overview(*, user: User) -> dict[str, object]:
         for team in teams
     ]
     # One query: the teams' latest 30, split into the user's own (their status at a glance) and the others, 10 each.
-    recent = list(gpu_requests_visible_to(user=user).filter(team__in=teams)[:30]) if teams else []
+    visible = gpu_requests_visible_to(user=user).defer(*TABLE_DEFERRED_FIELDS)
+    recent = list(visible.filter(team__in=teams)[:30]) if teams else []
     mine = [r for r in recent if r.requester_id == user.pk][:10]
     others = [r for r in recent if r.requester_id != user.pk][:10]
     return {
@@ -155,16 +157,17 @@ def team_list_overview(*, user: User, teams: list[Team]) -> dict[str, object]:
 def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
     """Which buttons the detail page shows this user: exactly those whose service would not refuse (the predicates)."""
     approver = user_is_approver(user)
+    role = membership_role(user=user, team=request.team)  # read once for the four answers that depend on it
     return {
-        "cancel": cancel_refusal(user=user, request=request) is None,
-        "release": release_refusal(user=user, request=request) is None,
+        "cancel": cancel_refusal(user=user, request=request, role=role) is None,
+        "release": release_refusal(user=user, request=request, role=role) is None,
         "review": approve_refusal(user=user, request=request) is None,
         "own_request_pending_review": (
             approver and request.status == RequestStatus.PENDING_APPROVAL and request.requester_id == user.pk
         ),
-        "extend": extend_refusal(user=user, request=request) is None,
+        "extend": extend_refusal(user=user, request=request, role=role) is None,
         # Cloning only pre-fills a form; submitting it is checked like any new request (the user's own teams).
-        "clone": request.status in CLONABLE_STATUSES and teams_of(user).filter(pk=request.team_id).exists(),
+        "clone": request.status in CLONABLE_STATUSES and role is not None,
         "reapply": reapply_refusal(user=user, request=request) is None,
     }
 
@@ -229,6 +232,7 @@ def approval_queue(*, user: User) -> list[dict[str, object]]:
     pending = list(
         gpu_requests_visible_to(user=user)
         .filter(status=RequestStatus.PENDING_APPROVAL)
+        .select_related("node_pool__cluster")  # each row names its pool as cluster/pool: not a query per row
         .order_by("submitted_at", "created_at", "id")
     )
     headroom_by_request = quota_headroom_by_request(requests=pending)

@@ -278,9 +278,23 @@ def reject_refusal(*, user: User, request: GpuRequest) -> str | None:
     return _reviewer_refusal(user, request) or _pending_refusal(request, RequestStatus.REJECTED)
 
 
-def owner_or_lead_refusal(*, user: User, request: GpuRequest) -> str | None:
-    """Why ``user`` is not the requester (still a member), a lead of the team or an approver; None when they are."""
-    role = membership_role(user=user, team=request.team)
+class RoleNotRead:
+    """The default of ``role`` below: the predicate reads the user's role itself."""
+
+
+ROLE_NOT_READ = RoleNotRead()
+
+
+def owner_or_lead_refusal(
+    *, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ
+) -> str | None:
+    """Why ``user`` is not the requester (still a member), a lead of the team or an approver; None when they are.
+
+    ``role``: the user's role in the request's team (``membership_role``) when the caller already read it, so a page
+    asking several predicates reads it once.
+    """
+    if isinstance(role, RoleNotRead):
+        role = membership_role(user=user, team=request.team)
     if request.requester_id == user.pk and role is not None:
         return None
     if role == Role.LEAD or user_is_approver(user):
@@ -300,9 +314,9 @@ def _cancel_status_refusal(request: GpuRequest) -> str | None:
     return None
 
 
-def cancel_refusal(*, user: User, request: GpuRequest) -> str | None:
+def cancel_refusal(*, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ) -> str | None:
     """Why ``user`` may not withdraw ``request`` now (who they are, or it is past approval), or None."""
-    return owner_or_lead_refusal(user=user, request=request) or _cancel_status_refusal(request)
+    return owner_or_lead_refusal(user=user, request=request, role=role) or _cancel_status_refusal(request)
 
 
 def _release_status_refusal(request: GpuRequest) -> str | None:
@@ -311,9 +325,9 @@ def _release_status_refusal(request: GpuRequest) -> str | None:
     return None
 
 
-def release_refusal(*, user: User, request: GpuRequest) -> str | None:
+def release_refusal(*, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ) -> str | None:
     """Why ``user`` may not give ``request``'s allocation back now (who they are, or its status), or None."""
-    return owner_or_lead_refusal(user=user, request=request) or _release_status_refusal(request)
+    return owner_or_lead_refusal(user=user, request=request, role=role) or _release_status_refusal(request)
 
 
 def _reapplier_refusal(user: User) -> str | None:

@@ -48,6 +48,7 @@ from allocations.pages import (
 from allocations.placement import place
 from allocations.selectors import (
     ON_CLUSTER_STATUSES,
+    TABLE_DEFERRED_FIELDS,
     allocation_extensions_visible_to,
     gpu_request_access,
     gpu_request_detail,
@@ -177,7 +178,7 @@ def _initial_from_query(request: HttpRequest) -> dict[str, str]:
 @login_required
 def request_list(request: HttpRequest) -> HttpResponse:
     """The requests of the user's teams (all teams for approvers), filtered, searched and paginated."""
-    queryset = gpu_requests_visible_to(user=request.user)
+    queryset = gpu_requests_visible_to(user=request.user).defer(*TABLE_DEFERRED_FIELDS)
     mine = request.GET.get("mine") == "1"
     if mine:
         queryset = queryset.filter(requester=request.user)
