@@ -68,6 +68,7 @@ from gpucore.decision.rules import (
     model_plan,
     tier1_latency_ms,
 )
+from gpucore.decision.steps import first_fit, walk_steps
 from gpucore.pricing import to_cents
 from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
@@ -231,6 +232,8 @@ def _walk(
 
 def _silent_walk(ctx: DecisionContext, model: GpuModelSpec, plan: tuple[Strategy, ...]) -> Option | None:
     """``_walk_model`` with nothing to say: the plan's strategies keep ``order``'s order, so it is the loop."""
+    if ctx.offered is None:  # every option exists: the walk is a few limits to compare the memory with (steps)
+        return first_fit(walk_steps(ctx, model, plan), ctx.profile.gpu_memory_gb)
     sized = ctx.sized
     for strategy in plan:
         key = (model.name, strategy)
@@ -310,7 +313,10 @@ def _alternatives(
     options: list[Option] = []
     for strategy in _STRATEGIES:
         if strategy is not chosen.strategy:
-            option = size_option(ctx, chosen.model, strategy)
+            if ctx.offered is None:  # as in _silent_walk: a few limits to compare the memory with
+                option = first_fit(walk_steps(ctx, chosen.model, (strategy,)), ctx.profile.gpu_memory_gb)
+            else:
+                option = size_option(ctx, chosen.model, strategy)
             if isinstance(option, Option):
                 options.append(option)
     for model in ctx.catalog:

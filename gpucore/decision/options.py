@@ -119,6 +119,7 @@ class DecisionContext:
     )
     offers: dict[tuple[str, str, str | None], bool] = field(default_factory=dict, init=False, repr=False, compare=False)
     _price_key: tuple[Any, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    _walk_key: tuple[Any, ...] | None = field(default=None, init=False, repr=False, compare=False)
     # model name -> its GPU rate, where the rate comes from, and the key prefix of its options (``size_option``)
     rated: dict[str, tuple[Decimal | None, str | None, tuple[Any, ...]]] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -139,6 +140,26 @@ class DecisionContext:
                 self.currency,
             )
             object.__setattr__(self, "_price_key", key)
+        return key
+
+    @property
+    def walk_key(self) -> tuple[Any, ...]:
+        """Everything but the memory that decides which option a silent walk of a model gives (``steps``)."""
+        key = self._walk_key
+        if key is None:
+            tier = self.tier
+            defaults: tuple[Any, ...] = (self.default_time_slice_replicas,)
+            if tier is not None and tier.default_time_slice_replicas is not None:
+                defaults = (tier.default_time_slice_replicas, tier.name, tier.slug)
+            key = (
+                self.price_key,
+                defaults,
+                tuple((name, str(rate)) for name, rate in self.rates.items()),
+                tuple(self.pools.items()),
+                tuple(self.gpus_per_node.items()),
+                tuple((where, tuple(layout.items())) for where, layout in self.mig_layouts.items()),
+            )
+            object.__setattr__(self, "_walk_key", key)
         return key
 
     def is_offered(self, option: Option) -> bool:
@@ -316,6 +337,19 @@ def size_fresh(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) ->
         if isinstance(fitted, Misfit):
             return fitted
         replicas, source = fitted
+    return intern_option(ctx, model, strategy, mig, layout, replicas, source)
+
+
+def intern_option(
+    ctx: DecisionContext,
+    model: GpuModelSpec,
+    strategy: Strategy,
+    mig: MigProfile | None,
+    layout: Mapping[str, int] | None,
+    replicas: int | None,
+    source: str | None,
+) -> Option:
+    """The option of this sizing, priced: the process's one object for it (made on first use)."""
     rated = ctx.rated.get(model.name)
     if rated is None:
         rate, rate_source = _gpu_rate(ctx, model)
@@ -385,7 +419,7 @@ def _time_slice_fit(ctx: DecisionContext, model: GpuModelSpec) -> tuple[int, str
         candidates = list(pools)
         default, default_source = None, "the pool's setting"
     else:
-        default, default_source = _default_time_slice_replicas(ctx)
+        default, default_source = time_slice_default(ctx)
         candidates = list(range(default, 1, -1))
     for replicas in candidates:
         if memory * replicas <= model.memory_gb * n:
@@ -442,7 +476,8 @@ def _no_mig_profile(model: GpuModelSpec, profile: WorkloadProfile) -> str:
     return f"No MIG profile of {model.name} holds {need}{largest}."
 
 
-def _default_time_slice_replicas(ctx: DecisionContext) -> tuple[int, str]:
+def time_slice_default(ctx: DecisionContext) -> tuple[int, str]:
+    """Tenants per GPU where no time-sliced pool of the model says, and where that number comes from."""
     if ctx.tier is not None and ctx.tier.default_time_slice_replicas is not None:
         if ctx.tier.default_time_slice_replicas < 2:
             raise ValueError(f"SLA tier {ctx.tier.slug} has default_time_slice_replicas < 2.")

@@ -1,0 +1,86 @@
+"""A model's silent walk as a few comparisons of the memory, worked out once per context (issue #15). Pure: no Django.
+
+Choosing a model and listing the others as alternatives walk every model of the catalog: the first strategy of its
+plan that fits gives its option. Without a node-pool callback, the memory decides what fits only through limits: a
+dedicated GPU holds up to its memory x GPUs per replica, a MIG profile up to its memory x GPUs per replica, a
+time-sliced share with r tenants while memory x r <= the GPU's memory x GPUs per replica (``options``' rules, same
+comparisons). So for everything else a walk reads (``DecisionContext.walk_key``: GPUs per replica, price, tier
+defaults, pools, node sizes, layouts) the walk is a list of (limit, tenants, option) in the plan's order, the first
+whose limit holds giving the option: built once, then each walk compares the memory with a handful of limits instead
+of sizing each strategy.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from gpucore.catalog import GpuModelSpec
+from gpucore.decision.options import (
+    DEDICATED,
+    MIG,
+    DecisionContext,
+    Option,
+    intern_option,
+    time_slice_default,
+)
+from gpucore.vocabulary import Strategy
+
+# (memory limit, tenants per GPU or None, option): fits when memory (x tenants) <= limit.
+Step = tuple[int, int | None, Option]
+
+
+def walk_steps(ctx: DecisionContext, model: GpuModelSpec, plan: tuple[Strategy, ...]) -> tuple[Step, ...]:
+    """The steps of a silent walk of ``model`` through ``plan`` here; only for a context with no pool callback."""
+    key = (ctx.walk_key, id(model), plan)
+    known = _STEPS.get(key)
+    if known is None or known[0] is not model:
+        if len(_STEPS) >= _STEPS_LIMIT:  # bounded: other prices, pools and tiers bring new contexts
+            _STEPS.clear()
+        known = _STEPS[key] = (model, _steps(ctx, model, plan))  # the entry keeps its model: id() stays unique
+    return known[1]
+
+
+def first_fit(steps: tuple[Step, ...], memory: Decimal) -> Option | None:
+    """The option of the first step whose limit holds ``memory``, else None (nothing in the plan fits)."""
+    for limit, tenants, option in steps:
+        if (memory if tenants is None else memory * tenants) <= limit:
+            return option
+    return None
+
+
+_STEPS: dict[tuple[Any, ...], tuple[GpuModelSpec, tuple[Step, ...]]] = {}
+_STEPS_LIMIT = 8_192
+
+
+def _steps(ctx: DecisionContext, model: GpuModelSpec, plan: tuple[Strategy, ...]) -> tuple[Step, ...]:
+    n = ctx.profile.gpu_count
+    capacity = model.memory_gb * n
+    steps: list[Step] = []
+    for strategy in plan:
+        if strategy is DEDICATED:
+            node_gpus = ctx.lookup(ctx.gpus_per_node, model) if ctx.gpus_per_node else None
+            if node_gpus is None or n <= node_gpus:
+                steps.append((capacity, None, intern_option(ctx, model, strategy, None, None, None, None)))
+        elif strategy is MIG:
+            # The smallest recommendable partial profile holding the memory: the first, smallest first.
+            for profile in model.recommendable_profiles():
+                layout = ctx.mig_layouts.get((model.name.casefold(), profile.name)) if ctx.mig_layouts else None
+                option = intern_option(ctx, model, strategy, profile, layout, None, None)
+                steps.append((profile.memory_gb * n, None, option))
+        else:
+            for tenants, source in _time_slice_candidates(ctx, model):
+                steps.append((capacity, tenants, intern_option(ctx, model, strategy, None, None, tenants, source)))
+    return tuple(steps)
+
+
+def _time_slice_candidates(ctx: DecisionContext, model: GpuModelSpec) -> list[tuple[int, str]]:
+    """``options._time_slice_fit``'s candidates in its order, each with the source it would name."""
+    pools = ctx.lookup(ctx.pools, model)
+    if pools:
+        return [(tenants, "the pool's setting") for tenants in pools]
+    default, source = time_slice_default(ctx)
+    return [
+        (tenants, source if tenants == default else f"{source} of {default} lowered so that a share holds the replica")
+        for tenants in range(default, 1, -1)
+    ]
