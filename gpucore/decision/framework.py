@@ -7,7 +7,12 @@ decide what fits; the price book (or the catalog's list price) and ``gpucore.pri
 fires adds a sentence to ``rationale`` so a reviewer can follow the decision.
 
 This module holds ``recommend`` and the flow of rules; ``rules`` has the tree and the floors, ``options``
-sizes and prices each option (and defines the results, and how memory fits), ``explain`` writes the sentences.
+sizes and prices each option (and how memory fits), ``steps`` turns a model's walk into memory limits, ``explain``
+writes the sentences, ``results`` defines the answers and their JSON, ``inputs`` checks the arguments.
+
+Options, alternatives and walk steps are worked out once per process for what decides them (issue #15), so a
+decision mostly compares the memory with limits and assembles sentences already written;
+``tests/gpucore/decision/test_golden.py`` checks the answers did not change.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from gpucore.decision.explain import (
     utilization_line,
     why_not,
 )
+from gpucore.decision.inputs import normalize_layouts, normalize_node_sizes, normalize_pools, normalize_rates
 from gpucore.decision.options import (
     CATALOG_CURRENCY,
     DEDICATED,
@@ -43,10 +49,6 @@ from gpucore.decision.options import (
     format_money,
     model_plan_in,
     need_text,
-    normalize_layouts,
-    normalize_node_sizes,
-    normalize_pools,
-    normalize_rates,
     size_fresh,
     size_option,
 )

@@ -19,13 +19,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from gpucore.catalog import Catalog, CatalogError, GpuModelSpec
+from gpucore.decision.inputs import normalize_layouts, normalize_node_sizes, normalize_pools, normalize_rates
 from gpucore.decision.options import (
     DecisionContext,
     Option,
-    normalize_layouts,
-    normalize_node_sizes,
-    normalize_pools,
-    normalize_rates,
     size_option,
 )
 from gpucore.decision.rules import apply_floors, check_replicas, classify_intent, tier1_latency_ms
