@@ -425,7 +425,7 @@ def test_team_page_shows_members_quota_use_and_active_allocations(demo_org: Demo
     assert "lead" in html and "Team lead" in html and "member" in html
     assert "3 / 8" in html
     assert "live-one" in html and "gone" not in html
-    assert "<strong>1500</strong> GPU-hour budget" in html
+    assert "<strong>1,500.0</strong> GPU-hour budget" in html
 
 
 def test_unknown_team_is_404(demo_org: DemoOrg) -> None:
