@@ -29,7 +29,6 @@ from allocations.placement import gpu_hourly_rates, gpu_price
 from allocations.provisioning import pool_context
 from allocations.quotas import quota_fit, quota_headroom_by_request
 from allocations.selectors import (
-    TABLE_DEFERRED_FIELDS,
     User,
     catalog_from_db,
     clusters_visible_to,
@@ -56,6 +55,18 @@ DRIFT_PHASES = ("NotFound", "Pending")
 # --- Home and team pages -----------------------------------------------------------------------------------------
 
 
+HOME_REQUEST_COLUMNS = (
+    "name",
+    "team",
+    "requester",
+    "workload_type",
+    "resource_name",
+    "resource_units",
+    "status",
+    "created_at",
+)
+
+
 def home_overview(*, user: User) -> dict[str, object]:
     """What the home page shows: the user's teams with quota use, their own requests and their teams' latest."""
     teams = list(teams_of(user).prefetch_related("quotas__cluster", "quotas__node_pool__cluster"))
@@ -71,7 +82,13 @@ def home_overview(*, user: User) -> dict[str, object]:
         for team in teams
     ]
     # One query: the teams' latest 30, split into the user's own (their status at a glance) and the others, 10 each.
-    visible = gpu_requests_visible_to(user=user).defer(*TABLE_DEFERRED_FIELDS)
+    # The columns _home_requests.html shows, and the team's name: not the requester, tier, cluster and pool rows.
+    visible = (
+        gpu_requests_visible_to(user=user)
+        .select_related(None)
+        .select_related("team")
+        .only(*HOME_REQUEST_COLUMNS, "team__name")
+    )
     recent = list(visible.filter(team__in=teams)[:30]) if teams else []
     mine = [r for r in recent if r.requester_id == user.pk][:10]
     others = [r for r in recent if r.requester_id != user.pk][:10]

@@ -68,11 +68,6 @@ def teams_visible_to(user: User) -> QuerySet[Team]:
     return teams_of(user)
 
 
-# The large columns a table of requests never shows: the frozen spec and the manifests are about 4 KB each, and
-# decoding them was most of the home and my-requests pages' time (issue #15).
-TABLE_DEFERRED_FIELDS = ("spec", "manifests", "purpose", "command", "status_detail")
-
-
 def gpu_requests_visible_to(*, user: User) -> QuerySet[GpuRequest]:
     """Requests the user may see: their teams' requests; approvers see all. Every endpoint starts here."""
     qs = GpuRequest.objects.select_related("team", "requester", "sla_tier", "cluster", "node_pool")

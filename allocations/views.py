@@ -48,7 +48,6 @@ from allocations.pages import (
 from allocations.placement import place
 from allocations.selectors import (
     ON_CLUSTER_STATUSES,
-    TABLE_DEFERRED_FIELDS,
     allocation_extensions_visible_to,
     gpu_request_access,
     gpu_request_detail,
@@ -175,10 +174,30 @@ def _initial_from_query(request: HttpRequest) -> dict[str, str]:
     return {"team": team} if team else {}
 
 
+REQUEST_TABLE_COLUMNS = (
+    "name",
+    "team__slug",
+    "team__name",
+    "requester__username",
+    "workload_type",
+    "resource_name",
+    "resource_units",
+    "sla_tier__name",
+    "status",
+    "created_at",
+)
+
+
 @login_required
 def request_list(request: HttpRequest) -> HttpResponse:
     """The requests of the user's teams (all teams for approvers), filtered, searched and paginated."""
-    queryset = gpu_requests_visible_to(user=request.user).defer(*TABLE_DEFERRED_FIELDS)
+    # The columns request_list.html shows: the team, requester and tier rows, not the cluster and pool (issue #15).
+    queryset = (
+        gpu_requests_visible_to(user=request.user)
+        .select_related(None)
+        .select_related("team", "requester", "sla_tier")
+        .only(*REQUEST_TABLE_COLUMNS)
+    )
     mine = request.GET.get("mine") == "1"
     if mine:
         queryset = queryset.filter(requester=request.user)
