@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from urllib.parse import urlencode
 
-from django.db.models import Q
+from django.db.models import Prefetch, Q
 
 from allocations.extension_services import extend_refusal, extension_decide_refusal
 from allocations.membership_services import team_members_refusal
@@ -21,6 +21,7 @@ from allocations.models import (
     ExtensionStatus,
     GpuRequest,
     NodePool,
+    Quota,
     RequestStatus,
     Role,
     Team,
@@ -69,7 +70,9 @@ HOME_REQUEST_COLUMNS = (
 
 def home_overview(*, user: User) -> dict[str, object]:
     """What the home page shows: the user's teams with quota use, their own requests and their teams' latest."""
-    teams = list(teams_of(user).prefetch_related("quotas__cluster", "quotas__node_pool__cluster"))
+    # The quotas with their cluster and pool joined: one query, not three.
+    quotas = Prefetch("quotas", queryset=Quota.objects.select_related("cluster", "node_pool__cluster"))
+    teams = list(teams_of(user).prefetch_related(quotas))
     usage = quota_usage_by_quota(quotas=[quota for team in teams for quota in team.quotas.all()])
     team_rows = [
         {
