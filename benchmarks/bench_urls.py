@@ -1,7 +1,11 @@
-"""The portal's URLs plus ``/bench/bare``: a view that does nothing, the baseline of the load benchmark."""
+"""The portal's URLs plus two baselines: ``/bench/bare`` (a Django view that does nothing, the load benchmark's) and
+``/bench/drf-floor`` (a DRF view that parses a JSON body and answers, the recommendation benchmark's)."""
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 
 def bare(request: HttpRequest) -> HttpResponse:
@@ -9,4 +13,16 @@ def bare(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
 
 
-urlpatterns = [path("bench/bare", bare), path("", include("portal.urls"))]
+class DrfFloor(APIView):
+    """What any DRF endpoint pays before its own work, with the portal's authentication, permission and throttle
+    classes: the middleware, DRF's dispatch, parsing the body and rendering a small answer."""
+
+    def post(self, request: Request) -> Response:
+        return Response({"fields": len(request.data)})
+
+
+urlpatterns = [
+    path("bench/bare", bare),
+    path("bench/drf-floor", DrfFloor.as_view()),
+    path("", include("portal.urls")),
+]

@@ -69,7 +69,8 @@ def setup_django() -> str:
     """Migrate a fresh database (PostgreSQL ``<name>_bench`` when DATABASE_URL names one, else SQLite); its name."""
     from benchmarks.api_load import bench_database_url
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.test")
+    # The benchmark servers' settings: DEBUG off as in production, and the DRF floor view (benchmarks/bench_urls.py).
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.bench_settings")
     os.environ["DATABASE_URL"], database = bench_database_url(Path(tempfile.mkdtemp(prefix="bench-recommend-")))
     os.environ["ALLOWED_HOSTS"] = "testserver"
     import django
@@ -166,7 +167,9 @@ def main() -> None:
             recommend(WorkloadProfile.from_mapping(data), catalog, tiers=tiers).to_dict()
     for data in warm[: args.api_profiles]:  # the same for the API: URLconf, first queries, placement's memos
         client.post("/api/v1/recommendations/", data, format="json")
-    in_process_rates, api_rates, before_rates, after_rates = [], [], [], []
+    for data in warm[: args.api_profiles]:
+        client.post("/bench/drf-floor", data, format="json")
+    in_process_rates, api_rates, floor_rates, before_rates, after_rates = [], [], [], [], []
     for run in range(args.runs):
         profiles = profile_mix(args.profiles, seed=7 + run)  # profiles no process of this run has seen
         api_sample = profiles[: args.api_profiles]
@@ -190,6 +193,10 @@ def main() -> None:
             status = client.post("/api/v1/recommendations/", data, format="json").status_code
             statuses[status] = statuses.get(status, 0) + 1
         api_rates.append(len(api_sample) / (time.process_time() - start))
+        start = time.process_time()
+        for data in api_sample:  # the same posts to a DRF view that does nothing: the floor any endpoint stands on
+            client.post("/bench/drf-floor", data, format="json")
+        floor_rates.append(len(api_sample) / (time.process_time() - start))
         # A 400 is a correct answer for an unservable profile; anything else, or mostly 400s, is a broken run.
         if not set(statuses) <= {200, 400} or statuses.get(200, 0) < len(api_sample) * 0.8:
             raise SystemExit(f"unexpected API statuses: {statuses}")
@@ -207,6 +214,11 @@ def main() -> None:
     print(f"recommend() in-process:         {spread(in_process_rates):>20} recommendations/s")
     print(f"POST /api/v1/recommendations/:  {spread(api_rates):>20} recommendations/s (Django test client)")
     print(f"ratio in-process / API:         {spread(ratios, '{:.1f}'):>20} x (target, issue #15: <= 5x)")
+    floors = [a / b for a, b in zip(in_process_rates, floor_rates, strict=True)]
+    over_floor = [f / a for a, f in zip(api_rates, floor_rates, strict=True)]
+    print(f"POST /bench/drf-floor (no-op):  {spread(floor_rates):>20} posts/s (same client, auth and bodies)")
+    print(f"ratio in-process / DRF floor:   {spread(floors, '{:.1f}'):>20} x (the least any endpoint could reach)")
+    print(f"ratio API / DRF floor:          {spread(over_floor, '{:.2f}'):>20} x (what the endpoint adds)")
     if baseline is None:
         print(f"recommend() before/after: no baseline (git history with {args.baseline_commit[:12]} not available)")
         return
