@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Case, Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum, When
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import JSONObject
 
@@ -251,6 +252,46 @@ class AllocationInterval:
         return self.start < end and (self.end is None or self.end > start)
 
 
+def _requests_holding(*, start: datetime, end: datetime, teams: Iterable[Team] | None) -> QuerySet[GpuRequest]:
+    """Requests that may have held GPUs in ``[start, end)``, in request order, each with ``provisioning_started``
+    (``_held_span`` decides, from the columns it names, whether and when they did)."""
+    provisioning = (
+        RequestEvent.objects.filter(request=OuterRef("pk"), to_status=RequestStatus.PROVISIONING)
+        .order_by("at")
+        .values("at")[:1]
+    )
+    requests = (
+        # Only a request never activated needs its first provisioning: a CASE spares the subquery for every other
+        # row (it was most of the statement's time at 50,000 requests held in a month; issue #15).
+        GpuRequest.objects.annotate(
+            provisioning_started=Case(When(activated_at__isnull=True, then=Subquery(provisioning)))
+        )
+        .filter(Q(activated_at__lt=end) | Q(activated_at__isnull=True, provisioning_started__lt=end))
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+        .order_by("pk")
+    )
+    if teams is not None:
+        requests = requests.filter(team__in=list(teams))
+    return requests
+
+
+# The columns (and the annotation) ``_held_span`` reads, in its argument order.
+_SPAN_COLUMNS = ("activated_at", "provisioning_started", "ended_at", "status", "updated_at")
+
+
+def _held_span(
+    activated_at: datetime | None,
+    provisioning_started: datetime | None,
+    ended_at: datetime | None,
+    status: str,
+    updated_at: datetime,
+) -> tuple[datetime, datetime | None]:
+    """When a request held GPUs: from its activation or, never activated, its first entry into provisioning, until
+    ``ended_at``, else, failed, rejected, released or expired without one, its last status change."""
+    finished = ended_at or (updated_at if status in _HELD_NOTHING_SINCE_LAST_CHANGE else None)
+    return activated_at or provisioning_started, finished
+
+
 def allocation_intervals(
     *, start: datetime, end: datetime, teams: Iterable[Team] | None = None
 ) -> list[AllocationInterval]:
@@ -265,33 +306,43 @@ def allocation_intervals(
     manifests (as much again) are not loaded:
     each request carries ``held_spec``, the keys ``allocation_spec_of`` reads (``GpuRequest.ALLOCATION_SPEC_KEYS``),
     and reading ``spec`` itself costs a query per request (issue #15: the JSON was half of a home page's time).
+    A reader that needs only some columns of many requests reads ``held_span_rows`` (no model instances).
     """
-    provisioning = (
-        RequestEvent.objects.filter(request=OuterRef("pk"), to_status=RequestStatus.PROVISIONING)
-        .order_by("at")
-        .values("at")[:1]
-    )
     requests = (
-        GpuRequest.objects.annotate(provisioning_started=Subquery(provisioning))
-        .filter(Q(activated_at__lt=end) | Q(activated_at__isnull=True, provisioning_started__lt=end))
-        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+        _requests_holding(start=start, end=end, teams=teams)
         .select_related("team", "sla_tier", "node_pool__gpu_model")
         .defer("spec", "manifests", "purpose", "command", "status_detail")
-        .annotate(held_spec=JSONObject(**{key: KeyTransform(key, "spec") for key in GpuRequest.ALLOCATION_SPEC_KEYS}))
-        .order_by("pk")
+        .annotate(held_spec=_HELD_SPEC)
     )
-    if teams is not None:
-        requests = requests.filter(team__in=list(teams))
     intervals = []
     for request in requests:
-        began = request.activated_at or request.provisioning_started
-        finished = request.ended_at or (
-            request.updated_at if request.status in _HELD_NOTHING_SINCE_LAST_CHANGE else None
-        )
+        began, finished = _held_span(*(getattr(request, column) for column in _SPAN_COLUMNS))
         interval = AllocationInterval(request=request, start=began, end=finished)
         if interval.overlaps(start, end):  # a request failed before the window, without ended_at, held nothing in it
             intervals.append(interval)
     return intervals
+
+
+# The spec keys ``GpuRequest.allocation_spec_of`` reads, as one JSON object (``held_spec``).
+_HELD_SPEC = JSONObject(**{key: KeyTransform(key, "spec") for key in GpuRequest.ALLOCATION_SPEC_KEYS})
+
+
+def held_span_rows(
+    *, start: datetime, end: datetime, fields: Sequence[str], teams: Iterable[Team] | None = None
+) -> list[tuple[tuple[Any, ...], datetime, datetime | None]]:
+    """``allocation_intervals`` as plain rows: for each request's span that meets ``[start, end)``, in request
+    order, the ``fields`` asked for (``values_list`` names; ``held_spec`` is the spec's allocation keys) and the
+    span's start and end. No model instances: a month's chargeback curves read tens of thousands (issue #15)."""
+    requests = _requests_holding(start=start, end=end, teams=teams)
+    if "held_spec" in fields:
+        requests = requests.annotate(held_spec=_HELD_SPEC)
+    width = len(fields)
+    rows = []
+    for row in requests.values_list(*fields, *_SPAN_COLUMNS):
+        began, finished = _held_span(*row[width:])
+        if began < end and (finished is None or finished > start):  # AllocationInterval.overlaps
+            rows.append((row[:width], began, finished))
+    return rows
 
 
 # --- What runs on the cluster -----------------------------------------------------------------------------------

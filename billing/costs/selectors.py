@@ -7,6 +7,7 @@ imported usage, the price books in effect, the capacity of the pools and the mea
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -16,14 +17,15 @@ from django.conf import settings
 from django.db.models import F, Max, QuerySet, Sum
 from django.utils import timezone
 
-from allocations.models import GpuModel, NodePool, Team
+from allocations.models import GpuModel, GpuRequest, NodePool, Team
 from allocations.reference_cache import built_once
-from allocations.selectors import User, allocation_intervals, catalog_from_db, teams_of, user_is_approver
+from allocations.selectors import User, catalog_from_db, held_span_rows, teams_of, user_is_approver
 from billing.costs.month_to_date import month_curves
 from billing.metering.selectors import usage_by_request
 from billing.models import BudgetNotice, ImportedUsage, MonthlyReport, PriceBook, ReportStatus, TeamBudget
 from gpucore.budget import RUN_RATE_WINDOW_HOURS, MoneyBudgetState, money_budget_state
 from gpucore.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
+from gpucore.manifests import AllocationSpec
 from gpucore.month_curves import MonthCurves, MonthSoFar, TeamSoFar
 from gpucore.pricing import catalog_hourly_rate, to_cents
 
@@ -143,35 +145,99 @@ def _pool_layout(pool: NodePool | None, mig_profile: str | None) -> dict[str, in
     return layout if layout and mig_profile in layout else None
 
 
+# What ``request_allocations`` reads of each request (``held_span_rows``): no model instances (issue #15).
+_ALLOCATION_FIELDS = (
+    "pk",
+    "team__slug",
+    "name",
+    "sla_tier__slug",
+    "sla_tier__price_multiplier",
+    "node_pool_id",
+    "resource_name",
+    "gpu_count",
+    "replicas",
+    "gpu_model_requested",
+    "held_spec",
+    # The pool's columns ``allocation_spec_of`` and ``_pool_layout`` read, in the same statement.
+    "node_pool__sharing_mode",
+    "node_pool__time_slice_replicas",
+    "node_pool__mig_devices",
+    "node_pool__gpu_model__name",
+)
+
+
+def _what_was_held(
+    pool_id: int | None,
+    resource_name: str,
+    gpu_count: int,
+    replicas: int,
+    requested: str,
+    held_spec: dict[str, Any],
+    sharing_mode: str | None,
+    time_slice_replicas: int | None,
+    mig_devices: dict[str, int] | None,
+    pool_model: str | None,
+) -> tuple[AllocationSpec, dict[str, int] | None]:
+    """``GpuRequest.allocation_spec_of`` and the pool's MIG layout, from a request's and its pool's columns (the
+    instances are built only to ask them: one definition of what a request held)."""
+    pool = None
+    if pool_id is not None:
+        pool = NodePool(
+            pk=pool_id,
+            sharing_mode=sharing_mode,
+            time_slice_replicas=time_slice_replicas,
+            mig_devices=mig_devices,
+            gpu_model=GpuModel(name=pool_model),
+        )
+    request = GpuRequest(
+        node_pool=pool,
+        resource_name=resource_name,
+        gpu_count=gpu_count,
+        replicas=replicas,
+        gpu_model_requested=requested,
+    )
+    spec = request.allocation_spec_of(held_spec)
+    return spec, _pool_layout(pool, spec.mig_profile)
+
+
 def request_allocations(
     *, start: datetime, end: datetime, teams: Iterable[Team] | None = None, with_usage: bool = True
 ) -> list[Allocation]:
     """Requests that held GPUs in [start, end) (``allocations.selectors.allocation_intervals``), as allocations;
-    ``teams`` keeps only theirs; ``with_usage`` False spares reading their measured use (no charge depends on it)."""
+    ``teams`` keeps only theirs; ``with_usage`` False spares reading their measured use (no charge depends on it).
+
+    The rows are plain tuples (``held_span_rows``) and what each held (``GpuRequest.allocation_spec_of``) is worked
+    out once per distinct spec, pool and columns: a month holds tens of thousands of requests but few such
+    combinations (issue #15: model instances were 90 % of rebuilding a month's curves)."""
     usage = usage_by_request(start=start, end=end) if with_usage else {}
+    rows = held_span_rows(start=start, end=end, fields=_ALLOCATION_FIELDS, teams=teams)
+    held: dict[tuple[Any, ...], tuple[AllocationSpec, dict[str, int] | None]] = {}
     allocations = []
-    for interval in allocation_intervals(start=start, end=end, teams=teams):
-        req = interval.request
-        spec = req.allocation_spec_of(req.held_spec)
-        util, energy = usage.get(req.pk, (None, None))
+    for row, began, finished in rows:
+        pk, team, name, tier, multiplier, *columns = row
+        what = (*columns[:-5], json.dumps(columns[-5:], sort_keys=True))  # spec and pool, JSON as text
+        if what not in held:
+            held[what] = _what_was_held(*columns)
+        spec, layout = held[what]
+        util, energy = usage.get(pk, (None, None))
         allocations.append(
             Allocation(
-                key=f"request:{req.pk}",
-                team=req.team.slug,
-                name=req.name,
+                key=f"request:{pk}",
+                team=team,
+                name=name,
                 gpu_model=spec.gpu_model,
                 strategy=spec.strategy.value,
                 resource_name=spec.resource_name,
                 quantity=spec.quantity,
                 replicas=spec.replicas,
                 mig_profile=spec.mig_profile,
-                mig_layout=_pool_layout(req.node_pool, spec.mig_profile),
+                mig_layout=layout,
                 time_slice_replicas=spec.time_slice_replicas,
-                sla_tier=req.sla_tier.slug if req.sla_tier else None,
-                tier_multiplier=req.sla_tier.price_multiplier if req.sla_tier else Decimal("1"),
-                start=interval.start,
-                end=interval.end,
-                request_id=req.pk,
+                sla_tier=tier,
+                tier_multiplier=multiplier if tier is not None else Decimal("1"),
+                start=began,
+                end=finished,
+                request_id=pk,
                 avg_utilization_pct=util,
                 energy_kwh=energy,
             )
