@@ -9,7 +9,6 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -45,6 +44,7 @@ from allocations.pages import (
     request_list_columns,
     request_list_ordering,
 )
+from allocations.pagination import BoundedCountPaginator
 from allocations.placement import place
 from allocations.selectors import (
     ON_CLUSTER_STATUSES,
@@ -209,7 +209,7 @@ def request_list(request: HttpRequest) -> HttpResponse:
     except ValueError as exc:
         raise BadRequest(str(exc)) from exc
     results = filterset.qs.order_by(*ordering) if filterset.is_valid() else queryset.none()
-    page = Paginator(results, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = BoundedCountPaginator(results, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     context = {

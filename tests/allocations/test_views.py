@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from allocations.models import GpuRequest, Quota, RequestStatus
+from allocations.pagination import COUNT_LIMIT
 from allocations.services import gpu_request_submit
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
 
@@ -200,6 +201,25 @@ def test_list_paginates_by_25_within_a_query_budget(demo_org: DemoOrg, django_as
     assert "status=pending_approval&amp;page=2" in first.content.decode()
     second = client.get(reverse("allocations:request-list"), {"page": 2})
     assert len(second.context["page"].object_list) == 5
+
+
+def test_the_list_counts_up_to_the_bound_and_still_reaches_its_last_page(demo_org: DemoOrg) -> None:
+    """Issue #15: the page's COUNT(*) stops at COUNT_LIMIT rows, so a large table costs what a small one does."""
+    template = GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
+    columns = {f.attname: getattr(template, f.attname) for f in GpuRequest._meta.concrete_fields if f.attname != "id"}
+    GpuRequest.objects.bulk_create([GpuRequest(**columns) for _ in range(COUNT_LIMIT + 1)])  # limit + 2 in all
+    client = client_for(demo_org.member)
+    last_page = COUNT_LIMIT // 25 + 1
+
+    first = client.get(reverse("allocations:request-list")).content.decode()
+    last = client.get(reverse("allocations:request-list"), {"page": last_page})
+    past = client.get(reverse("allocations:request-list"), {"page": last_page + 5})
+
+    assert "More than 1,000 requests · page 1<" in first and "Page 1<" in first and "page=2" in first
+    assert f"{COUNT_LIMIT + 2} requests · page {last_page} of {last_page}" in last.content.decode()
+    assert len(last.context["page"].object_list) == 2 and not last.context["page"].has_next()
+    # A page past the end is the last one, as Django's get_page answers.
+    assert past.context["page"].number == last_page
 
 
 def test_list_empty_states(demo_org: DemoOrg) -> None:
