@@ -211,6 +211,33 @@ def _multiplier(allocation: Allocation, period: PricePeriod | None) -> Decimal:
     return allocation.tier_multiplier
 
 
+def _unit_share(allocation: Allocation, catalog: Catalog, shares: dict[tuple[object, ...], Decimal] | None) -> Decimal:
+    """``gpu_share`` of one unit of the allocation; found in ``shares`` (and kept there) for the same kind of unit."""
+    layout = allocation.mig_layout
+    kind = (
+        allocation.strategy,
+        allocation.gpu_model,
+        allocation.mig_profile or allocation.resource_name,
+        tuple(sorted(layout.items())) if layout else layout,
+        allocation.time_slice_replicas,
+    )
+    if shares is not None and kind in shares:
+        return shares[kind]
+    try:
+        share = gpu_share(
+            allocation.strategy,
+            model=catalog.get(allocation.gpu_model),
+            mig_profile=allocation.mig_profile or allocation.resource_name,
+            layout=layout,
+            time_slice_replicas=allocation.time_slice_replicas,
+        )
+    except (PricingError, CatalogError, ValueError) as exc:
+        raise PricingError(f"Allocation {allocation.key} ({allocation.name}): {exc}") from exc
+    if shares is not None:
+        shares[kind] = share
+    return share
+
+
 def charge_allocation(
     allocation: Allocation,
     *,
@@ -219,22 +246,15 @@ def charge_allocation(
     periods: Sequence[PricePeriod],
     fallback_rates: Mapping[str, Decimal] | None = None,
     catalog: Catalog = BUILTIN_CATALOG,
+    shares: dict[tuple[object, ...], Decimal] | None = None,
 ) -> list[ChargeLine]:
-    """The lines of one allocation inside [window_start, window_end), one per price book in effect."""
+    """The lines of one allocation inside [window_start, window_end), one per price book in effect; ``shares``
+    keeps unit shares already worked out, for a caller charging many allocations of few kinds."""
     start = max(allocation.start, window_start)
     end = min(allocation.end or window_end, window_end)
     if end <= start:
         return []
-    try:
-        share = gpu_share(
-            allocation.strategy,
-            model=catalog.get(allocation.gpu_model),
-            mig_profile=allocation.mig_profile or allocation.resource_name,
-            layout=allocation.mig_layout,
-            time_slice_replicas=allocation.time_slice_replicas,
-        )
-    except (PricingError, CatalogError, ValueError) as exc:
-        raise PricingError(f"Allocation {allocation.key} ({allocation.name}): {exc}") from exc
+    share = _unit_share(allocation, catalog, shares)
     lines = []
     for seg_start, seg_end, period in price_segments(start, end, periods):
         hours = hours_between(seg_start, seg_end)
@@ -291,6 +311,7 @@ def compute_chargeback(
     team_base: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(lambda: ZERO))
     model_names: dict[str, str] = {}
     unpriced: set[str] = set()
+    shares: dict[tuple[object, ...], Decimal] = {}  # a month holds many allocations of few kinds (issue #15)
     for allocation in allocations:
         lines = charge_allocation(
             allocation,
@@ -299,6 +320,7 @@ def compute_chargeback(
             periods=periods,
             fallback_rates=fallback_rates,
             catalog=catalog,
+            shares=shares,
         )
         if not lines:
             continue

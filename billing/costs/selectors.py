@@ -157,7 +157,7 @@ _ALLOCATION_FIELDS = (
     "gpu_count",
     "replicas",
     "gpu_model_requested",
-    "held_spec",
+    "held_spec_json",
     # The pool's columns ``allocation_spec_of`` and ``_pool_layout`` read, in the same statement.
     "node_pool__sharing_mode",
     "node_pool__time_slice_replicas",
@@ -172,7 +172,7 @@ def _what_was_held(
     gpu_count: int,
     replicas: int,
     requested: str,
-    held_spec: dict[str, Any],
+    held_spec_json: str,
     sharing_mode: str | None,
     time_slice_replicas: int | None,
     mig_devices: dict[str, int] | None,
@@ -196,7 +196,7 @@ def _what_was_held(
         replicas=replicas,
         gpu_model_requested=requested,
     )
-    spec = request.allocation_spec_of(held_spec)
+    spec = request.allocation_spec_of(json.loads(held_spec_json))
     return spec, _pool_layout(pool, spec.mig_profile)
 
 
@@ -215,7 +215,7 @@ def request_allocations(
     allocations = []
     for row, began, finished in rows:
         pk, team, name, tier, multiplier, *columns = row
-        what = (*columns[:-5], json.dumps(columns[-5:], sort_keys=True))  # spec and pool, JSON as text
+        what = tuple(columns[:6])  # the request's columns and spec text; the pool's follow from its id
         if what not in held:
             held[what] = _what_was_held(*columns)
         spec, layout = held[what]
