@@ -1,0 +1,68 @@
+"""held_span_rows (the plain rows a month's chargeback curves read) gives exactly allocation_intervals' spans: the
+same requests, starts and ends, in the same order, and the same spec keys, for every way a span starts and ends."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from allocations.models import GpuRequest, RequestEvent, RequestStatus
+from allocations.selectors import allocation_intervals, held_span_rows
+from tests.factories import GpuRequestFactory
+
+pytestmark = pytest.mark.django_db
+
+START = datetime(2026, 11, 1, tzinfo=UTC)
+END = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def request(org, *, team=None, status=RequestStatus.ACTIVE, **columns) -> GpuRequest:
+    made = GpuRequestFactory(
+        team=team or org.team, requester=org.member, status=status, cluster=org.cluster, node_pool=org.pool
+    )
+    GpuRequest.objects.filter(pk=made.pk).update(**columns)
+    return made
+
+
+def without_nulls(spec: dict) -> dict:
+    return {key: value for key, value in spec.items() if value is not None}
+
+
+def test_held_span_rows_are_allocation_intervals_spans(demo_org) -> None:
+    held_before = request(demo_org, activated_at=START - timedelta(days=3))
+    pending_pods = request(demo_org, status=RequestStatus.PROVISIONING, activated_at=None)
+    RequestEvent.objects.create(request=pending_pods, actor_label="t", to_status=RequestStatus.PROVISIONING)
+    RequestEvent.objects.filter(request=pending_pods).update(at=START + timedelta(days=2))
+    failed_in_month = request(
+        demo_org,
+        status=RequestStatus.FAILED,
+        activated_at=START + timedelta(days=1),
+        updated_at=START + timedelta(days=4),
+    )
+    request(demo_org, status=RequestStatus.FAILED, activated_at=START - timedelta(days=9), updated_at=START)
+    request(demo_org, status=RequestStatus.RELEASED, activated_at=START - timedelta(days=9), ended_at=START)
+    released = request(
+        demo_org,
+        status=RequestStatus.RELEASED,
+        activated_at=START + timedelta(hours=5),
+        ended_at=START + timedelta(hours=9),
+    )
+    elsewhere = request(demo_org, team=demo_org.other_team, activated_at=START + timedelta(days=6))
+
+    intervals = allocation_intervals(start=START, end=END)
+    rows = held_span_rows(start=START, end=END, fields=("pk", "held_spec_json"))
+
+    assert [row[0][0] for row in rows] == [i.request.pk for i in intervals]
+    assert [(row[1], row[2]) for row in rows] == [(i.start, i.end) for i in intervals]
+    # The same keys (a null and a missing key read alike: allocation_spec_of reads spec.get(key)).
+    assert [without_nulls(json.loads(row[0][1])) for row in rows] == [
+        without_nulls(i.request.held_spec) for i in intervals
+    ]
+    assert {i.request.pk for i in intervals} == {
+        held_before.pk, pending_pods.pk, failed_in_month.pk, released.pk, elsewhere.pk
+    }  # fmt: skip
+    assert {row[0][0]: (row[1], row[2]) for row in rows}[pending_pods.pk] == (START + timedelta(days=2), None)
+    only_team = held_span_rows(start=START, end=END, fields=("pk",), teams=[demo_org.team])
+    assert elsewhere.pk not in {row[0][0] for row in only_team}
