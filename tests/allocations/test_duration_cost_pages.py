@@ -52,7 +52,7 @@ def test_the_request_page_and_queue_show_the_48_hour_cost_and_the_budget(budgete
     queue = client_for(budgeted.approver).get(reverse("allocations:approvals")).content.decode()
     assert "330.24 USD" in queue and "for 48 h" in queue
     assert "This request this month: 48.0 GPU-h · 330.24 USD" in queue
-    assert "Budget left after it: <strong>52.0</strong> of 100 GPU-h" in queue
+    assert "Budget left after it: <strong>52.0</strong> of 100.0 GPU-h" in queue
     assert "Team this month: 0.0 GPU-h · 0.00 USD" in queue  # one voice: GPU-hours to one decimal
     # With a money budget, the approver also sees where the request takes the team's spend this month.
     TeamBudgetFactory(team=budgeted.team, monthly_amount=Decimal("300.00"))
