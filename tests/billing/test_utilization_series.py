@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
 from billing.utilization.series import request_series, team_series
-from billing.utilization_charts import utilization_timeseries_figure
+from billing.utilization_charts import utilization_timeseries_figure, utilization_timeseries_figure_by_plotly
 from tests.billing.rollups import hours_back, rollup
 from tests.factories import DemoOrg, GpuRequestFactory
 
@@ -54,6 +55,16 @@ def test_the_figure_has_three_panels_on_one_time_axis_and_none_without_points(tw
     assert {trace["xaxis"] for trace in figure["data"]} == {"x", "x2", "x3"}
     assert figure["layout"]["xaxis"]["matches"] == "x3" or figure["layout"]["xaxis2"]["matches"] == "x3"
     assert utilization_timeseries_figure([], title="t") is None
+
+
+def test_the_figure_is_what_plotly_builds_from_the_same_points(two_gpu_request) -> None:
+    """The fast path (a skeleton plotly built once, filled per call) answers plotly's own figure, gaps included."""
+    points = request_series(two_gpu_request)
+    points[1] = {**points[1], "utilization_pct": None, "power_w": Decimal("512.5")}  # a gap; a Decimal as float
+
+    for title, shown in (("first", points), ("second", points[:2])):  # a second call starts from a clean skeleton
+        figure = json.loads(json.dumps(utilization_timeseries_figure(shown, title=title)))
+        assert figure == utilization_timeseries_figure_by_plotly(shown, title=title)
 
 
 def test_the_request_and_team_pages_embed_the_chart_and_load_only_our_plotly(
