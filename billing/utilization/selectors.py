@@ -249,9 +249,17 @@ def team_utilization_context(
     qs = UtilizationRollup.objects.filter(team=team, hour__gte=start, hour__lt=end)
     summary = usage_summary(qs)
     alerts = alerts_for(qs)
-    names = dict(GpuRequest.objects.filter(team=team).values_list("pk", "name"))
     alerts_by_request = Counter(a.request_id for a in alerts)
-    grouped = qs.exclude(request__isnull=True).values("request_id").annotate(**rollup_usage_aggregates())
+    grouped = list(
+        qs.exclude(request__isnull=True)
+        .values("request_id")
+        .annotate(**rollup_usage_aggregates())
+        .order_by("request_id")
+    )
+    # The names of the requests measured in the window only: the team's every request grows without bound.
+    names = dict(
+        GpuRequest.objects.filter(team=team, pk__in=[row["request_id"] for row in grouped]).values_list("pk", "name")
+    )
     per_request = [
         {
             "request_id": row["request_id"],
@@ -261,7 +269,7 @@ def team_utilization_context(
             "peak_memory_used_gb": round(row["peak_mib"] / MIB_PER_GB, 1) if row["peak_mib"] else None,
             "alerts": alerts_by_request[row["request_id"]],
         }
-        for row in grouped.order_by("request_id")
+        for row in grouped
     ]
     return {
         "team_utilization": {
