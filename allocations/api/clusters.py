@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocations import cluster_services
-from allocations.api.views import ServiceApiMixin
+from allocations.api.common import ServiceApiMixin
 from allocations.choices import ClusterBackend, ClusterScheduler, SharingMode
 from allocations.models import Cluster, GpuModel, NodePool
 from allocations.selectors import clusters_visible_to, user_is_approver

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 
 from allocations import extension_services
 from allocations.api import serializers as api
-from allocations.api.views import _AUTH_ERRORS, _COMMENT_BODY, _ERROR, _FIELD_ERRORS, ServiceApiMixin
+from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.models import AllocationExtension
 from allocations.selectors import (
     allocation_extensions_visible_to,
@@ -27,8 +27,8 @@ from allocations.selectors import (
 
 
 def _extension_decision_schema(summary: str) -> Callable[[Any], Any]:
-    responses = {200: api.AllocationExtensionSerializer, 400: _FIELD_ERRORS, 404: _ERROR, 409: _ERROR, **_AUTH_ERRORS}
-    return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[_COMMENT_BODY])
+    responses = {200: api.AllocationExtensionSerializer, 400: FIELD_ERRORS, 404: ERROR, 409: ERROR, **AUTH_ERRORS}
+    return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[COMMENT_BODY])
 
 
 @extend_schema_view(
@@ -37,13 +37,13 @@ def _extension_decision_schema(summary: str) -> Callable[[Any], Any]:
         description="`?status=pending` lists what waits for a decision.",
         responses={
             200: api.AllocationExtensionSerializer(many=True),
-            400: _FIELD_ERRORS,
-            404: _ERROR,
-            **_AUTH_ERRORS,
+            400: FIELD_ERRORS,
+            404: ERROR,
+            **AUTH_ERRORS,
         },
     ),
     retrieve=extend_schema(
-        summary="One extension", responses={200: api.AllocationExtensionSerializer, 404: _ERROR, **_AUTH_ERRORS}
+        summary="One extension", responses={200: api.AllocationExtensionSerializer, 404: ERROR, **AUTH_ERRORS}
     ),
 )
 @extend_schema(tags=["extensions"])

@@ -17,9 +17,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from allocations.api.common import ServiceApiMixin
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.serializers import MoneySerializer
-from allocations.api.views import ServiceApiMixin
 from allocations.mig_plans.selectors import mig_plan_preview, mig_plans_of_pool, mig_pool_for
 from allocations.mig_plans.services import (
     mig_plan_apply,

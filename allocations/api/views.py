@@ -20,9 +20,8 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
     extend_schema_view,
-    inline_serializer,
 )
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.filters import OrderingFilter, SearchFilter
 from rest_framework.generics import get_object_or_404
@@ -32,32 +31,17 @@ from rest_framework.response import Response
 
 from allocations import extension_services, services
 from allocations.api import serializers as api
+from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.api.pagination import COUNT_LIMIT, KeysetPageNumberPagination
-from allocations.api.permissions import IsActivePortalUser
 from allocations.api.renderers import KubernetesYamlRenderer
+from allocations.api.request_rows import gpu_request_rows, gpu_request_values
 from allocations.filtersets import GpuRequestFilterSet
-from allocations.models import GpuRequest, Team
+from allocations.models import GpuRequest
 from allocations.placement import place
 from allocations.selectors import (
     allocation_extensions_visible_to,
     gpu_requests_visible_to,
-    quota_usage_by_quota,
-    teams_with_quotas_visible_to,
 )
-
-
-class ServiceApiMixin:
-    """Base of every allocations API view: active signed-in users only (service errors: portal.api_errors)."""
-
-    permission_classes = [IsActivePortalUser]
-
-
-_ERROR = inline_serializer("Error", fields={"detail": serializers.CharField()})
-_FIELD_ERRORS = OpenApiResponse(
-    OpenApiTypes.OBJECT,
-    description='Invalid input: `{"field": ["message", ...]}` naming each bad field.',
-)
-_AUTH_ERRORS = {401: _ERROR, 403: _ERROR}
 
 _PROFILE_EXAMPLE = {
     "workload_type": "realtime_inference",
@@ -132,7 +116,7 @@ class RecommendationViewSet(ServiceApiMixin, viewsets.GenericViewSet):
             "and answers the spec a request with this profile would freeze at submission. No side effects."
         ),
         request=api.ProfileInputSerializer,
-        responses={200: api.RecommendationSerializer, 400: _FIELD_ERRORS, **_AUTH_ERRORS},
+        responses={200: api.RecommendationSerializer, 400: FIELD_ERRORS, **AUTH_ERRORS},
         examples=[
             OpenApiExample("Small real-time model", value=_PROFILE_EXAMPLE, request_only=True),
             OpenApiExample("A MIG slice", value=_RECOMMENDATION_EXAMPLE, response_only=True, status_codes=["200"]),
@@ -152,12 +136,11 @@ class RecommendationViewSet(ServiceApiMixin, viewsets.GenericViewSet):
 MANIFESTS_NOT_RENDERED = (
     "The manifests of this request are not rendered yet: they are rendered when it is approved and provisioned."
 )
-_COMMENT_BODY = OpenApiExample("Comment", value={"comment": "Fits the quota; go ahead."}, request_only=True)
 
 
 def _action_schema(summary: str, ok: int) -> Callable[[Any], Any]:
-    responses = {ok: api.GpuRequestSerializer, 400: _FIELD_ERRORS, 404: _ERROR, 409: _ERROR, **_AUTH_ERRORS}
-    return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[_COMMENT_BODY])
+    responses = {ok: api.GpuRequestSerializer, 400: FIELD_ERRORS, 404: ERROR, 409: ERROR, **AUTH_ERRORS}
+    return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[COMMENT_BODY])
 
 
 _FIELD_SELECTION = [
@@ -202,12 +185,12 @@ class FiltersWhenAskedBackend(DjangoFilterBackend):
             "`?brief=true`, `?fields=` or `?omit=` answer less, and read less."
         ),
         parameters=_FIELD_SELECTION,
-        responses={200: api.GpuRequestSerializer(many=True), 400: _FIELD_ERRORS, 404: _ERROR, **_AUTH_ERRORS},
+        responses={200: api.GpuRequestSerializer(many=True), 400: FIELD_ERRORS, 404: ERROR, **AUTH_ERRORS},
     ),
     retrieve=extend_schema(
         summary="One request",
         parameters=_FIELD_SELECTION,
-        responses={200: api.GpuRequestSerializer, 404: _ERROR, **_AUTH_ERRORS},
+        responses={200: api.GpuRequestSerializer, 404: ERROR, **AUTH_ERRORS},
     ),
 )
 @extend_schema(tags=["requests"])
@@ -232,20 +215,20 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
         queryset = self.filter_queryset(self.get_queryset())
         rows = self.paginate_queryset(queryset)
         if rows is None:
-            return Response(api.gpu_request_rows(self.read_page(queryset), self._answered_fields()))
-        return self.get_paginated_response(api.gpu_request_rows(rows, self._answered_fields()))
+            return Response(gpu_request_rows(self.read_page(queryset), self._answered_fields()))
+        return self.get_paginated_response(gpu_request_rows(rows, self._answered_fields()))
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """One visible request (404 for others), with the fields asked for (all by default)."""
         queryset = self.filter_queryset(self.get_queryset())
         row = get_object_or_404(self.read_page(queryset), pk=self.kwargs[self.lookup_url_kwarg or self.lookup_field])
         self.check_object_permissions(request, row)
-        return Response(api.gpu_request_rows([row], self._answered_fields())[0])
+        return Response(gpu_request_rows([row], self._answered_fields())[0])
 
     def read_page(self, queryset: QuerySet[GpuRequest]) -> QuerySet:
         """The rows of a page (the pagination calls it on the page's slice) or of the detail: the columns the answer
         shows, as dicts (``gpu_request_values``)."""
-        return api.gpu_request_values(queryset, self._answered_fields())
+        return gpu_request_values(queryset, self._answered_fields())
 
     def _answered_fields(self) -> list[str]:
         """The fields the list or detail answers: those asked for, else all of them."""
@@ -298,7 +281,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
             "team's auto-approval policy). A quota that does not fit answers 400 naming `quota`."
         ),
         request=api.GpuRequestCreateSerializer,
-        responses={201: api.GpuRequestSerializer, 400: _FIELD_ERRORS, **_AUTH_ERRORS},
+        responses={201: api.GpuRequestSerializer, 400: FIELD_ERRORS, **AUTH_ERRORS},
         examples=[
             OpenApiExample(
                 "Fine-tune on one GPU",
@@ -379,10 +362,10 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
         request=api.AllocationExtensionCreateSerializer,
         responses={
             201: api.AllocationExtensionSerializer,
-            400: _FIELD_ERRORS,
-            404: _ERROR,
-            409: _ERROR,
-            **_AUTH_ERRORS,
+            400: FIELD_ERRORS,
+            404: ERROR,
+            409: ERROR,
+            **AUTH_ERRORS,
         },
         examples=[
             OpenApiExample(
@@ -406,7 +389,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
 
     @extend_schema(
         summary="The request's extensions, newest first",
-        responses={200: api.AllocationExtensionSerializer(many=True), 404: _ERROR, **_AUTH_ERRORS},
+        responses={200: api.AllocationExtensionSerializer(many=True), 404: ERROR, **AUTH_ERRORS},
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def extensions(self, request: Request, pk: str | None = None) -> Response:
@@ -417,7 +400,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
 
     @extend_schema(
         summary="The request's status changes, oldest first",
-        responses={200: api.RequestEventSerializer(many=True), 404: _ERROR, **_AUTH_ERRORS},
+        responses={200: api.RequestEventSerializer(many=True), 404: ERROR, **AUTH_ERRORS},
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def events(self, request: Request, pk: str | None = None) -> Response:
@@ -450,8 +433,8 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
             (200, "application/yaml"): OpenApiResponse(
                 OpenApiTypes.STR, description="The same objects as one multi-document YAML stream."
             ),
-            404: _ERROR,
-            **_AUTH_ERRORS,
+            404: ERROR,
+            **AUTH_ERRORS,
         },
         examples=[
             OpenApiExample(
@@ -475,45 +458,3 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
         if not obj.manifests:
             raise exceptions.NotFound(MANIFESTS_NOT_RENDERED)
         return Response(obj.manifests)
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="Teams you may see, with members and quota use",
-        responses={200: api.TeamSerializer(many=True), 400: _FIELD_ERRORS, 404: _ERROR, **_AUTH_ERRORS},
-    ),
-    retrieve=extend_schema(summary="One team", responses={200: api.TeamSerializer, 404: _ERROR, **_AUTH_ERRORS}),
-)
-@extend_schema(tags=["teams"])
-class TeamViewSet(ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
-    """Teams the user belongs to (approvers: every team), their members and quotas with units in use."""
-
-    serializer_class = api.TeamSerializer
-    lookup_field = "slug"
-    # Anything up to the next slash reaches the view, so a malformed slug is DRF's JSON 404, not Django's HTML one.
-    lookup_value_regex = r"[^/]+"
-    filter_backends = [SearchFilter, OrderingFilter]
-    search_fields = ["slug", "name"]
-    ordering_fields = ["slug", "name"]
-    ordering = ["name"]
-
-    def get_queryset(self) -> QuerySet[Team]:
-        return teams_with_quotas_visible_to(user=self.request.user)
-
-    def _serialize(self, teams: list[Team], *, many: bool) -> Any:
-        quotas = [quota for team in teams for quota in team.quotas.all()]
-        context = {**self.get_serializer_context(), "quota_usage": quota_usage_by_quota(quotas=quotas)}
-        serializer = api.TeamSerializer(teams if many else teams[0], many=many, context=context)
-        return serializer.data
-
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """A page of visible teams; quota use is read in one query for the whole page."""
-        queryset = self.filter_queryset(self.get_queryset())
-        page = self.paginate_queryset(queryset)
-        if page is not None:
-            return self.get_paginated_response(self._serialize(list(page), many=True))
-        return Response(self._serialize(list(queryset), many=True))
-
-    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """One visible team by slug."""
-        return Response(self._serialize([self.get_object()], many=False))

@@ -1,0 +1,59 @@
+"""The teams API: the teams a user may see, their members and their quotas with the units in use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import viewsets
+from rest_framework.filters import OrderingFilter, SearchFilter
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from allocations.api import serializers as api
+from allocations.api.common import AUTH_ERRORS, ERROR, FIELD_ERRORS, ServiceApiMixin
+from allocations.models import Team
+from allocations.selectors import quota_usage_by_quota, teams_with_quotas_visible_to
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="Teams you may see, with members and quota use",
+        responses={200: api.TeamSerializer(many=True), 400: FIELD_ERRORS, 404: ERROR, **AUTH_ERRORS},
+    ),
+    retrieve=extend_schema(summary="One team", responses={200: api.TeamSerializer, 404: ERROR, **AUTH_ERRORS}),
+)
+@extend_schema(tags=["teams"])
+class TeamViewSet(ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
+    """Teams the user belongs to (approvers: every team), their members and quotas with units in use."""
+
+    serializer_class = api.TeamSerializer
+    lookup_field = "slug"
+    # Anything up to the next slash reaches the view, so a malformed slug is DRF's JSON 404, not Django's HTML one.
+    lookup_value_regex = r"[^/]+"
+    filter_backends = [SearchFilter, OrderingFilter]
+    search_fields = ["slug", "name"]
+    ordering_fields = ["slug", "name"]
+    ordering = ["name"]
+
+    def get_queryset(self) -> QuerySet[Team]:
+        return teams_with_quotas_visible_to(user=self.request.user)
+
+    def _serialize(self, teams: list[Team], *, many: bool) -> Any:
+        quotas = [quota for team in teams for quota in team.quotas.all()]
+        context = {**self.get_serializer_context(), "quota_usage": quota_usage_by_quota(quotas=quotas)}
+        serializer = api.TeamSerializer(teams if many else teams[0], many=many, context=context)
+        return serializer.data
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """A page of visible teams; quota use is read in one query for the whole page."""
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(queryset)
+        if page is not None:
+            return self.get_paginated_response(self._serialize(list(page), many=True))
+        return Response(self._serialize(list(queryset), many=True))
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One visible team by slug."""
+        return Response(self._serialize([self.get_object()], many=False))
