@@ -1,6 +1,8 @@
 """One cold rebuild of the month-so-far curves (``billing.costs.month_to_date``, issue #15) at 5,000 and 50,000
 requests held this month, for the organisation and for one team, against a raw SQL read of the same request rows'
-columns measured in the same run (the baseline: what reading them costs with no ORM and no arithmetic).
+columns measured in the same run (the baseline: what reading them costs with no ORM and no arithmetic). It also
+times what another worker pays instead of a build once one process has built the organisation's curves: reading
+them from the shared cache (Redis when ``CACHE_URL`` names one, as in production; else the local-memory cache).
 
 The requests are copies of the demo organisation's (seed_demo) requests that ever held GPUs, spread over the teams,
 the month's hours and their SLA tiers and pools, a third of them released since. Each figure is the min/median/max of
@@ -87,6 +89,7 @@ def main() -> None:
     from django.utils import timezone
 
     from allocations.models import GpuRequest, Team
+    from billing.costs.month_to_date import _shared_key, _shared_read, _shared_write
     from billing.costs.selectors import _build_month_curves
 
     with override_settings(DEBUG=True):
@@ -95,7 +98,10 @@ def main() -> None:
     now = timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
     held = 0
-    print(f"database: {connection.vendor}; figures in seconds, min/median/max of {args.repeat}")
+    from django.core.cache import cache
+
+    backend = settings.CACHES["default"]["BACKEND"].rsplit(".", 1)[-1]
+    print(f"database: {connection.vendor}; cache: {backend}; figures in seconds, min/median/max of {args.repeat}")
     for size in (int(s) for s in args.sizes.split(",")):
         add_requests(size - held, now)
         held = size
@@ -108,11 +114,21 @@ def main() -> None:
         org = measure(lambda: _build_month_curves(month=month, teams=None, share_idle=False), args.repeat)
         shared = measure(lambda: _build_month_curves(month=month, teams=None, share_idle=True), args.repeat)
         one = measure(lambda team=team: _build_month_curves(month=month, teams=[team], share_idle=False), args.repeat)
+        scope, tokens = (None, month, False), ("bench",)
+        _shared_write(scope, tokens, _build_month_curves(month=month, teams=None, share_idle=False))
+        stored_kb = len(cache.get(_shared_key(scope))) / 1024
+        from_cache = measure(lambda scope=scope, tokens=tokens: _shared_read(scope, tokens), args.repeat)
         b = statistics.median(base)
         print(f"{size:>6} held this month ({rows} requests): raw SQL read {spread(base, '{:.3f}')}")
-        for label, times in (("organisation", org), ("organisation, idle shared", shared), ("one team", one)):
+        for label, times in (
+            ("organisation", org),
+            ("organisation, idle shared", shared),
+            ("one team", one),
+            (f"organisation, from the cache ({stored_kb:,.0f} KB)", from_cache),
+        ):
             ratios = [t / b for t in times]
-            print(f"    {label:<26} {spread(times, '{:.3f}')} s = {spread(ratios, '{:.1f}')}x the raw read")
+            print(f"    {label:<26} {spread(times, '{:.3f}')} s = {spread(ratios, '{:.2f}')}x the raw read")
+        cache.delete(_shared_key(scope))
         if args.profile:
             from pyinstrument import Profiler
 

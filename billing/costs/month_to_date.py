@@ -10,6 +10,11 @@ version tokens in the shared cache (Redis in production, so every gunicorn worke
 - one for what prices and shares every allocation (price books, GPU prices, SLA multipliers and tiers, the catalog,
   clusters and pools, teams), replaced when any of those is saved or deleted.
 
+A process that builds curves also leaves them in the shared cache beside the tokens they were built under (compressed;
+one entry per team or organisation and month, overwritten, so stale builds do not pile up): the next worker whose
+own copy is missing or outdated reads them instead of building its own (at 50,000 requests held in a month a build
+takes seconds, and every gunicorn worker and Celery process used to build it after each change).
+
 As in ``allocations.reference_cache``, a token is replaced at once and again when the transaction commits (a process
 that rebuilt in between from rows not yet committed rebuilds once more); a cleared cache is a new token. Writes that
 bypass ``save()`` (a queryset ``update``, raw SQL) must call ``month_to_date_changed`` themselves.
@@ -17,8 +22,11 @@ bypass ``save()`` (a queryset ``update``, raw SQL) must call ``month_to_date_cha
 
 from __future__ import annotations
 
+import logging
+import pickle
 import threading
 import uuid
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import date
@@ -34,6 +42,8 @@ _PREFIX = "billing:month-to-date:"
 PRICING_KEY = _PREFIX + "pricing"
 ORGANISATION_KEY = _PREFIX + "organisation"
 _MAX_KEPT = 256  # (scope, month) entries per process: teams x the months people look at
+# How long built curves stay in the shared cache unread: past the month's end they are only read for its last day.
+_SHARED_TIMEOUT = 40 * 24 * 3600
 _built: OrderedDict[tuple[Any, ...], tuple[tuple[str, ...], MonthCurves]] = OrderedDict()
 _lock = threading.Lock()
 
@@ -52,18 +62,49 @@ def _tokens(keys: list[str]) -> tuple[str, ...]:
     return tuple(found[key] for key in keys)
 
 
+logger = logging.getLogger(__name__)
+
+
+def _shared_key(name: tuple[int | None, date, bool]) -> str:
+    team_id, month, share_idle = name
+    scope = "organisation" if team_id is None else f"team:{team_id}"
+    return f"{_PREFIX}built:{scope}:{month.isoformat()}:{'shared-idle' if share_idle else 'own'}"
+
+
+def _shared_read(name: tuple[int | None, date, bool], tokens: tuple[str, ...]) -> MonthCurves | None:
+    """Curves another process built under these very tokens, or None."""
+    stored = cache.get(_shared_key(name))
+    if not isinstance(stored, bytes):
+        return None
+    try:
+        built_under, curves = pickle.loads(zlib.decompress(stored))  # noqa: S301 (our own cache, our own pickle)
+    except Exception:  # an entry of an older release or a cut one: build instead
+        logger.warning("Month curves in the shared cache could not be read; building them.", exc_info=True)
+        return None
+    return curves if built_under == tokens and isinstance(curves, MonthCurves) else None
+
+
+def _shared_write(name: tuple[int | None, date, bool], tokens: tuple[str, ...], curves: MonthCurves) -> None:
+    payload = zlib.compress(pickle.dumps((tokens, curves), protocol=pickle.HIGHEST_PROTOCOL), 1)
+    cache.set(_shared_key(name), payload, timeout=_SHARED_TIMEOUT)
+
+
 def month_curves(
     *, team_id: int | None, month: date, share_idle: bool, build: Callable[[], MonthCurves]
 ) -> MonthCurves:
     """``build()``'s curves for one team's month (``team_id``) or the whole organisation's (None), reused while none of
-    their inputs changed; callers must never change them."""
+    their inputs changed (this process's copy, else the shared cache's, else built and shared); callers must never
+    change them."""
     keys = [PRICING_KEY, ORGANISATION_KEY if team_id is None else _team_key(team_id)]
     tokens = _tokens(keys)
     name = (team_id, month, share_idle)
     hit = _built.get(name)
     if hit is not None and hit[0] == tokens:
         return hit[1]
-    curves = build()
+    curves = _shared_read(name, tokens)
+    if curves is None:
+        curves = build()
+        _shared_write(name, tokens, curves)
     with _lock:
         _built[name] = (tokens, curves)
         _built.move_to_end(name)
