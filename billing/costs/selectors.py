@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -286,20 +287,50 @@ def chargeback_between(
     """
     share_idle = share_idle_cost() if share_idle is None else share_idle
     teams = None if share_idle or for_teams is None else list(for_teams)
-    return compute_chargeback(
+    slugs = Team.objects.values_list("slug", flat=True) if teams is None else [team.slug for team in teams]
+    return _priced(start=start, end=end, teams=teams, share_idle=share_idle, team_slugs=slugs).chargeback
+
+
+@dataclass(frozen=True)
+class _Priced:
+    """A chargeback and the price periods, capacity and fallback rates it was computed with."""
+
+    chargeback: Chargeback
+    periods: list[PricePeriod]
+    capacity: dict[str, int]
+    fallback_rates: dict[str, Decimal]
+
+
+def _priced(
+    *,
+    start: datetime,
+    end: datetime,
+    teams: list[Team] | None,
+    share_idle: bool,
+    team_slugs: Iterable[str] = (),
+    with_usage: bool = True,
+) -> _Priced:
+    """The chargeback of [start, end) for ``teams`` (None: every team) from the database's requests, imported usage,
+    price books, capacity and catalog: the one place ``chargeback_between`` and the month's curves read them.
+    ``team_slugs``: teams listed even with no charge; ``with_usage``: read the measured use (the curves need none)."""
+    periods = price_periods(until=end)
+    capacity = capacity_gpus_by_model()
+    fallback = catalog_fallback_rates()
+    chargeback = compute_chargeback(
         [
-            *request_allocations(start=start, end=end, teams=teams),
+            *request_allocations(start=start, end=end, teams=teams, with_usage=with_usage),
             *imported_allocations(start=start, end=end, teams=teams),
         ],
         window_start=start,
         window_end=end,
-        periods=price_periods(until=end),
-        capacity_gpus=capacity_gpus_by_model(),
-        fallback_rates=catalog_fallback_rates(),
-        teams=Team.objects.values_list("slug", flat=True) if teams is None else [team.slug for team in teams],
+        periods=periods,
+        capacity_gpus=capacity,
+        fallback_rates=fallback,
+        teams=team_slugs,
         share_idle=share_idle,
         catalog=catalog_from_db(),
     )
+    return _Priced(chargeback, periods, capacity, fallback)
 
 
 def month_chargeback(
@@ -319,23 +350,10 @@ def month_chargeback(
 def _build_month_curves(*, month: date, teams: list[Team] | None, share_idle: bool) -> MonthCurves:
     """The curves of the month's chargeback (``gpucore.month_curves``): allocations still held run to its end."""
     start, end = month_bounds(month)
-    periods = price_periods(until=end)
-    capacity = capacity_gpus_by_model()
-    fallback = catalog_fallback_rates()
-    chargeback = compute_chargeback(
-        [
-            *request_allocations(start=start, end=end, teams=teams, with_usage=False),
-            *imported_allocations(start=start, end=end, teams=teams),
-        ],
-        window_start=start,
-        window_end=end,
-        periods=periods,
-        capacity_gpus=capacity,
-        fallback_rates=fallback,
-        share_idle=share_idle,
-        catalog=catalog_from_db(),
+    priced = _priced(start=start, end=end, teams=teams, share_idle=share_idle, with_usage=False)
+    return MonthCurves.of_chargeback(
+        priced.chargeback, capacity_gpus=priced.capacity, periods=priced.periods, fallback_rates=priced.fallback_rates
     )
-    return MonthCurves.of_chargeback(chargeback, capacity_gpus=capacity, periods=periods, fallback_rates=fallback)
 
 
 def month_so_far(
