@@ -30,6 +30,7 @@ from allocations.models import (
     AllocationExtension,
     GpuRequest,
     RequestStatus,
+    WorkloadType,
 )
 from allocations.pages import (
     REQUEST_LIST_DEFAULT_SORT,
@@ -40,9 +41,11 @@ from allocations.pages import (
     gpu_request_extension_rows,
     gpu_request_live_status,
     gpu_request_manifests_yaml,
+    id_url_maker,
     pending_extension_rows,
     request_list_columns,
     request_list_ordering,
+    slug_url_maker,
 )
 from allocations.pagination import BoundedCountPaginator
 from allocations.placement import place
@@ -55,6 +58,7 @@ from allocations.selectors import (
     gpu_requests_visible_to,
     teams_of,
     teams_visible_to,
+    tiers_by_slug,
     user_is_approver,
 )
 from allocations.services import (
@@ -174,7 +178,10 @@ def _initial_from_query(request: HttpRequest) -> dict[str, str]:
     return {"team": team} if team else {}
 
 
+# The columns request_list.html shows, read as plain rows with the page's bounded count in the same query (issue #15):
+# no model instances for the request, team, requester and tier of each row.
 REQUEST_TABLE_COLUMNS = (
+    "id",
     "name",
     "team__slug",
     "team__name",
@@ -186,18 +193,18 @@ REQUEST_TABLE_COLUMNS = (
     "status",
     "created_at",
 )
+WORKLOAD_LABELS = dict(WorkloadType.choices)
+STATUS_LABELS = dict(RequestStatus.choices)
+
+
+def _request_table_rows(queryset: Any) -> Any:
+    return queryset.values(*REQUEST_TABLE_COLUMNS)
 
 
 @login_required
 def request_list(request: HttpRequest) -> HttpResponse:
     """The requests of the user's teams (all teams for approvers), filtered, searched and paginated."""
-    # The columns request_list.html shows: the team, requester and tier rows, not the cluster and pool (issue #15).
-    queryset = (
-        gpu_requests_visible_to(user=request.user)
-        .select_related(None)
-        .select_related("team", "requester", "sla_tier")
-        .only(*REQUEST_TABLE_COLUMNS)
-    )
+    queryset = gpu_requests_visible_to(user=request.user).select_related(None)
     mine = request.GET.get("mine") == "1"
     if mine:
         queryset = queryset.filter(requester=request.user)
@@ -208,10 +215,22 @@ def request_list(request: HttpRequest) -> HttpResponse:
         ordering = request_list_ordering(sort)
     except ValueError as exc:
         raise BadRequest(str(exc)) from exc
-    results = filterset.qs.order_by(*ordering) if filterset.is_valid() else queryset.none()
-    page = BoundedCountPaginator(results, PAGE_SIZE).get_page(request.GET.get("page"))
+    valid = filterset.is_valid()
+    results = filterset.qs.order_by(*ordering) if valid else queryset.none()
+    # Invalid filters list nothing (and an empty queryset has no SQL to read rows with).
+    page = BoundedCountPaginator(results, PAGE_SIZE, read=_request_table_rows if valid else None).get_page(
+        request.GET.get("page")
+    )
+    request_url = id_url_maker("allocations:request-detail")
+    team_url = slug_url_maker("allocations:team-detail")
+    for row in page.object_list:
+        row["url"] = request_url(row["id"])
+        row["team_url"] = team_url(row["team__slug"])
+        row["workload_label"] = WORKLOAD_LABELS.get(row["workload_type"], row["workload_type"])
+        row["status_label"] = STATUS_LABELS.get(row["status"], row["status"])
     query = request.GET.copy()
     query.pop("page", None)
+    user = request.user
     context = {
         "filterset": filterset,
         "page": page,
@@ -221,7 +240,10 @@ def request_list(request: HttpRequest) -> HttpResponse:
         "columns": request_list_columns(
             sort=sort, query=[(name, value) for name, values in query.lists() for value in values]
         ),
-        "has_teams": teams_of(request.user).exists() or user_is_approver(request.user),
+        # The SLA tiers of the filter, from the reference data kept per process: not a query per page.
+        "tier_options": [(tier.slug, tier.name) for tier in tiers_by_slug().values()],
+        # Read only when the list is empty (the template's last branches): not a query on every page.
+        "has_teams": lambda: teams_of(user).exists() or user_is_approver(user),
     }
     return render(request, "allocations/request_list.html", context)
 

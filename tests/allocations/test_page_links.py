@@ -1,0 +1,20 @@
+"""The list pages' links built from one reverse (allocations.pages.id_url_maker, slug_url_maker) are reverse()'s."""
+
+import pytest
+from django.urls import reverse, set_script_prefix
+
+from allocations.pages import id_url_maker, slug_url_maker
+
+
+@pytest.mark.parametrize("prefix", ["/", "/portal/"])
+def test_links_equal_reverse(prefix):
+    set_script_prefix(prefix)
+    try:
+        request_url = id_url_maker("allocations:request-detail")
+        team_url = slug_url_maker("allocations:team-detail")
+        for pk in (1, 42, 987654321987, 10**15):
+            assert request_url(pk) == reverse("allocations:request-detail", args=[pk])
+        for slug in ("vision", "nlp-research", "a_b-9", "url-stand-in-slug"):
+            assert team_url(slug) == reverse("allocations:team-detail", args=[slug])
+    finally:
+        set_script_prefix("/")
