@@ -259,7 +259,9 @@ def teams_with_quotas_visible_to(*, user: User) -> QuerySet[Team]:
 
 def gpu_request_detail(*, user: User, pk: int) -> GpuRequest:
     """One request the user may see, with its events; raises GpuRequest.DoesNotExist for anything else (a 404)."""
-    return gpu_requests_visible_to(user=user).prefetch_related("events__actor").get(pk=pk)
+    # The pool's cluster too: the page names the pool as cluster/pool. The events' actors are not read (each event
+    # keeps its actor_label), so they are not fetched.
+    return gpu_requests_visible_to(user=user).select_related("node_pool__cluster").prefetch_related("events").get(pk=pk)
 
 
 # --- Clusters (platform admins) ------------------------------------------------------------------------------------

@@ -248,10 +248,13 @@ def request_list(request: HttpRequest) -> HttpResponse:
     return render(request, "allocations/request_list.html", context)
 
 
-def _visible_request(request: HttpRequest, pk: int) -> GpuRequest:
-    """The request if the user may see it, else a 404 (other teams' requests do not exist for them)."""
+def _visible_request(request: HttpRequest, pk: int, *, with_events: bool = False) -> GpuRequest:
+    """The request if the user may see it, else a 404 (other teams' requests do not exist for them); its events
+    fetched too for the page (the status refresh, the download and the actions do not read them)."""
     try:
-        return gpu_request_detail(user=request.user, pk=pk)
+        if with_events:
+            return gpu_request_detail(user=request.user, pk=pk)
+        return gpu_requests_visible_to(user=request.user).get(pk=pk)
     except GpuRequest.DoesNotExist as exc:
         raise Http404("No such request in your teams.") from exc
 
@@ -259,9 +262,11 @@ def _visible_request(request: HttpRequest, pk: int) -> GpuRequest:
 @login_required
 def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One request: profile, frozen spec, live cluster status with fixes, manifests, timeline, and the actions."""
-    gpu_request = _visible_request(request, pk)
+    gpu_request = _visible_request(request, pk, with_events=True)
     context = {
         "gpu_request": gpu_request,
+        # Read through gpu_requests_visible_to for this user: billing's panels on the page need not read it again.
+        "visible_request": gpu_request,
         "spec": gpu_request.spec or {},
         "events": gpu_request.events.all(),
         "actions": gpu_request_actions(user=request.user, request=gpu_request),

@@ -37,10 +37,20 @@ def team_month_to_date_panel(context: template.Context, team: Team) -> dict[str,
     }
 
 
+def _visibility_checked(context: template.Context, gpu_request: GpuRequest) -> bool:
+    """Whether the page's view read this very object through ``gpu_requests_visible_to`` for the viewing user: the
+    request page puts it in its context as ``visible_request``, and its panels then skip reading that again."""
+    return context.get("visible_request") is gpu_request
+
+
 @register.inclusion_tag("billing/_request_utilization.html", takes_context=True)
 def request_utilization_panel(context: template.Context, gpu_request: GpuRequest) -> dict[str, Any]:
     """The request's utilization, alerts and right-sizing advice, for the viewing user."""
-    panel = request_utilization_context(user=context["request"].user, request=gpu_request)
+    panel = request_utilization_context(
+        user=context["request"].user,
+        request=gpu_request,
+        visibility_checked=_visibility_checked(context, gpu_request),
+    )
     if panel["utilization"] is not None:  # visible: the hourly chart over the allocation's life
         panel["utilization"]["series_figure"] = utilization_timeseries_figure(
             request_series(gpu_request), title=f"Request #{gpu_request.pk}: utilization, memory and power by hour"
@@ -52,7 +62,9 @@ def request_utilization_panel(context: template.Context, gpu_request: GpuRequest
 @register.inclusion_tag("billing/_gpu_troubleshooting.html", takes_context=True)
 def request_troubleshooting_panel(context: template.Context, gpu_request: GpuRequest) -> dict[str, Any]:
     """The guide's hardware-vs-software tree on what the request's GPUs and messages showed."""
-    return request_triage_context(user=context["request"].user, request=gpu_request)
+    return request_triage_context(
+        user=context["request"].user, request=gpu_request, visibility_checked=_visibility_checked(context, gpu_request)
+    )
 
 
 @register.inclusion_tag("billing/_gpu_troubleshooting.html", takes_context=True)

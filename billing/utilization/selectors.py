@@ -214,27 +214,53 @@ def _coverage(*, start: datetime, end: datetime, clusters: QuerySet[Cluster] | N
     }
 
 
+def _request_coverage(*, start: datetime, end: datetime, cluster_id: int | None) -> dict[str, Any]:
+    """``_coverage`` of the request's one cluster: its watermark read by id (the cluster exists: a foreign key)."""
+    if cluster_id is None:
+        return _coverage(start=start, end=end)
+    missing = incomplete_hours(start=start, end=end, clusters=Cluster.objects.filter(pk=cluster_id))
+    mark = UtilizationWatermark.objects.filter(cluster_id=cluster_id).values_list("last_complete_hour", flat=True)
+    through = mark[0] + HOUR if mark else None  # as ingested_through() for one cluster
+    return {
+        "incomplete_hours": len(missing),
+        "ingested_through": through,
+        "complete": not missing and through is not None and through >= end - HOUR,
+    }
+
+
 def request_utilization_context(
-    *, user: User, request: GpuRequest, now: datetime | None = None, days: int = REQUEST_WINDOW_DAYS
+    *,
+    user: User,
+    request: GpuRequest,
+    now: datetime | None = None,
+    days: int = REQUEST_WINDOW_DAYS,
+    visibility_checked: bool = False,
 ) -> dict[str, Any]:
-    """Context of ``billing/_request_utilization.html``: ``{"utilization": {...}}`` (None when not visible)."""
-    if not gpu_requests_visible_to(user=user).filter(pk=request.pk).exists():
+    """Context of ``billing/_request_utilization.html``: ``{"utilization": {...}}`` (None when not visible).
+
+    ``visibility_checked``: the caller read ``request`` through ``gpu_requests_visible_to(user=user)`` (the request
+    page), so it is not read again."""
+    if not visibility_checked and not gpu_requests_visible_to(user=user).filter(pk=request.pk).exists():
         return {"utilization": None}
     start, end = window(days=days, now=now)
     qs = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
-    summary = usage_summary(qs)
-    clusters = Cluster.objects.filter(pk=request.cluster_id) if request.cluster_id else None
+    row = qs.aggregate(**_summary_aggregates(), rows=Count("id"))
+    summary = _summary(row)
+    has_data = summary["gpu_hours"] > 0
+    # Without rollups there is nothing to raise an alert on, and advice is shown only beside measured use: neither
+    # is read then (a request that ran before the window, or never ran, is most of them; issue #15).
+    alerts = alerts_for(qs) if row["rows"] else []
     return {
         "utilization": {
             "request": request,
             "start": start,
             "end": end,
             "days": days,
-            "has_data": summary["gpu_hours"] > 0,
+            "has_data": has_data,
             "summary": summary,
-            "alert_groups": alert_group_rows(alerts=alerts_for(qs), team=request.team, now=now)[:MAX_ALERTS_SHOWN],
-            "advice": request_advice(request=request, summary=summary),
-            **_coverage(start=start, end=end, clusters=clusters),
+            "alert_groups": alert_group_rows(alerts=alerts, team=request.team, now=now)[:MAX_ALERTS_SHOWN],
+            "advice": request_advice(request=request, summary=summary) if has_data else [],
+            **_request_coverage(start=start, end=end, cluster_id=request.cluster_id),
         }
     }
 

@@ -119,9 +119,13 @@ def cluster_drivers(*, cluster_ids: Iterable[int], start: datetime, end: datetim
     return dict(rows)
 
 
-def request_triage_context(*, user: User, request: GpuRequest, now: datetime | None = None) -> dict[str, Any]:
-    """Context of ``billing/_gpu_troubleshooting.html`` for a request (``{"triage": None}`` when not visible)."""
-    if not gpu_requests_visible_to(user=user).filter(pk=request.pk).exists():
+def request_triage_context(
+    *, user: User, request: GpuRequest, now: datetime | None = None, visibility_checked: bool = False
+) -> dict[str, Any]:
+    """Context of ``billing/_gpu_troubleshooting.html`` for a request (``{"triage": None}`` when not visible).
+
+    ``visibility_checked``: the caller read ``request`` through ``gpu_requests_visible_to(user=user)``."""
+    if not visibility_checked and not gpu_requests_visible_to(user=user).filter(pk=request.pk).exists():
         return {"triage": None}
     start, end = window(days=REQUEST_WINDOW_DAYS, now=now)
     rollups = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
@@ -141,7 +145,7 @@ def request_triage_context(*, user: User, request: GpuRequest, now: datetime | N
             # Only the hours the request held the GPU: an XID of the team before or after is not its evidence.
             if row["hour"] in held[(row["cluster_id"], row["gpu_uuid"])]:
                 health.append(row)
-    gpus = _signals(health, _hot_gpus(rollups))
+    gpus = _signals(health, _hot_gpus(rollups) if held else {})  # no rollups in the window: none was hot
     cluster_ids = {cluster_id for cluster_id, _ in held} or ({request.cluster_id} if request.cluster_id else set())
     drivers = cluster_drivers(cluster_ids=cluster_ids, start=end - timedelta(days=1), end=end)
     messages = [Message(f"Request #{request.pk}", request.status_detail)] if request.status_detail else []

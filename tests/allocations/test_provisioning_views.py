@@ -13,6 +13,7 @@ from django.utils import timezone
 from allocations.lifecycle import gpu_request_transition
 from allocations.models import ClusterBackend, GpuRequest, RequestEvent, RequestStatus, SharingMode
 from allocations.services import gpu_request_approve, gpu_request_submit
+from gpucore.manifests import to_yaml
 from tests.factories import ROLES, ClusterFactory, DemoOrg, GpuModel, NodePoolFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -75,6 +76,26 @@ def test_an_active_request_shows_its_yaml_with_copy_and_download(demo_org: DemoO
     assert f'data-status-url="/requests/{active.pk}/status/"' in html
     assert 'data-polling="false"' in html  # active and observed: nothing to wait for
     assert "Unobservable" in html and "GitOps tree" in html
+
+
+def test_the_page_shows_the_yaml_of_the_objects_rendered_last(demo_org: DemoOrg, active: GpuRequest) -> None:
+    """The page keeps the YAML of objects it has dumped before: each re-render shows the new text, never the old."""
+    client = client_for(demo_org.member)
+    url = reverse("allocations:request-detail", args=[active.pk])
+    first = client.get(url).context["manifests_yaml"]
+    assert first == to_yaml(active.manifests)
+
+    for data in ({"a": "1"}, {"a": "2\n3\n"}):
+        extra = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"gpr-{active.pk}-x"}, "data": data}
+        GpuRequest.objects.filter(pk=active.pk).update(
+            manifests=[*active.manifests, extra], manifests_rendered_at=timezone.now()
+        )
+        shown = client.get(url).context["manifests_yaml"]
+        assert shown == to_yaml(GpuRequest.objects.get(pk=active.pk).manifests) and shown != first
+        assert ("data:\n  a: '1'\n" if data["a"] == "1" else "data:\n  a: |\n    2\n    3\n") in shown
+        first = shown
+    status = client.get(reverse("allocations:request-status", args=[active.pk])).json()
+    assert status["manifests_yaml"] == shown
 
 
 def test_a_pending_pod_shows_the_reason_and_the_fixes(demo_org: DemoOrg, active: GpuRequest) -> None:

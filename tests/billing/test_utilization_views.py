@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.template import Context, Template
 from django.template.loader import render_to_string
-from django.test import Client
+from django.test import Client, RequestFactory
 from django.utils import timezone
 
 from allocations.models import GpuRequest, RequestEvent, RequestStatus
@@ -132,6 +133,27 @@ def test_request_partial_is_empty_for_other_teams(demo_org: DemoOrg) -> None:
     context = request_utilization_context(user=demo_org.outsider, request=req)
     assert context == {"utilization": None}
     assert render_to_string("billing/_request_utilization.html", context).strip() == ""
+
+
+def test_request_panels_trust_only_the_object_the_page_read_as_visible(demo_org: DemoOrg) -> None:
+    """The request page's panels skip their visibility read for the object its view read through the scoping
+    selector (``visible_request``); another object of the same row vouches for nothing."""
+    req = GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE)
+    rollup(cluster=demo_org.cluster, hour=hours_back(timezone.now(), 1)[0], team=demo_org.team, request=req)
+    http_request = RequestFactory().get("/")
+    http_request.user = demo_org.outsider
+    panels = Template(
+        "{% load billing_panels %}"
+        "{% request_utilization_panel gpu_request %}{% request_troubleshooting_panel gpu_request %}"
+    )
+
+    copy = GpuRequest.objects.get(pk=req.pk)
+    html = panels.render(Context({"request": http_request, "gpu_request": req, "visible_request": copy}))
+    assert 'id="utilization"' not in html and 'id="gpu-troubleshooting"' not in html
+
+    http_request.user = demo_org.member
+    html = panels.render(Context({"request": http_request, "gpu_request": req, "visible_request": req}))
+    assert 'id="utilization"' in html and 'id="gpu-troubleshooting"' in html
 
 
 def test_team_partial_counts_alerts_per_request(busy_org: DemoOrg) -> None:
