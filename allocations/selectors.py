@@ -467,13 +467,28 @@ class WorkloadLive:
     pods: tuple[PodStatus, ...] = ()
     events: tuple[WorkloadEvent, ...] = ()
     error: str = ""
+    # Observable but not read yet: the request page renders without calling the cluster, then its script reads the
+    # pods and events from the workload endpoint.
+    unread: bool = False
+
+
+def _workload_observable(request: GpuRequest) -> bool:
+    cluster = request.cluster
+    return cluster is not None and request.status in ON_CLUSTER_STATUSES and cluster.backend == "kubernetes"
+
+
+def gpu_request_workload_unread(*, request: GpuRequest) -> WorkloadLive:
+    """What the request page shows of the workload before any cluster call: not observable (a GitOps tree, no
+    cluster yet), or observable and still to be read (``unread``), which the page's script then does."""
+    observable = _workload_observable(request)
+    return WorkloadLive(observable=observable, unread=observable)
 
 
 def gpu_request_workload_live(*, request: GpuRequest, gateway: ClusterGateway | None = None) -> WorkloadLive:
     """Read the request's pods and newest events from its cluster (short timeout); an unreachable or refusing cluster
     gives ``error`` instead of an exception, so the page still renders. GitOps clusters are not observable."""
     cluster = request.cluster
-    if cluster is None or request.status not in ON_CLUSTER_STATUSES or cluster.backend != "kubernetes":
+    if not _workload_observable(request):
         return WorkloadLive(observable=False)
     try:
         gateway = gateway or cluster_gateway(cluster, timeout_seconds=settings.PORTAL_CLUSTER_READ_TIMEOUT_SECONDS)

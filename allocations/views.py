@@ -54,7 +54,7 @@ from allocations.selectors import (
     allocation_extensions_visible_to,
     gpu_request_access,
     gpu_request_detail,
-    gpu_request_workload_live,
+    gpu_request_workload_unread,
     gpu_requests_visible_to,
     teams_of,
     teams_visible_to,
@@ -277,7 +277,9 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     }
     if gpu_request.status in ON_CLUSTER_STATUSES:
         context["access"] = gpu_request_access(request=gpu_request)
-        context["workload"] = gpu_request_workload_live(request=gpu_request)
+        # Never a cluster call while the page renders (a slow API server would hold a worker for its timeout): the
+        # "Use it" card reads the pods and events from the workload endpoint once the page is shown.
+        context["workload"] = gpu_request_workload_unread(request=gpu_request)
         context["now"] = timezone.now()
         context["quick_extension_hours"] = QUICK_EXTENSION_HOURS
     return render(request, "allocations/request_detail.html", context)

@@ -4,7 +4,8 @@
  * the status endpoint and swaps in the panel the server rendered (Django-escaped HTML from the same origin), the
  * manifests once they are rendered, and a note when the status changed (the actions then differ: reload).
  * Each refresh also re-reads the "Use it" card's pods and events from the workload endpoint ("Read the cluster
- * again" does only that); an unreachable cluster comes back as the server's message, not as a failure.
+ * again" does only that), and so does the page once shown: the server renders it without calling the cluster.
+ * An unreachable cluster comes back as the server's message, not as a failure.
  */
 (function () {
   "use strict";
@@ -121,6 +122,8 @@
   }
 
   if (readCluster) readCluster.addEventListener("click", function (event) { event.preventDefault(); loadWorkload(); });
+  // The page renders without calling the cluster: its pods and events are read now, from the workload endpoint.
+  if (document.getElementById("workload-reading")) loadWorkload();
   if (refresh) refresh.addEventListener("click", function () { window.clearTimeout(timer); load(); });
   document.addEventListener("visibilitychange", function () { if (!document.hidden && polling) load(); });
   schedule();

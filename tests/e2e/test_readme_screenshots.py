@@ -148,6 +148,7 @@ def test_request_page(new_page, settings) -> None:
         page.set_viewport_size({"width": 1440, "height": 1300})
         page.goto(f"/requests/{training.pk}/")
         page.wait_for_load_state("networkidle")
+        page.locator("#pods").wait_for()  # read by the page's script from the workload endpoint
         assert page.locator("#pods tbody tr").count() == 2 and page.locator("#k8s-events tbody tr").count() == 3
         _fits(page)
         _save(page.screenshot(), "request-active.png")  # the top of the page: status, where it runs, how to use it

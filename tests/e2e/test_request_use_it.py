@@ -56,6 +56,7 @@ def test_an_active_request_shows_its_pods_events_and_commands(new_page) -> None:
         page = new_page("alice")
         page.set_viewport_size({"width": 1440, "height": 1000})
         page.goto(f"/requests/{training.pk}/")
+        page.locator("#pods").wait_for()  # read by the page's script once shown, from the workload endpoint
         pods = page.locator("#pods tbody tr")
         assert pods.count() == 2 and "Running" in pods.first.inner_text()
         assert page.locator("#k8s-events tbody tr").count() == 3
@@ -64,6 +65,7 @@ def test_an_active_request_shows_its_pods_events_and_commands(new_page) -> None:
 
         page.set_viewport_size({"width": 390, "height": 844})
         page.goto(f"/requests/{training.pk}/")
+        page.locator("#pods").wait_for()
         assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
         page.locator("#access").screenshot(path="/tmp/h13b-use-it-390.png")
 
@@ -84,6 +86,7 @@ def test_refreshing_the_status_reads_the_pods_and_events_again(new_page) -> None
         page = new_page("alice")
         page.goto(f"/requests/{training.pk}/")
         assert "Pending" in page.locator("#pods").inner_text() and page.locator("#no-events").count() == 1
+        assert page.locator("#workload-reading").count() == 0
 
         cluster.put(_pod(f"gpr-{training.pk}-0-x7k2p", training.pk))
         cluster.put(_event("e1", f"gpr-{training.pk}-0-x7k2p", "Started", "Started container main"))

@@ -116,12 +116,19 @@ def test_an_active_request_shows_pods_events_address_and_commands(
 
     html = page(demo_org.member, active)
 
-    assert 'id="pods"' in html and f"gpr-{active.pk}-5d9c7-x2kq" in html and "gpr-999-other" not in html
-    assert "phase-running" in html
-    assert 'id="k8s-events"' in html and "Successfully pulled image" in html
+    # The page renders without calling the cluster; its script reads the pods and events from the workload endpoint.
+    assert cluster.requests == []
+    assert 'id="workload-reading"' in html and 'id="pods"' not in html and 'id="k8s-events"' not in html
+    assert f'data-workload-url="/requests/{active.pk}/workload/"' in html
     assert f"kubectl -n {NAMESPACE} exec -it deploy/gpr-{active.pk} -c main -- bash" in html
     assert f"kubectl -n {NAMESPACE} port-forward deploy/gpr-{active.pk} 8888:8888" in html
     assert 'id="quick-extension-form"' in html and 'name="hours" value="24"' in html
+
+    data = workload(demo_org.member, active)
+    pods_html, events_html = data["pods_html"], data["events_html"]
+    assert 'id="pods"' in pods_html and f"gpr-{active.pk}-5d9c7-x2kq" in pods_html and "gpr-999-other" not in pods_html
+    assert "phase-running" in pods_html
+    assert 'id="k8s-events"' in events_html and "Successfully pulled image" in events_html
 
 
 def test_an_unreachable_cluster_still_renders_the_page(demo_org: DemoOrg, active: GpuRequest) -> None:
@@ -132,8 +139,9 @@ def test_an_unreachable_cluster_still_renders_the_page(demo_org: DemoOrg, active
 
     html = page(demo_org.member, active)
 
-    assert 'id="cluster-unreachable"' in html and "could not be read just now" in html
+    assert 'id="workload-reading"' in html and "could not be read just now" not in html  # not asked by the page
     assert f"kubectl -n {NAMESPACE} exec -it deploy/gpr-{active.pk}" in html  # the commands still help
+    assert 'id="cluster-unreachable"' in workload(demo_org.member, active)["pods_html"]  # the script's reading says so
 
 
 def test_a_gitops_cluster_says_why_there_are_no_pods(demo_org: DemoOrg, active: GpuRequest) -> None:
