@@ -377,7 +377,10 @@ def approval_list(request: HttpRequest) -> HttpResponse:
     _require_approver(request)
     rows = approval_queue(user=request.user)
     extension_rows = pending_extension_rows(user=request.user)
-    return render(request, "allocations/approval_queue.html", {"rows": rows, "extension_rows": extension_rows})
+    # The teams of the pending requests: their month to date is read for all of them at once (the budget column).
+    teams = list({row["request"].team_id: row["request"].team for row in rows}.values())
+    context = {"rows": rows, "extension_rows": extension_rows, "pending_teams": teams}
+    return render(request, "allocations/approval_queue.html", context)
 
 
 def _review(request: HttpRequest, gpu_request: GpuRequest, decision: str, comment: str) -> str | None:

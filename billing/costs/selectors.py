@@ -425,23 +425,40 @@ def team_budget_states(
 def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, Any]:
     """The team's allocated GPU-hours and estimated cost this month so far, against its monthly GPU-hour budget and
     its money budget (``money``: a ``MoneyBudgetState`` with the run-rate projection to month end)."""
+    return teams_month_to_date(teams=[team], now=now)[team.pk]
+
+
+def teams_month_to_date(
+    *, teams: Iterable[Team], now: datetime | None = None, notices: bool = True
+) -> dict[int, dict[str, Any]]:
+    """``team_month_to_date`` of each of ``teams`` (team id -> its answer), in one query for their money budgets and
+    one for their notices (``notices=False``: none read, an empty list each), whatever the number of teams."""
+    teams = list(teams)
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
-    so_far = month_so_far(now=now, for_teams=[team])
-    charge = so_far.teams.get(team.slug)
-    gpu_hours = charge.gpu_hours if charge else Decimal(0)
-    budget = team.monthly_gpu_hour_budget
-    return {
-        "month": month,
-        "gpu_hours": gpu_hours,
-        "amount": to_cents(charge.total) if charge else Decimal("0.00"),
-        "currency": settings.PORTAL_CURRENCY,
-        "budget": budget,
-        "budget_used_pct": round(gpu_hours / budget * 100, 1) if budget else None,
-        "over_budget": bool(budget is not None and gpu_hours > budget),
-        "money": team_budget_states(teams=[team], now=now, so_far=so_far)[team.pk],
-        "notices": list(BudgetNotice.objects.filter(team=team, month=month).order_by("threshold_pct")),
-    }
+    so_far = month_so_far(now=now, for_teams=teams)
+    money = team_budget_states(teams=teams, now=now, so_far=so_far)
+    by_team: dict[int, list[BudgetNotice]] = {team.pk: [] for team in teams}
+    if notices and teams:
+        for notice in BudgetNotice.objects.filter(team__in=teams, month=month).order_by("threshold_pct"):
+            by_team[notice.team_id].append(notice)
+    answers = {}
+    for team in teams:
+        charge = so_far.teams.get(team.slug)
+        gpu_hours = charge.gpu_hours if charge else Decimal(0)
+        budget = team.monthly_gpu_hour_budget
+        answers[team.pk] = {
+            "month": month,
+            "gpu_hours": gpu_hours,
+            "amount": to_cents(charge.total) if charge else Decimal("0.00"),
+            "currency": settings.PORTAL_CURRENCY,
+            "budget": budget,
+            "budget_used_pct": round(gpu_hours / budget * 100, 1) if budget else None,
+            "over_budget": bool(budget is not None and gpu_hours > budget),
+            "money": money[team.pk],
+            "notices": by_team[team.pk],
+        }
+    return answers
 
 
 def home_costs(*, user: User, teams: Iterable[Team], now: datetime | None = None) -> dict[str, Any]:

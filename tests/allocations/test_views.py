@@ -319,6 +319,25 @@ def test_approval_queue_lists_pending_oldest_first_with_headroom(demo_org: DemoO
     assert "0 / 8 used" in html and "csrfmiddlewaretoken" in html
 
 
+def test_approval_queue_reads_every_teams_month_at_once(demo_org: DemoOrg) -> None:
+    # The budget column of each pending request needs its team's month to date: read for all teams together, so a
+    # second team's requests add no query (two queries per team before).
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_for(demo_org.approver)
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, status=RequestStatus.PENDING_APPROVAL)
+    client.get(reverse("allocations:approvals"))
+    with CaptureQueriesContext(connection) as one_team:
+        assert client.get(reverse("allocations:approvals")).status_code == 200
+    GpuRequestFactory(team=demo_org.other_team, requester=demo_org.outsider, status=RequestStatus.PENDING_APPROVAL)
+    client.get(reverse("allocations:approvals"))  # the second team's month curves are built once, then kept
+    with CaptureQueriesContext(connection) as two_teams:
+        html = client.get(reverse("allocations:approvals")).content.decode()
+    assert len(two_teams.captured_queries) == len(one_team.captured_queries)
+    assert html.count('class="budget-cell"') == 2
+
+
 def test_approval_queue_empty_state(demo_org: DemoOrg) -> None:
     html = client_for(demo_org.approver).get(reverse("allocations:approvals")).content.decode()
     assert "Nothing waits for approval" in html

@@ -69,3 +69,20 @@ def test_a_price_book_prices_the_pool_and_the_pages_name_its_version(demo_org, a
 def test_without_a_price_book_pages_name_the_catalog_basis(demo_org):
     page = client_for(demo_org.platform_admin).get(reverse("billing:dashboard")).content.decode()
     assert f"No price book loaded: every GPU model is priced at its {CATALOG_BASIS}." in page
+
+
+def test_a_price_book_loaded_after_a_page_was_shown_is_named_on_the_next(demo_org):
+    # The books' dates and versions are kept per process: loading one must replace what the first view kept.
+    approver = client_for(demo_org.platform_admin)
+    assert (
+        f"No price book loaded: every GPU model is priced at its {CATALOG_BASIS}."
+        in approver.get(reverse("allocations:approvals")).content.decode()
+    )
+    PriceBook.objects.create(version=8, currency="EUR", effective_from=date(2021, 3, 4), loaded_at="2021-03-01T00:00Z")
+    page = approver.get(reverse("allocations:approvals")).content.decode()
+    assert "Price book v8 (in effect from 2021-03-04, EUR)" in page
+    PriceBook.objects.create(version=9, currency="EUR", effective_from=date(2099, 1, 1), loaded_at="2021-03-01T00:00Z")
+    assert (
+        "Price book v8 (in effect from 2021-03-04, EUR)"
+        in approver.get(reverse("allocations:approvals")).content.decode()
+    )

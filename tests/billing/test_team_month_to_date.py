@@ -84,3 +84,36 @@ def test_one_teams_chargeback_is_its_part_of_the_whole_organisations(demo_org, s
     if not share_idle:  # the portal's default, which the team page's month so far follows
         amount = team_month_to_date(team=demo_org.team, now=NOW)["amount"]
         assert amount == whole.teams["vision"].total.quantize(Decimal("0.01"))
+
+
+def test_several_teams_read_at_once_answer_as_one_each(demo_org) -> None:
+    from billing.costs.selectors import teams_month_to_date
+    from billing.models import BudgetNotice
+    from tests.factories import TeamBudgetFactory
+
+    demo_org.team.monthly_gpu_hour_budget = Decimal("100")
+    demo_org.team.save()
+    active_since(demo_org, NOW - timedelta(days=5), units=2)
+    TeamBudgetFactory(team=demo_org.other_team, monthly_amount=Decimal("50.00"))
+    month = NOW.date().replace(day=1)
+    for threshold in (80, 50):
+        BudgetNotice.objects.create(
+            team=demo_org.team,
+            month=month,
+            threshold_pct=threshold,
+            spent=1,
+            budget=2,
+            projected=3,
+            currency="USD",
+            crossed_at=NOW,
+        )
+    teams = [demo_org.team, demo_org.other_team]
+
+    together = teams_month_to_date(teams=teams, now=NOW)
+
+    assert together == {team.pk: team_month_to_date(team=team, now=NOW) for team in teams}
+    assert [n.threshold_pct for n in together[demo_org.team.pk]["notices"]] == [50, 80]
+    assert together[demo_org.team.pk]["gpu_hours"] == Decimal("240")
+    assert together[demo_org.other_team.pk]["money"].budget == Decimal("50.00")
+    without = teams_month_to_date(teams=teams, now=NOW, notices=False)
+    assert without[demo_org.team.pk]["notices"] == [] and without[demo_org.team.pk]["amount"] > 0
