@@ -11,7 +11,19 @@ admin.site.site_header = "GPU Portal administration"
 admin.site.site_title = "GPU Portal admin"
 admin.site.index_title = "Platform administration"
 
+# The API first, under one prefix: an API call was matched against every page's pattern before its own (about 25 µs
+# of each call, issue #15). No page pattern matches a path that starts with api/, and no name is in both.
+api_urlpatterns = [
+    path("v1/", include("allocations.api.urls")),
+    path("v1/", include("billing.api.urls")),
+    path("v1/", include("portal.tokens.api_urls")),
+    path("v1/", include("audit.api_urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+]
+
 urlpatterns = [
+    path("api/", include(api_urlpatterns)),
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("", include("allocations.urls")),
@@ -23,12 +35,6 @@ urlpatterns = [
     path("accounts/sso/", include("social_django.urls", namespace="social")),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/v1/", include("allocations.api.urls")),
-    path("api/v1/", include("billing.api.urls")),
-    path("api/v1/", include("portal.tokens.api_urls")),
-    path("api/v1/", include("audit.api_urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]
 
 # A BadRequest raised by a page (a malformed ?month=, a NUL in a form) is answered with its message.

@@ -1,4 +1,5 @@
-"""Renderers of the allocations API beyond JSON: Kubernetes objects as one multi-document YAML stream."""
+"""Renderers of the API: JSON through orjson (every endpoint's default), and Kubernetes objects as one
+multi-document YAML stream."""
 
 from __future__ import annotations
 
@@ -6,11 +7,44 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 import yaml
-from rest_framework.renderers import BaseRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.utils.encoders import JSONEncoder
 
 from gpucore.manifests import to_yaml
+
+_DRF_ENCODER = JSONEncoder()
+# Dates and times go to DRF's encoder (orjson's own form differs: "+00:00" for "Z", microseconds kept).
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME
+_LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
+
+
+class FastJSONRenderer(JSONRenderer):
+    """DRF's ``JSONRenderer`` with the same bytes out, encoded by orjson: ~5x faster on a recommendation (issue #15).
+
+    What orjson does not encode as DRF would (dates and times, Decimal, lazy strings, UUIDs, sets...) goes to DRF's
+    own ``JSONEncoder.default``; anything orjson refuses (a non-string key, an integer over 64 bits) and any indented
+    answer (``Accept: application/json; indent=4``, the browsable API) is rendered by DRF itself. One difference is
+    left: a float that is NaN or infinite is written ``null`` where DRF's strict JSON fails the request with a 500.
+    """
+
+    def render(
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping[str, Any] | None = None
+    ) -> bytes:
+        """``data`` as compact UTF-8 JSON, U+2028 and U+2029 escaped as DRF escapes them."""
+        if data is None:
+            return b""
+        indent = self.get_indent(accepted_media_type, renderer_context or {})
+        if indent is not None or not self.compact or self.ensure_ascii or not self.strict:  # DRF's settings: theirs
+            return super().render(data, accepted_media_type, renderer_context)
+        try:
+            rendered = orjson.dumps(data, default=_DRF_ENCODER.default, option=_ORJSON_OPTIONS)
+        except orjson.JSONEncodeError:
+            return super().render(data, accepted_media_type, renderer_context)
+        if _LINE_SEPARATORS[0] in rendered or _LINE_SEPARATORS[1] in rendered:
+            rendered = rendered.replace(_LINE_SEPARATORS[0], b"\\u2028").replace(_LINE_SEPARATORS[1], b"\\u2029")
+        return rendered
 
 
 class KubernetesYamlRenderer(BaseRenderer):

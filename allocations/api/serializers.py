@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.fields import SkipField, get_error_detail
+from rest_framework.fields import SkipField, empty, get_error_detail
 from rest_framework.settings import api_settings
 from rest_framework.utils.serializer_helpers import BindingDict
 
@@ -48,6 +48,22 @@ class _PositiveNumberField(serializers.FloatField):
 @extend_schema_field({**_POSITIVE_NUMBER, "maximum": int(MAX_GPU_MEMORY_GB)})
 class _GpuMemoryField(_PositiveNumberField):
     """GB per replica > 0 and at most the core's documented bound; the core checks it (one message everywhere)."""
+
+
+class _SharedQuerysetSlugField(serializers.SlugRelatedField):
+    """A ``SlugRelatedField`` whose copies share its queryset instead of deep-copying it.
+
+    DRF deep-copies every declared field for each serializer instance, and a ``QuerySet``'s deep copy clones its
+    query: most of what binding the recommendation's ``cluster`` field cost (issue #15). Sharing is safe because DRF
+    never evaluates the declared queryset itself: ``get_queryset()`` answers ``queryset.all()``, a fresh clone.
+    """
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _SharedQuerysetSlugField:
+        kwargs = {
+            key: value if key in ("queryset", "validators") else copy.deepcopy(value, memo)
+            for key, value in self._kwargs.items()
+        }
+        return self.__class__(*copy.deepcopy(self._args, memo), **kwargs)
 
 
 # --- Workload profile in ----------------------------------------------------------------------------------------------
@@ -82,7 +98,7 @@ class ProfileInputSerializer(serializers.Serializer):
         help_text="Catalog name, e.g. A100-40GB (null: the framework picks).",
     )
     duration_hours = _PositiveNumberField(required=False, allow_null=True)
-    cluster = serializers.SlugRelatedField(
+    cluster = _SharedQuerysetSlugField(
         slug_field="name",
         queryset=Cluster.objects.filter(is_active=True),
         required=False,
@@ -111,6 +127,13 @@ class ProfileInputSerializer(serializers.Serializer):
             if name not in _PROFILE_FIELD_NAMES:
                 fields[name] = copy.deepcopy(field)
         return fields
+
+    def _read_only_defaults(self) -> dict[str, Any]:
+        # DRF binds every field (``self.fields``) to collect read-only fields' defaults before running validators,
+        # which undid ``_validated_fields``' saving; a serializer that declares no such field has none to collect.
+        if any(field.read_only and field.default is not empty for field in self._declared_fields.values()):
+            return super()._read_only_defaults()
+        return {}
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, Mapping):

@@ -57,7 +57,8 @@ MIDDLEWARE = [
     # First: probes reach a pod by IP over plain HTTP, before host validation and the HTTPS redirect.
     "portal.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "csp.middleware.CSPMiddleware",
+    # django-csp's, with the settings' policy built once per process (portal/middleware.py).
+    "portal.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -247,6 +248,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # DRF's JSON, byte for byte, encoded by orjson (allocations/api/renderers.py); the browsable API in development.
+    "DEFAULT_RENDERER_CLASSES": [
+        "allocations.api.renderers.FastJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "DEFAULT_PAGINATION_CLASS": "allocations.api.pagination.BoundedPageNumberPagination",
     "PAGE_SIZE": 25,
     "DEFAULT_FILTER_BACKENDS": [

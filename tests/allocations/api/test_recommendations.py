@@ -142,3 +142,14 @@ def test_the_answer_is_exactly_what_the_documented_serializer_gives(client_as, p
     assert body == documented
     for answered, written in zip(body["alternatives"], documented["alternatives"], strict=True):
         assert list(answered) == list(written)
+
+
+def test_a_cluster_made_inactive_is_refused_at_the_next_call(client_as, demo_org):
+    # The cluster field's copies share one declared queryset (issue #15): each call must still read the clusters anew.
+    client = client_as("member")
+    assert client.post(URL, {**PROFILE, "cluster": demo_org.cluster.name}, format="json").status_code == 200
+    demo_org.cluster.is_active = False
+    demo_org.cluster.save()
+    response = client.post(URL, {**PROFILE, "cluster": demo_org.cluster.name}, format="json")
+    assert response.status_code == 400
+    assert list(response.json()) == ["cluster"]
