@@ -33,6 +33,24 @@ def test_an_approver_without_a_team_sees_pending_approvals_and_fleet_capacity(cl
     assert "1 / " in fleet  # the active request's unit is allocated on the pool
 
 
+def test_the_fleet_card_lists_every_pool_by_cluster_then_pool_name(client, demo_org: DemoOrg) -> None:
+    from tests.factories import ClusterFactory, NodePoolFactory
+
+    alpha = ClusterFactory(name="alpha")
+    NodePoolFactory(cluster=alpha, name="zeta")
+    NodePoolFactory(cluster=alpha, name="beta")
+    NodePoolFactory(cluster=demo_org.cluster, name="a100")
+    client.force_login(demo_org.approver)
+
+    fleet = client.get(reverse("home")).content.decode().partition('id="home-fleet"')[2].partition("</article>")[0]
+
+    names = ["alpha/beta", "alpha/zeta", "demo/a100", f"demo/{demo_org.pool.name}"]
+    positions = [fleet.find(f">{name}</a>") for name in names]
+    assert -1 not in positions and positions == sorted(positions)
+    approvals = client.get(reverse("home")).content.decode().partition('id="home-approvals"')[2]
+    assert '<p class="kpi">0</p>' in approvals.partition("</article>")[0]  # none pending: no row, a count of 0
+
+
 def test_a_member_sees_no_platform_panel_but_their_teams_free_quota(client, demo_org: DemoOrg) -> None:
     GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE, resource_units=2, node_pool=demo_org.pool)
     client.force_login(demo_org.member)
