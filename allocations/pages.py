@@ -49,7 +49,14 @@ from allocations.selectors import (
     units_allocated_by_pool,
     user_is_approver,
 )
-from allocations.services import approve_refusal, cancel_refusal, reapply_refusal, release_refusal
+from allocations.services import (
+    ROLE_NOT_READ,
+    RoleNotRead,
+    approve_refusal,
+    cancel_refusal,
+    reapply_refusal,
+    release_refusal,
+)
 from gpucore.manifests import ManifestError, render_mig_parted_configmap, render_time_slicing_configmap, to_yaml
 from gpucore.troubleshooting import troubleshoot
 from gpucore.vocabulary import SharingMode
@@ -214,10 +221,14 @@ def team_list_overview(*, user: User, teams: list[Team]) -> dict[str, object]:
 # --- A request's detail page and the approval queue --------------------------------------------------------------
 
 
-def gpu_request_actions(*, user: User, request: GpuRequest) -> dict[str, bool]:
-    """Which buttons the detail page shows this user: exactly those whose service would not refuse (the predicates)."""
+def gpu_request_actions(
+    *, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ
+) -> dict[str, bool]:
+    """Which buttons the detail page shows this user: exactly those whose service would not refuse (the predicates).
+    ``role``: the user's role in the request's team when the caller has it (``gpu_request_detail``'s viewer_role)."""
     approver = user_is_approver(user)
-    role = membership_role(user=user, team=request.team)  # read once for the four answers that depend on it
+    if isinstance(role, RoleNotRead):
+        role = membership_role(user=user, team=request.team)  # read once for the four answers that depend on it
     return {
         "cancel": cancel_refusal(user=user, request=request, role=role) is None,
         "release": release_refusal(user=user, request=request, role=role) is None,

@@ -258,10 +258,15 @@ def teams_with_quotas_visible_to(*, user: User) -> QuerySet[Team]:
 
 
 def gpu_request_detail(*, user: User, pk: int) -> GpuRequest:
-    """One request the user may see, with its events; raises GpuRequest.DoesNotExist for anything else (a 404)."""
+    """One request the user may see, with its events and ``viewer_role`` (the user's role in its team, None when not
+    a member); raises GpuRequest.DoesNotExist for anything else (a 404)."""
     # The pool's cluster too: the page names the pool as cluster/pool. The events' actors are not read (each event
-    # keeps its actor_label), so they are not fetched.
-    return gpu_requests_visible_to(user=user).select_related("node_pool__cluster").prefetch_related("events").get(pk=pk)
+    # keeps its actor_label), so they are not fetched. The role comes in the same query, not one more.
+    qs = gpu_requests_visible_to(user=user).select_related("node_pool__cluster").prefetch_related("events")
+    if user.is_authenticated:
+        role = Membership.objects.filter(user=user, team=OuterRef("team_id")).order_by().values("role")[:1]
+        qs = qs.annotate(viewer_role=Subquery(role))
+    return qs.get(pk=pk)
 
 
 # --- Clusters (platform admins) ------------------------------------------------------------------------------------

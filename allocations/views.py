@@ -269,7 +269,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "visible_request": gpu_request,
         "spec": gpu_request.spec or {},
         "events": gpu_request.events.all(),
-        "actions": gpu_request_actions(user=request.user, request=gpu_request),
+        "actions": gpu_request_actions(user=request.user, request=gpu_request, role=gpu_request.viewer_role),
         "comment_form": CommentForm(),
         "extension_rows": gpu_request_extension_rows(user=request.user, request=gpu_request),
         "live": gpu_request_live_status(request=gpu_request),

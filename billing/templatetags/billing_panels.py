@@ -37,6 +37,10 @@ def team_month_to_date_panel(context: template.Context, team: Team) -> dict[str,
     }
 
 
+# In a page's render context: (request id, [start, end)) where the utilization panel found none of its rollups.
+_NO_ROLLUPS = "request_no_rollups_between"
+
+
 def _visibility_checked(context: template.Context, gpu_request: GpuRequest) -> bool:
     """Whether the page's view read this very object through ``gpu_requests_visible_to`` for the viewing user: the
     request page puts it in its context as ``visible_request``, and its panels then skip reading that again."""
@@ -51,9 +55,13 @@ def request_utilization_panel(context: template.Context, gpu_request: GpuRequest
         request=gpu_request,
         visibility_checked=_visibility_checked(context, gpu_request),
     )
-    if panel["utilization"] is not None:  # visible: the hourly chart over the allocation's life
-        panel["utilization"]["series_figure"] = utilization_timeseries_figure(
-            request_series(gpu_request), title=f"Request #{gpu_request.pk}: utilization, memory and power by hour"
+    if (utilization := panel["utilization"]) is not None:  # visible: the hourly chart over the allocation's life
+        empty = None if utilization["rollups_in_window"] else (utilization["start"], utilization["end"])
+        if empty is not None:  # the troubleshooting panel after it need not read them either
+            context.render_context[_NO_ROLLUPS] = (gpu_request.pk, empty)
+        utilization["series_figure"] = utilization_timeseries_figure(
+            request_series(gpu_request, no_rollups_between=empty),
+            title=f"Request #{gpu_request.pk}: utilization, memory and power by hour",
         )
     panel["request"] = context["request"]  # the alert forms come back to this page
     return panel
@@ -62,8 +70,12 @@ def request_utilization_panel(context: template.Context, gpu_request: GpuRequest
 @register.inclusion_tag("billing/_gpu_troubleshooting.html", takes_context=True)
 def request_troubleshooting_panel(context: template.Context, gpu_request: GpuRequest) -> dict[str, Any]:
     """The guide's hardware-vs-software tree on what the request's GPUs and messages showed."""
+    pk, empty = context.render_context.get(_NO_ROLLUPS, (None, None))
     return request_triage_context(
-        user=context["request"].user, request=gpu_request, visibility_checked=_visibility_checked(context, gpu_request)
+        user=context["request"].user,
+        request=gpu_request,
+        visibility_checked=_visibility_checked(context, gpu_request),
+        no_rollups_between=empty if pk == gpu_request.pk else None,
     )
 
 

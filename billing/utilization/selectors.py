@@ -257,6 +257,7 @@ def request_utilization_context(
             "end": end,
             "days": days,
             "has_data": has_data,
+            "rollups_in_window": row["rows"],
             "summary": summary,
             "alert_groups": alert_group_rows(alerts=alerts, team=request.team, now=now)[:MAX_ALERTS_SHOWN],
             "advice": request_advice(request=request, summary=summary) if has_data else [],

@@ -60,9 +60,16 @@ def request_series_window(request: GpuRequest, *, now: datetime | None = None) -
     return start.replace(minute=0, second=0, microsecond=0), end
 
 
-def request_series(request: GpuRequest, *, now: datetime | None = None) -> list[dict[str, Any]]:
-    """The request's hourly series over its allocation's life (the caller has checked it may be seen)."""
+def request_series(
+    request: GpuRequest, *, now: datetime | None = None, no_rollups_between: tuple[datetime, datetime] | None = None
+) -> list[dict[str, Any]]:
+    """The request's hourly series over its allocation's life (the caller has checked it may be seen).
+
+    ``no_rollups_between``: [start, end) in which the caller found none of the request's rollups; a life inside it
+    has no points, and is not read again."""
     start, end = request_series_window(request, now=now)
+    if no_rollups_between is not None and no_rollups_between[0] <= start and end <= no_rollups_between[1]:
+        return []
     return hourly_series(UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end))
 
 

@@ -120,18 +120,25 @@ def cluster_drivers(*, cluster_ids: Iterable[int], start: datetime, end: datetim
 
 
 def request_triage_context(
-    *, user: User, request: GpuRequest, now: datetime | None = None, visibility_checked: bool = False
+    *,
+    user: User,
+    request: GpuRequest,
+    now: datetime | None = None,
+    visibility_checked: bool = False,
+    no_rollups_between: tuple[datetime, datetime] | None = None,
 ) -> dict[str, Any]:
     """Context of ``billing/_gpu_troubleshooting.html`` for a request (``{"triage": None}`` when not visible).
 
-    ``visibility_checked``: the caller read ``request`` through ``gpu_requests_visible_to(user=user)``."""
+    ``visibility_checked``: the caller read ``request`` through ``gpu_requests_visible_to(user=user)``;
+    ``no_rollups_between``: [start, end) in which the caller found none of the request's rollups (not read again)."""
     if not visibility_checked and not gpu_requests_visible_to(user=user).filter(pk=request.pk).exists():
         return {"triage": None}
     start, end = window(days=REQUEST_WINDOW_DAYS, now=now)
     rollups = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
     held: dict[tuple[int, str], set[datetime]] = defaultdict(set)
-    for cluster_id, uuid, hour in rollups.values_list("cluster_id", "gpu_uuid", "hour"):
-        held[(cluster_id, uuid)].add(hour)
+    if no_rollups_between is None or not (no_rollups_between[0] <= start and end <= no_rollups_between[1]):
+        for cluster_id, uuid, hour in rollups.values_list("cluster_id", "gpu_uuid", "hour"):
+            held[(cluster_id, uuid)].add(hour)
     health = []
     if held:
         scope = Q()
@@ -146,17 +153,21 @@ def request_triage_context(
             if row["hour"] in held[(row["cluster_id"], row["gpu_uuid"])]:
                 health.append(row)
     gpus = _signals(health, _hot_gpus(rollups) if held else {})  # no rollups in the window: none was hot
-    cluster_ids = {cluster_id for cluster_id, _ in held} or ({request.cluster_id} if request.cluster_id else set())
-    drivers = cluster_drivers(cluster_ids=cluster_ids, start=end - timedelta(days=1), end=end)
     messages = [Message(f"Request #{request.pk}", request.status_detail)] if request.status_detail else []
-    failing = request.status == RequestStatus.FAILED or request.observed_phase in FAILING_PHASES
+    has_readings = bool(gpus) or bool(messages)
+    branches: tuple[Any, ...] = ()
+    if has_readings:  # without readings the panel is not shown: the cluster's drivers are not read for it
+        cluster_ids = {cluster_id for cluster_id, _ in held} or ({request.cluster_id} if request.cluster_id else set())
+        drivers = cluster_drivers(cluster_ids=cluster_ids, start=end - timedelta(days=1), end=end)
+        failing = request.status == RequestStatus.FAILED or request.observed_phase in FAILING_PHASES
+        branches = triage(gpus=gpus, drivers=drivers, messages=messages, failing=failing)
     return {
         "triage": {
             "scope": "this request's GPUs",
             "days": REQUEST_WINDOW_DAYS,
             "gpu_count": len(gpus),
-            "has_readings": bool(gpus) or bool(messages),
-            "branches": triage(gpus=gpus, drivers=drivers, messages=messages, failing=failing),
+            "has_readings": has_readings,
+            "branches": branches,
         }
     }
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.template import Context, Template
 from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from allocations.models import GpuRequest, RequestEvent, RequestStatus
@@ -154,6 +156,44 @@ def test_request_panels_trust_only_the_object_the_page_read_as_visible(demo_org:
     http_request.user = demo_org.member
     html = panels.render(Context({"request": http_request, "gpu_request": req, "visible_request": req}))
     assert 'id="utilization"' in html and 'id="gpu-troubleshooting"' in html
+
+
+def _request_page(user, req) -> tuple[str, list[str]]:
+    client = Client()
+    client.force_login(user)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(f"/requests/{req.pk}/")
+    assert response.status_code == 200
+    return response.content.decode(), [query["sql"] for query in captured]
+
+
+def test_a_request_page_without_rollups_in_the_window_reads_them_once(demo_org: DemoOrg) -> None:
+    """No rollups of the request in the last 30 days (the panel's one aggregate says so): its life inside that window
+    is not read again for the chart, nor its last 7 days for the troubleshooting tree, nor the cluster's drivers."""
+    req = GpuRequestFactory(team=demo_org.team, status=RequestStatus.RELEASED, cluster=demo_org.cluster)
+    now = timezone.now()
+    GpuRequest.objects.filter(pk=req.pk).update(activated_at=now - timedelta(days=3), ended_at=now - timedelta(days=1))
+
+    html, queries = _request_page(demo_org.member, req)
+
+    assert "No utilization measured for this request" in html and "No hourly readings to chart yet" in html
+    assert 'id="gpu-troubleshooting"' not in html
+    assert sum('FROM "billing_utilizationrollup"' in sql for sql in queries) == 1
+    assert not any('"billing_gpuhealthhour"' in sql for sql in queries)
+
+
+def test_a_request_page_still_charts_a_life_older_than_the_window(demo_org: DemoOrg) -> None:
+    """Rollups only before the 30-day window: the allocation's life (up to 90 days) is read for the chart."""
+    req = GpuRequestFactory(team=demo_org.team, status=RequestStatus.RELEASED, cluster=demo_org.cluster)
+    now = timezone.now()
+    life = {"activated_at": now - timedelta(days=45), "ended_at": now - timedelta(days=35)}
+    GpuRequest.objects.filter(pk=req.pk).update(**life)
+    rollup(cluster=demo_org.cluster, hour=hours_back(now - timedelta(days=40), 1)[0], team=demo_org.team, request=req)
+
+    html, _ = _request_page(demo_org.member, req)
+
+    assert "No utilization measured for this request" in html
+    assert 'id="request-series"' in html and "No hourly readings to chart yet" not in html
 
 
 def test_team_partial_counts_alerts_per_request(busy_org: DemoOrg) -> None:
