@@ -7,6 +7,7 @@ deeper, so a list costs the same at any size and the last pages are still reacha
 
 from __future__ import annotations
 
+import abc
 import contextlib
 from collections.abc import Callable
 from typing import Any
@@ -21,17 +22,40 @@ COUNT_LIMIT = 1000
 
 RowReader = Callable[[QuerySet], QuerySet]
 # The column that carries the bounded count on each row of a page read with it.
-_COUNTED = "_bounded_count"
+COUNTED = "_bounded_count"
+
+
+class RowSource(abc.ABC):
+    """Rows a paginator may read instead of a queryset's, by position, in their one order (a reader with its own SQL,
+    such as ``allocations.api.request_rows.VisibleRequestRows``)."""
+
+    @abc.abstractmethod
+    def count(self, upto: int) -> int:
+        """The rows, counted up to ``upto``."""
+
+    @abc.abstractmethod
+    def rows(self, start: int, stop: int) -> list[Any]:
+        """The rows from position ``start`` to ``stop`` (excluded)."""
+
+    @abc.abstractmethod
+    def rows_with_count(self, start: int, stop: int, upto: int) -> tuple[list[Any], int | None]:
+        """The rows from ``start`` to ``stop`` and the count up to ``upto``, in one read; None for the count when
+        there are no such rows."""
+
+    @abc.abstractmethod
+    def after(self, key: int, size: int) -> list[Any]:
+        """At most ``size`` rows whose primary key is greater than ``key``, by ascending key."""
 
 
 class BoundedCountPaginator(Paginator):
     """Django's paginator counting at most ``COUNT_LIMIT`` rows, or up to the page asked for when it lies deeper.
 
     ``read`` turns the page's slice of the queryset into its rows (``.values(...)``); with it, the page and its count
-    are read in one query.
+    are read in one query. ``object_list`` may also be a ``RowSource``, which reads the page and its count in one
+    query its own way (``read`` is then not used).
     """
 
-    def __init__(self, object_list: QuerySet, per_page: int, *, read: RowReader | None = None) -> None:
+    def __init__(self, object_list: QuerySet | RowSource, per_page: int, *, read: RowReader | None = None) -> None:
         super().__init__(object_list, per_page)
         self.read = read
         self.reach = 0  # rows up to the end of the page asked for
@@ -44,6 +68,8 @@ class BoundedCountPaginator(Paginator):
     @cached_property
     def count(self) -> int:
         """The rows, counted up to one beyond ``limit`` (then there are more pages than the limit's)."""
+        if isinstance(self.object_list, RowSource):
+            return self.object_list.count(self.limit + 1)
         if not isinstance(self.object_list, QuerySet):
             return len(self.object_list)
         return self.object_list.order_by()[: self.limit + 1].count()
@@ -65,8 +91,24 @@ class BoundedCountPaginator(Paginator):
         with contextlib.suppress(TypeError, ValueError):  # validate_number refuses it
             asked = int(number)
             self.reach = asked * self.per_page
-            if asked >= 1 and self.read is not None and "count" not in self.__dict__:
-                self._read_with_count(asked)
+            if asked >= 1 and "count" not in self.__dict__:
+                if isinstance(self.object_list, RowSource):
+                    start = (asked - 1) * self.per_page
+                    rows, count = self.object_list.rows_with_count(start, start + self.per_page, self.limit + 1)
+                    if rows:
+                        self.__dict__["count"], self.rows = count, rows
+                elif self.read is not None:
+                    self._read_with_count(asked)
+        if isinstance(self.object_list, RowSource):
+            # Django's page(), reading the rows from the source (it would slice the object list).
+            number = self.validate_number(number)
+            start = (number - 1) * self.per_page
+            stop = start + self.per_page
+            if stop + self.orphans >= self.count:
+                stop = self.count
+            if self.rows is None:
+                self.rows = self.object_list.rows(start, stop)
+            return self._get_page(self.rows, number, self)
         return super().page(number)
 
     def _read_with_count(self, number: int) -> None:
@@ -77,9 +119,9 @@ class BoundedCountPaginator(Paginator):
         sql, params = bounded.query.sql_with_params()
         # The SQL is our own queryset's, compiled by Django; every value in it is a bound parameter.
         counted = RawSQL(f"SELECT COUNT(*) FROM ({sql}) AS bounded", params)  # noqa: S608, S611
-        rows = list(self.read(self.object_list[start : start + self.per_page]).annotate(**{_COUNTED: counted}))
+        rows = list(self.read(self.object_list[start : start + self.per_page]).annotate(**{COUNTED: counted}))
         if rows:
-            self.__dict__["count"] = rows[0][_COUNTED]
+            self.__dict__["count"] = rows[0][COUNTED]
             self.rows = rows
 
     def _get_page(self, object_list: Any, number: int, paginator: Paginator) -> Any:

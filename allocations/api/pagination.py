@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from allocations.pagination import COUNT_LIMIT, BoundedCountPaginator
+from allocations.pagination import COUNT_LIMIT, BoundedCountPaginator, RowSource
 
 MAX_PAGE_SIZE = 200
 
@@ -27,13 +27,16 @@ class BoundedPageNumberPagination(PageNumberPagination):
     """``?page=`` with the default size of 25, ``?page_size=`` up to ``MAX_PAGE_SIZE`` (larger is clamped), and a
     bounded ``count`` with ``count_exact``.
 
-    A view with a ``read_page`` method (a queryset slice in, its rows out) reads each page through it.
+    A view with a ``read_page`` method (a queryset slice in, its rows out) reads each page through it; a
+    ``RowSource`` in place of the queryset reads its own.
     """
 
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
 
-    def paginate_queryset(self, queryset: QuerySet, request: Request, view: Any = None) -> Sequence[Any] | None:
+    def paginate_queryset(
+        self, queryset: QuerySet | RowSource, request: Request, view: Any = None
+    ) -> Sequence[Any] | None:
         read = getattr(view, "read_page", None)
         self.django_paginator_class = lambda rows, size: BoundedCountPaginator(rows, size, read=read)
         return super().paginate_queryset(queryset, request, view)
@@ -68,7 +71,9 @@ class KeysetPageNumberPagination(BoundedPageNumberPagination):
 
     after_query_param = "after"
 
-    def paginate_queryset(self, queryset: QuerySet, request: Request, view: Any = None) -> Sequence[Any] | None:
+    def paginate_queryset(
+        self, queryset: QuerySet | RowSource, request: Request, view: Any = None
+    ) -> Sequence[Any] | None:
         raw = request.query_params.get(self.after_query_param)
         self.keyset = raw is not None
         if not self.keyset:
@@ -82,9 +87,12 @@ class KeysetPageNumberPagination(BoundedPageNumberPagination):
         size = self.get_page_size(request) or self.page_size
         self.request = request
         # One more row than asked tells whether a next page exists without counting.
-        window = queryset.filter(pk__gt=after).order_by("pk")[: size + 1]
-        read = getattr(view, "read_page", None)
-        rows = list(window if read is None else read(window))
+        if isinstance(queryset, RowSource):
+            rows = queryset.after(after, size + 1)
+        else:
+            window = queryset.filter(pk__gt=after).order_by("pk")[: size + 1]
+            read = getattr(view, "read_page", None)
+            rows = list(window if read is None else read(window))
         self.has_next_keyset = len(rows) > size
         self.keyset_rows = rows[:size]
         return self.keyset_rows

@@ -3,6 +3,10 @@
 A list page built model instances (and five related ones) per row and a 33-field serializer per call, which was most
 of what a call cost (issue #15); the views read ``gpu_request_values`` and answer ``gpu_request_rows`` instead, and
 ``tests/allocations/api/test_requests.py`` checks both against the serializer field for field.
+
+With no filter, search or ordering asked, ``VisibleRequestRows`` reads them with statements the ORM compiles once per
+process per shape and runs with the ids of each call (``tests/allocations/api/test_request_reads.py`` checks its
+answers against the querysets' path).
 """
 
 from __future__ import annotations
@@ -12,12 +16,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any
 
+from django.db import connections, router
 from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models.expressions import RawSQL
+from django.db.models.query import MAX_GET_RESULTS
+from django.http import Http404
 from django.utils import timezone
 from rest_framework import ISO_8601, serializers
 
 from allocations.api.serializers import GpuRequestSerializer
 from allocations.models import GpuRequest
+from allocations.pagination import COUNTED as _COUNTED
+from allocations.pagination import RowSource
+from allocations.selectors import gpu_request_scope, requests_of_member_teams
 
 # Related fields read as correlated subqueries on the primary key, not joins: PostgreSQL spent 4-12 ms planning the
 # five-way join of the list's page (longer than running it), and microseconds planning these (issue #15).
@@ -106,3 +117,130 @@ def gpu_request_rows(rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -
             item[name] = value if convert is None or value is None else convert(value)
         answer.append(item)
     return answer
+
+
+# Stand-ins for a user id and a request id, compiled into a statement's parameters once and replaced by the real ones
+# on each run: inside the integer range, so Django compiles them as it would a real id.
+_USER = -1_987_654_321
+_KEY = -1_987_654_322
+
+
+class _Statement:
+    """A query compiled once and run with other ids: its SQL, parameters, column names and converters."""
+
+    def __init__(self, queryset: QuerySet, *, count: bool = False) -> None:
+        query = queryset.query
+        self.using = queryset.db
+        compiler = query.get_compiler(self.using)
+        self.sql, params = compiler.as_sql()
+        self.params = tuple(params)
+        if count:
+            # Our own queryset's SQL, compiled by Django; every value in it is a bound parameter.
+            self.sql = f"SELECT COUNT(*) FROM ({self.sql}) AS bounded"  # noqa: S608
+            self.names, self.converters = (_COUNTED,), []
+            return
+        # The columns named and converted as ValuesIterable and SQLCompiler.results_iter do.
+        if query.selected:
+            self.names = tuple(query.selected)
+        else:
+            self.names = (*query.extra_select, *query.values_select, *query.annotation_select)
+        selected = [column[0] for column in compiler.select[0 : compiler.col_count]]
+        self.converters = list(compiler.get_converters(selected).items())
+
+    def rows(self, ids: Mapping[int, int]) -> list[dict[str, Any]]:
+        """The rows, run with each stand-in replaced by its id."""
+        params = [ids.get(value, value) if type(value) is int else value for value in self.params]
+        connection = connections[self.using]
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, params)
+            fetched = cursor.fetchall()
+        names, converters = self.names, self.converters
+        answer = []
+        for row in fetched:
+            if converters:
+                row = list(row)
+                for position, (functions, expression) in converters:
+                    value = row[position]
+                    for convert in functions:
+                        value = convert(value, expression, connection)
+                    row[position] = value
+            answer.append(dict(zip(names, row, strict=True)))
+        return answer
+
+
+def _requests_in(scope: str) -> QuerySet[GpuRequest]:
+    """The requests a scope (``gpu_request_scope``) sees, for the stand-in user."""
+    if scope == "all":
+        return GpuRequest.objects.all()
+    return GpuRequest.objects.filter(requests_of_member_teams(user_id=_USER))
+
+
+@functools.lru_cache(maxsize=512)
+def _statement(kind: str, scope: str, fields: tuple[str, ...], ordering: tuple[str, ...], *bounds: int) -> _Statement:
+    """The statement of one shape of read, compiled by the ORM once per process: building and compiling the querysets
+    of a page was most of a detail call's CPU (issue #15). The bounds (LIMIT, OFFSET) are part of the SQL."""
+    requests = _requests_in(scope)
+    if kind == "count":
+        (upto,) = bounds
+        return _Statement(requests.order_by()[:upto].values("pk"), count=True)
+    if kind == "page":
+        # The page and its bounded count in one query, as BoundedCountPaginator reads a queryset's page.
+        start, stop, upto = bounds
+        counted = _Statement(requests.order_by()[:upto].values("pk"), count=True)
+        window = gpu_request_values(requests.order_by(*ordering)[start:stop], fields)
+        return _Statement(window.annotate(**{_COUNTED: RawSQL(counted.sql, counted.params)}))  # noqa: S611
+    if kind == "slice":
+        start, stop = bounds
+        return _Statement(gpu_request_values(requests.order_by(*ordering)[start:stop], fields))
+    if kind == "after":
+        (size,) = bounds
+        return _Statement(gpu_request_values(requests.filter(pk__gt=_KEY).order_by("pk")[:size], fields))
+    # "get": as QuerySet.get() reads, with no ordering.
+    return _Statement(gpu_request_values(requests.filter(pk=_KEY).order_by()[:MAX_GET_RESULTS], fields))
+
+
+class VisibleRequestRows(RowSource):
+    """The rows of the requests a user may see, for a list or detail with no filter, search or ordering asked: read
+    with statements compiled once per process per shape (fields, page bounds) and run with the user's and the
+    request's ids, the same SQL the querysets of ``gpu_requests_visible_to`` and ``gpu_request_values`` compile to.
+    """
+
+    def __init__(self, *, user: Any, fields: Sequence[str], ordering: Sequence[str]) -> None:
+        self.scope = gpu_request_scope(user)
+        self.ids = {_USER: user.pk}
+        self.fields, self.ordering = tuple(fields), tuple(ordering)
+
+    def _read(self, kind: str, *bounds: int, key: int | None = None) -> list[dict[str, Any]]:
+        if self.scope == "none":
+            return []
+        statement = _statement(kind, self.scope, self.fields, self.ordering, *bounds)
+        return statement.rows(self.ids if key is None else {**self.ids, _KEY: key})
+
+    def count(self, upto: int) -> int:
+        if self.scope == "none":
+            return 0
+        return self._read("count", upto)[0][_COUNTED]
+
+    def rows(self, start: int, stop: int) -> list[dict[str, Any]]:
+        return self._read("slice", start, stop) if stop > start else []
+
+    def rows_with_count(self, start: int, stop: int, upto: int) -> tuple[list[dict[str, Any]], int | None]:
+        rows = self._read("page", start, stop, upto)
+        return rows, (rows[0][_COUNTED] if rows else None)
+
+    def after(self, key: int, size: int) -> list[dict[str, Any]]:
+        return self._read("after", size, key=key)
+
+    def get(self, raw_key: Any) -> dict[str, Any]:
+        """The visible request with this id, or Http404 as ``get_object_or_404`` raises it (for a key that is no
+        number, and for one that matches nothing)."""
+        pk = GpuRequest._meta.pk
+        try:
+            key = pk.get_prep_value(raw_key)
+        except (TypeError, ValueError):
+            raise Http404 from None
+        low, high = connections[router.db_for_read(GpuRequest)].ops.integer_field_range(pk.get_internal_type())
+        rows = self._read("get", key=key) if low <= key <= high else []
+        if len(rows) != 1:  # the primary key: never more than one
+            raise Http404(f"No {GpuRequest._meta.object_name} matches the given query.")
+        return rows[0]
