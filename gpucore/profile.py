@@ -181,6 +181,7 @@ _PARSERS: dict[str, Callable[[Any], Any]] = {
     "gpu_model": _name,
     "duration_hours": _decimal(),
 }
+_PARSER_ITEMS = tuple(_PARSERS.items())
 _REQUIRED = ("workload_type", "gpu_memory_gb")
 # Optional fields where null means "not given" (an empty string from a form means the same).
 _NULLABLE = frozenset(
@@ -224,18 +225,22 @@ class WorkloadProfile:
 
     def __post_init__(self) -> None:
         errors: dict[str, list[str]] = {}
-        for name, parse in _PARSERS.items():
+        for name, parse in _PARSER_ITEMS:
             value = getattr(self, name)
-            if value is None or (name in _NULLABLE and _is_blank(value)):
-                if name in _NULLABLE:
-                    object.__setattr__(self, name, None)
-                else:
+            if value is None:  # most optional fields: nothing to parse or to set (issue #15)
+                if name not in _NULLABLE:
                     errors[name] = ["This field may not be null."]
                 continue
+            if name in _NULLABLE and _is_blank(value):
+                object.__setattr__(self, name, None)
+                continue
             try:
-                object.__setattr__(self, name, parse(value))
+                parsed = parse(value)
             except _FieldError as error:
                 errors[name] = [str(error)]
+                continue
+            if parsed is not value:  # a bool or an int already parsed is itself: no need to set it again
+                object.__setattr__(self, name, parsed)
         if errors:
             raise ProfileError(errors)
         if self.latency_sensitive is None:

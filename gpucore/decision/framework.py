@@ -17,9 +17,13 @@ decision mostly compares the memory with limits and assembles sentences already 
 
 from __future__ import annotations
 
+import itertools
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
-from dataclasses import replace
-from decimal import Decimal
+from dataclasses import dataclass, replace
+from decimal import Context, Decimal
+from types import MappingProxyType
+from typing import Any
 
 from gpucore.catalog import Catalog, CatalogError, GpuModelSpec
 from gpucore.decision.explain import (
@@ -117,35 +121,71 @@ def recommend(
     if default_time_slice_replicas < 2:
         raise ValueError("default_time_slice_replicas must be at least 2 (the device plugin's minimum).")
     check_replicas(profile, tier)
-    node_sizes = normalize_node_sizes(gpus_per_node or {})
+    node_sizes = normalize_node_sizes(gpus_per_node) if gpus_per_node else _NONE
     _check_node_size(profile, model, node_sizes)
     rationale: list[str] = []
     intent, intent_reason = classify_intent(profile, rationale)
-    forbidden, order = apply_floors(profile, tier, intent, rationale, tier1_p99_ms=tier1_latency_ms(tiers.values()))
+    floors = _floors(profile, tier, intent, intent_reason, tier1_latency_ms(tiers.values()))
+    forbidden, order = floors[1], floors[2]
+    rationale.extend(floors[3])
     ctx = DecisionContext(
         profile=profile,
         catalog=catalog,
         tier=tier,
         multiplier=tier.price_multiplier if tier else Decimal(1),
         currency=currency,
-        rates=normalize_rates(rates or {}),
-        pools=normalize_pools(time_slice_replicas or {}),
+        rates=normalize_rates(rates) if rates else _NONE,
+        pools=normalize_pools(time_slice_replicas) if time_slice_replicas else _NONE,
         default_time_slice_replicas=default_time_slice_replicas,
         forbidden=forbidden,
         offered=offered,
         gpus_per_node=node_sizes,
-        mig_layouts=normalize_layouts(mig_layouts or {}),
+        mig_layouts=normalize_layouts(mig_layouts) if mig_layouts else _NONE,
     )
+    # Without a pool callback, what is chosen and listed depends on the memory only through the bands it falls in.
+    limits = _limits_here(ctx) if offered is None else None
+    key: tuple[Any, ...] | None = None
+    band: _Band | None = None
 
     if model is not None:
         rationale.append(f"GPU model {model.name} ({model.family}, {model.memory_gb} GB), as requested.")
-        chosen = _walk(ctx, model, intent, order, rationale)
+        if limits is not None:
+            key = (limits.walk_id(ctx), floors[4], model.name, *limits.bands(ctx, floors, intent, order, model))
+            band = _BANDS.get(key)
+        # Falling back to a later strategy says why each earlier one did not fit, in words of this memory: walk.
+        if band is not None and (band.chosen is None or band.chosen.strategy is order[0]):
+            chosen = band.chosen
+        else:
+            chosen = _walk(ctx, model, intent, order, rationale)
+            if band is not None and chosen is not band.chosen:  # never expected: the bands' limits are exact
+                band = None
         if chosen is None:
             if offered is not None and _walk(replace(ctx, offered=None), model, intent, order, None) is not None:
                 raise ProfileError({"cluster": [_no_pool_serves(ctx, model)]})
+            if key is not None and band is None:
+                _remember_band(key, _NOTHING_FITS)
             raise ProfileError({"gpu_memory_gb": [too_big_for_line(ctx, model)]})
     else:
-        chosen = _choose_model(ctx, intent, order, rationale)
+        if limits is not None:
+            choice_key = (limits.walk_id(ctx), floors[4], limits.plan_band(ctx, floors, intent, order))
+            choice = _BANDS.get(choice_key)
+            if choice is None:
+                choice = _choose_model(ctx, intent, order)
+                _remember_band(choice_key, choice)
+        else:
+            choice = _choose_model(ctx, intent, order)
+        chosen = choice.chosen
+        if chosen is None:
+            unfiltered = replace(ctx, offered=None)
+            if ctx.offered is not None and any(_walk(unfiltered, m, intent, order, None) for m in ctx.catalog):
+                raise ProfileError({"cluster": [_no_pool_serves(ctx, None)]})
+            raise ProfileError({"gpu_memory_gb": [too_big_for_any_line(ctx)]})
+        for strategy in choice.skipped:
+            rationale.append(nobody_serves_line(ctx, intent, strategy))
+        rationale.append(choice.line)
+        if limits is not None:
+            key = (*choice_key, limits.model_band(ctx, chosen.model))
+            band = _BANDS.get(key)
 
     rationale.append(sizing_line(ctx, chosen))
     rationale.append(cost_line(ctx, chosen))
@@ -153,14 +193,175 @@ def recommend(
     if utilization:
         rationale.append(utilization)
 
-    alternatives = _alternatives(ctx, intent, intent_reason, order, chosen, named=model is not None)
+    if band is not None:
+        alternatives, alternatives_json = band.alternatives, band.alternatives_json
+    else:
+        alternatives = _alternatives(ctx, intent, intent_reason, order, chosen, named=model is not None)
+        alternatives_json = tuple(alternative.stored_json() for alternative in alternatives)
+        if key is not None:
+            _remember_band(key, _Band(chosen, alternatives, alternatives_json))
     return Recommendation(
         *core_values(ctx, chosen),
         tuple(rationale),
         alternatives,
         profile.workload_type is WorkloadType.HPC_SIMULATION,
         core_json(ctx, chosen),
+        alternatives_json,
     )
+
+
+_NONE: Mapping[Any, Any] = MappingProxyType({})  # an input not given: read-only, so one serves every decision
+
+
+# --- policy and memory bands -----------------------------------------------------------------------------------
+
+
+def _floors(
+    profile: WorkloadProfile, tier: SlaTierSpec | None, intent: Intent, intent_reason: str, tier1_p99_ms: Decimal
+) -> _Floors:
+    """``apply_floors``' answer (the tier, what is forbidden, the order, the rationale's lines), an id for it and one
+    for its (intent, order).
+
+    The floors read the intent (one per ``intent_reason``), GPUs per replica, isolation, the latency target and the
+    tier, never the memory: a few hundred combinations, each worked out once (shared: callers never change them).
+    """
+    key = (intent_reason, profile.gpu_count, profile.isolation_required, profile.latency_p99_ms, id(tier), tier1_p99_ms)
+    known = _FLOORS.get(key)
+    if known is None or known[0] is not tier:
+        if len(_FLOORS) >= _FLOORS_LIMIT:  # bounded: tiers read again from the database are new objects
+            _FLOORS.clear()
+        lines: list[str] = []
+        forbidden, order = apply_floors(profile, tier, intent, lines, tier1_p99_ms=tier1_p99_ms)
+        # The entry keeps its tier alive, so its id() cannot be reused by another while it is here.
+        plan_id = _PLAN_IDS.setdefault((intent, order), len(_PLAN_IDS))  # a few dozen (intent, order) at most
+        known = _FLOORS[key] = (tier, forbidden, order, tuple(lines), next(_IDS), plan_id)
+    return known
+
+
+_Floors = tuple[SlaTierSpec | None, dict[Strategy, str], tuple[Strategy, ...], tuple[str, ...], int, int]
+_FLOORS: dict[tuple[Any, ...], _Floors] = {}
+_PLAN_IDS: dict[tuple[Intent, tuple[Strategy, ...]], int] = {}
+_FLOORS_LIMIT = 4_096
+_IDS = itertools.count()  # never reused: a key holding an id of a cleared entry can only miss
+
+
+@dataclass(frozen=True, slots=True)
+class _Choice:
+    """With no model named: the chosen option (None: nothing fits), the strategies ranked before it that no model
+    serves, and the sentence naming the model."""
+
+    chosen: Option | None
+    skipped: tuple[Strategy, ...] = ()
+    line: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Band:
+    """The chosen option (None: nothing fits) and the alternatives, with their JSON, of one band of memory."""
+
+    chosen: Option | None
+    alternatives: tuple[Alternative, ...] = ()
+    alternatives_json: tuple[dict[str, Any], ...] = ()
+
+
+_NOTHING_FITS = _Band(None)
+
+
+class _Limits:
+    """The memory limits that decide a context's walks, sorted: which of them a memory exceeds is its band.
+
+    A silent walk takes the first step whose limit holds the memory (``steps.first_fit``: memory x tenants <=
+    limit), so choosing and listing alternatives depend on the memory only through which limits (limit / tenants)
+    it exceeds: those of every model's plan (``plan_band``: which model and strategy is chosen, what each other model
+    would give) and those of every strategy of the chosen model (``model_band``: its other strategies). Between two
+    consecutive limits, every fit, hence the choice, its peers and the alternatives, are the same. The limits read
+    GPUs per replica, time-sliced pools and defaults and node sizes (``limits_key``), never prices.
+    """
+
+    __slots__ = ("catalog", "models", "plans", "values")
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog  # kept alive: its id() in the key stays unique
+        self.plans: dict[int, list[Decimal]] = {}  # plan id (``_floors``) -> the limits of every model's plan
+        self.models: dict[str, list[Decimal]] = {}  # model name -> the limits of its every strategy
+        self.values: dict[Decimal, Decimal] = {}  # one object per limit, whichever lists hold it
+
+    def walk_id(self, ctx: DecisionContext) -> int:
+        """An id of ``ctx.walk_key`` (the prices too) with this catalog: what options the bands hold."""
+        key = (ctx.walk_key, id(self.catalog))
+        known = _WALK_IDS.get(key)
+        if known is None or known[0] is not self.catalog:
+            if len(_WALK_IDS) >= _WALKS_LIMIT:  # bounded: other prices, pools and tiers bring new contexts
+                _WALK_IDS.clear()
+            known = _WALK_IDS[key] = (self.catalog, next(_IDS))
+        return known[1]
+
+    def plan_band(self, ctx: DecisionContext, floors: _Floors, intent: Intent, order: tuple[Strategy, ...]) -> int:
+        plan = self.plans.get(floors[5])
+        if plan is None:
+            plans = [(m, model_plan_in(model_plan(intent, m), order)) for m in self.catalog]
+            plan = self.plans[floors[5]] = self._interned(_sorted_limits(ctx, plans))
+        return bisect_left(plan, ctx.profile.gpu_memory_gb)
+
+    def model_band(self, ctx: DecisionContext, model: GpuModelSpec) -> int:
+        own = self.models.get(model.name)
+        if own is None:
+            own = self.models[model.name] = self._interned(_sorted_limits(ctx, [(model, (s,)) for s in _STRATEGIES]))
+        return bisect_left(own, ctx.profile.gpu_memory_gb)
+
+    def _interned(self, limits: list[Decimal]) -> list[Decimal]:
+        return [self.values.setdefault(limit, limit) for limit in limits]
+
+    def bands(
+        self, ctx: DecisionContext, floors: _Floors, intent: Intent, order: tuple[Strategy, ...], model: GpuModelSpec
+    ) -> tuple[int, int]:
+        return self.plan_band(ctx, floors, intent, order), self.model_band(ctx, model)
+
+
+def _limits_here(ctx: DecisionContext) -> _Limits:
+    tier = ctx.tier
+    default = ctx.default_time_slice_replicas
+    if tier is not None and tier.default_time_slice_replicas is not None:
+        default = tier.default_time_slice_replicas
+    key = (
+        ctx.profile.gpu_count,
+        default,
+        tuple(ctx.pools.items()),
+        tuple(ctx.gpus_per_node.items()),
+        id(ctx.catalog),
+    )
+    known = _LIMITS.get(key)
+    if known is None or known.catalog is not ctx.catalog:
+        if len(_LIMITS) >= _LIMITS_LIMIT:
+            _LIMITS.clear()
+        known = _LIMITS[key] = _Limits(ctx.catalog)
+    return known
+
+
+def _sorted_limits(ctx: DecisionContext, plans: list[tuple[GpuModelSpec, tuple[Strategy, ...]]]) -> list[Decimal]:
+    limits = set()
+    for model, plan in plans:
+        for limit, tenants, _ in walk_steps(ctx, model, plan):
+            # Exact for every memory a profile can hold (at most 6 decimal places): a quotient that does not
+            # terminate is more than 1e-30 away from any such number, far above this context's rounding.
+            limits.add(Decimal(limit) if tenants is None else _EXACT.divide(Decimal(limit), Decimal(tenants)))
+    return sorted(limits)
+
+
+def _remember_band(key: tuple[Any, ...], band: _Band | _Choice) -> None:
+    if len(_BANDS) >= _BANDS_LIMIT:  # bounded: each new context, policy and band adds one
+        _BANDS.clear()
+    _BANDS[key] = band
+
+
+_EXACT = Context(prec=60)
+_LIMITS: dict[tuple[Any, ...], _Limits] = {}
+_LIMITS_LIMIT = 64
+_WALK_IDS: dict[tuple[Any, ...], tuple[Catalog, int]] = {}
+_WALKS_LIMIT = 1_024
+# The bands this process worked out. Cleared with the alternatives' memo, so it never keeps more of them alive.
+_BANDS: dict[tuple[Any, ...], _Band | _Choice] = {}
+_BANDS_LIMIT = 16_384
 
 
 # --- arguments -------------------------------------------------------------------------------------------------
@@ -272,25 +473,20 @@ def _walk_model(
     return None
 
 
-def _choose_model(ctx: DecisionContext, intent: Intent, order: tuple[Strategy, ...], rationale: list[str]) -> Option:
+def _choose_model(ctx: DecisionContext, intent: Intent, order: tuple[Strategy, ...]) -> _Choice:
     """With no model named: the best-ranked strategy any model can serve, on the cheapest model serving it."""
     outcomes = [o for o in (_walk(ctx, m, intent, order, None) for m in ctx.catalog) if o is not None]
     if not outcomes:
-        unfiltered = replace(ctx, offered=None)
-        if ctx.offered is not None and any(_walk(unfiltered, m, intent, order, None) for m in ctx.catalog):
-            raise ProfileError({"cluster": [_no_pool_serves(ctx, None)]})
-        raise ProfileError({"gpu_memory_gb": [too_big_for_any_line(ctx)]})
+        return _Choice(None)
     best = min(outcomes, key=lambda o: (order.index(o.strategy), *_price_key(o)))
-    for strategy in order[: order.index(best.strategy)]:
-        rationale.append(nobody_serves_line(ctx, intent, strategy))
     peers = sum(1 for o in outcomes if o.strategy is best.strategy)
     price = f"{format_money(best.monthly, ctx.currency)}/month" if best.monthly is not None else "price unknown"
-    rationale.append(
+    line = (
         f"No GPU model named: {best.model.name} is the cheapest of {peers} model(s) that can serve "
         f"{STRATEGY_WORDS[best.strategy]} for this profile ({price}); models without a known price rank last, "
         "ties go to the smaller GPU."
     )
-    return best
+    return _Choice(best, order[: order.index(best.strategy)], line)
 
 
 def _price_key(option: Option) -> tuple[bool, Decimal, int, str]:
@@ -378,6 +574,7 @@ def _alternative(
     if alternative is None:
         if len(_ALTERNATIVES) >= _ALTERNATIVES_LIMIT:  # bounded: new price books and pools bring new keys
             _ALTERNATIVES.clear()
+            _BANDS.clear()  # a band holds alternatives: it must not keep those this memo lets go
         alternative = _ALTERNATIVES[key] = _explain_alternative(
             ctx, option, chosen, preference, intent_reason, forbidden, offered, named=named
         )

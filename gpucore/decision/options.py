@@ -151,13 +151,14 @@ class DecisionContext:
             defaults: tuple[Any, ...] = (self.default_time_slice_replicas,)
             if tier is not None and tier.default_time_slice_replicas is not None:
                 defaults = (tier.default_time_slice_replicas, tier.name, tier.slug)
+            rates, layouts = self.rates, self.mig_layouts
             key = (
                 self.price_key,
                 defaults,
-                tuple((name, str(rate)) for name, rate in self.rates.items()),
+                tuple((name, str(rate)) for name, rate in rates.items()) if rates else (),
                 tuple(self.pools.items()),
                 tuple(self.gpus_per_node.items()),
-                tuple((where, tuple(layout.items())) for where, layout in self.mig_layouts.items()),
+                tuple((where, tuple(layout.items())) for where, layout in layouts.items()) if layouts else (),
             )
             object.__setattr__(self, "_walk_key", key)
         return key

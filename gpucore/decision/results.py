@@ -72,6 +72,8 @@ class Alternative(AllocationOption):
     tradeoffs: tuple[str, ...] = ()
     permitted: bool = True
     reason: str | None = None
+    # ``stored_json``, worked out on first use: the alternative's JSON lives and goes with it.
+    json: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The alternative as JSON-ready data (DESIGN.md "Recommendation" core fields plus tradeoffs).
@@ -79,17 +81,19 @@ class Alternative(AllocationOption):
         The framework hands out the same frozen alternative for the same inputs (``explain.alternatives``), so its
         JSON is worked out once and each call gets its own copy of it (nothing a caller changes reaches another).
         """
-        entry = _ALTERNATIVE_JSON.get(id(self))
-        if entry is None or entry[0] is not self:
-            if len(_ALTERNATIVE_JSON) >= _JSON_MEMO_LIMIT:  # bounded: each answer may bring new alternatives
-                _ALTERNATIVE_JSON.clear()
+        return _fresh_alternative_json(self.stored_json())
+
+    def stored_json(self) -> dict[str, Any]:
+        """``to_dict``'s answer as this process keeps it, tuples for lists (shared: never change it; copy it with
+        ``fresh_alternative_json``)."""
+        json = self.json
+        if json is None:
             json = _core_dict(self)
-            json["tradeoffs"] = list(self.tradeoffs)
+            json["tradeoffs"] = self.tradeoffs
             json["permitted"] = self.permitted
             json["reason"] = self.reason
-            # The entry keeps the alternative alive, so its id() cannot be reused by another while it is here.
-            entry = _ALTERNATIVE_JSON[id(self)] = (self, json)
-        return _fresh_alternative_json(entry[1])
+            object.__setattr__(self, "json", json)
+        return json
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,36 +103,46 @@ class Recommendation(AllocationOption):
     rationale: tuple[str, ...] = ()
     alternatives: tuple[Alternative, ...] = ()
     topology_aware: bool = False
-    # The JSON of the core fields, where the framework already has it (``core_json``: shared, never changed).
+    # The stored JSON of the core fields, where the framework already has it (``core_json``: shared, never changed).
     core_json: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    # The alternatives' stored JSON in their order, where the framework already has it (``Alternative.stored_json``).
+    alternatives_json: tuple[dict[str, Any], ...] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The recommendation as the JSON contract of DESIGN.md (money as strings rounded to the cent)."""
-        core = _core_dict(self) if self.core_json is None else _fresh_core_json(self.core_json)
-        return {
-            **core,
-            "rationale": list(self.rationale),
-            "alternatives": [alternative.to_dict() for alternative in self.alternatives],
-            "topology_aware": self.topology_aware,
-        }
+        json = _fresh_core_json(_core_dict(self) if self.core_json is None else self.core_json)
+        json["rationale"] = list(self.rationale)
+        stored = self.alternatives_json
+        if stored is None:
+            stored = tuple(alternative.stored_json() for alternative in self.alternatives)
+        json["alternatives"] = [_fresh_alternative_json(entry) for entry in stored]
+        json["topology_aware"] = self.topology_aware
+        return json
 
 
-_JSON_MEMO_LIMIT = 32_768
-_ALTERNATIVE_JSON: dict[int, tuple[Alternative, dict[str, Any]]] = {}
+# The stored JSON keeps tuples where the contract has lists, and a copy makes them lists: the stored dicts then hold
+# no list, so the garbage collector stops tracking them (a full collection walks every object it tracks, and these
+# memos hold tens of thousands; issue #15).
 
 
 def _fresh_alternative_json(stored: dict[str, Any]) -> dict[str, Any]:
-    """A copy of an alternative's JSON with its own lists and dicts (the strings and numbers are immutable)."""
-    json = _fresh_core_json(stored)
-    json["tradeoffs"] = stored["tradeoffs"].copy()
+    """A copy of an alternative's stored JSON with its own lists and dicts (the strings and numbers are immutable)."""
+    json = stored.copy()  # keeps the key order
+    json["node_selector"] = stored["node_selector"].copy()
+    json["expected_overhead_pct"] = list(stored["expected_overhead_pct"])
+    json["utilization_target_pct"] = list(stored["utilization_target_pct"])
+    json["estimated_monthly_cost"] = stored["estimated_monthly_cost"].copy()
+    if stored["estimated_cost"] is not None:
+        json["estimated_cost"] = stored["estimated_cost"].copy()
+    json["tradeoffs"] = list(stored["tradeoffs"])
     return json
 
 
 def _fresh_core_json(stored: dict[str, Any]) -> dict[str, Any]:
-    json = stored.copy()  # keeps the key order
+    json = stored.copy()
     json["node_selector"] = stored["node_selector"].copy()
-    json["expected_overhead_pct"] = stored["expected_overhead_pct"].copy()
-    json["utilization_target_pct"] = stored["utilization_target_pct"].copy()
+    json["expected_overhead_pct"] = list(stored["expected_overhead_pct"])
+    json["utilization_target_pct"] = list(stored["utilization_target_pct"])
     json["estimated_monthly_cost"] = stored["estimated_monthly_cost"].copy()
     if stored["estimated_cost"] is not None:
         json["estimated_cost"] = stored["estimated_cost"].copy()
@@ -142,7 +156,8 @@ _TENTH = Decimal("0.1")
 
 
 def core_json_of(values: tuple[Any, ...]) -> dict[str, Any]:
-    """The JSON of the core fields given in ``AllocationOption``'s field order (keep it: callers get copies)."""
+    """The stored JSON of the core fields given in ``AllocationOption``'s field order (keep it: callers get copies,
+    ``Recommendation.to_dict``)."""
     return _core_dict(_CoreView(*values))
 
 
@@ -180,8 +195,8 @@ def _core_dict(item: AllocationOption | _CoreView) -> dict[str, Any]:
         "mig_profile": item.mig_profile,
         "time_slice_replicas": item.time_slice_replicas,
         "node_selector": dict(item.node_selector),
-        "expected_overhead_pct": list(item.expected_overhead_pct),
-        "utilization_target_pct": list(item.utilization_target_pct),
+        "expected_overhead_pct": tuple(item.expected_overhead_pct),
+        "utilization_target_pct": tuple(item.utilization_target_pct),
         "isolation": _ISOLATION_VALUE[item.isolation],
         "estimated_monthly_cost": {
             "amount": None if amount is None else str(to_cents(amount)),

@@ -41,6 +41,10 @@ class Intent(Enum):
     MIG_OR_DEDICATED = "mig-or-dedicated"  # real-time inference, explicitly not latency-sensitive (matrix)
     TIME_SLICING = "time-slicing"
 
+    # Members are singletons compared by identity: hash them so (Enum's own hash is Python code, read on every
+    # model of every walk as part of a memo key).
+    __hash__ = object.__hash__
+
 
 # The order strategies are tried in, across models, for each intent (before policy removes some).
 STRATEGY_ORDER: dict[Intent, tuple[Strategy, ...]] = {
