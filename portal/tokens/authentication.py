@@ -6,11 +6,16 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
+from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 
 from portal.throttling import FailureThrottledTokenAuthentication, client_ip
+from portal.tokens.lookup import CompiledLookup
 from portal.tokens.models import KEY_PREFIX
 from portal.tokens.services import api_token_authenticate
+
+# DRF's query for a legacy key (TokenAuthentication.authenticate_credentials), compiled once (portal/tokens/lookup.py).
+_LEGACY_TOKEN = CompiledLookup(Token, lambda key: Token.objects.select_related("user").filter(key=key))
 
 
 class NamedTokenAuthentication(FailureThrottledTokenAuthentication):
@@ -26,7 +31,13 @@ class NamedTokenAuthentication(FailureThrottledTokenAuthentication):
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
         if not key.startswith(KEY_PREFIX):
-            return super().authenticate_credentials(key)
+            # DRF's check and messages, with the query compiled once (the key is the table's primary key).
+            legacy = _LEGACY_TOKEN.first(key)
+            if legacy is None:
+                raise exceptions.AuthenticationFailed(_("Invalid token."))
+            if not legacy.user.is_active:
+                raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
+            return legacy.user, legacy
         token = api_token_authenticate(key=key, client_ip=getattr(self, "_client_ip", None) or None)
         if token is None:
             raise exceptions.AuthenticationFailed(_("Invalid, expired or revoked token."))

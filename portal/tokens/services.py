@@ -14,12 +14,17 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit.services import audit_record, audit_snapshot
+from portal.tokens.lookup import CompiledLookup
 from portal.tokens.models import KEY_PREFIX, ApiToken, key_digest
 
 EXPIRY_DAYS = (7, 30, 90, 365)
 MAX_EXPIRY_DAYS = max(EXPIRY_DAYS)
 # Writing last_used_at on every call would turn each API read into a write; a minute's resolution is enough.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
+# Every named-token call reads its token and user: the query is compiled once (portal/tokens/lookup.py).
+_TOKEN_BY_PUBLIC_ID = CompiledLookup(
+    ApiToken, lambda public_id: ApiToken.objects.select_related("user").filter(public_id=public_id)
+)
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ def api_token_authenticate(*, key: str, client_ip: str | None) -> ApiToken | Non
     public_id, _, secret = key.removeprefix(KEY_PREFIX).partition("_")
     if not public_id or not secret:
         return None
-    token = ApiToken.objects.select_related("user").filter(public_id=public_id).first()
+    token = _TOKEN_BY_PUBLIC_ID.first(public_id)
     # Compare digests in constant time, so response times say nothing about how much of a key was right.
     if token is None or not hmac.compare_digest(token.digest, key_digest(key)) or not token.is_usable:
         return None
