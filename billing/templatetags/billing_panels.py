@@ -20,7 +20,7 @@ from billing.costs.whatif import price_basis
 from billing.utilization.selectors import request_utilization_context, team_utilization_context
 from billing.utilization.series import TEAM_SERIES_DAYS, request_series, team_series
 from billing.utilization.troubleshooting import cluster_triage_context, request_triage_context
-from billing.utilization_charts import utilization_timeseries_figure
+from billing.utilization_charts import figure_json_script, utilization_timeseries_figure
 from gpucore.pricing import CATALOG_PRICE_BASIS
 
 register = template.Library()
@@ -161,3 +161,9 @@ def team_budget_preview(team: Team, spec: dict[str, Any]) -> dict[str, Any]:
 def catalog_price_basis() -> str:
     """The basis of every price a price book does not give (gpucore.pricing.CATALOG_PRICE_BASIS)."""
     return CATALOG_PRICE_BASIS
+
+
+@register.filter(is_safe=True)
+def series_json_script(figure: Any, element_id: str) -> str:
+    """``json_script`` for the hourly series figures (billing.utilization_charts.figure_json_script): the same HTML."""
+    return figure_json_script(figure, element_id)

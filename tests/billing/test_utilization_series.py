@@ -9,9 +9,14 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 from django.utils import timezone
+from django.utils.html import json_script
 
 from billing.utilization.series import request_series, team_series
-from billing.utilization_charts import utilization_timeseries_figure, utilization_timeseries_figure_by_plotly
+from billing.utilization_charts import (
+    figure_json_script,
+    utilization_timeseries_figure,
+    utilization_timeseries_figure_by_plotly,
+)
 from tests.billing.rollups import hours_back, rollup
 from tests.factories import DemoOrg, GpuRequestFactory
 
@@ -65,6 +70,13 @@ def test_the_figure_is_what_plotly_builds_from_the_same_points(two_gpu_request) 
     for title, shown in (("first", points), ("second", points[:2])):  # a second call starts from a clean skeleton
         figure = json.loads(json.dumps(utilization_timeseries_figure(shown, title=title)))
         assert figure == utilization_timeseries_figure_by_plotly(shown, title=title)
+
+
+def test_the_figure_script_is_djangos_json_script_byte_for_byte(two_gpu_request) -> None:
+    figure = utilization_timeseries_figure(request_series(two_gpu_request), title="R&D <GPU> \"team\" 'é' → ✓")
+    for shown in (figure, {"a": "</script><script>alert(1)</script>", "b": [Decimal("1.5"), None, "&amp;"]}):
+        assert figure_json_script(shown, "f-1") == json_script(shown, "f-1")
+    assert "</script><script>" not in figure_json_script({"a": "</script><script>"}, "x")
 
 
 def test_the_request_and_team_pages_embed_the_chart_and_load_only_our_plotly(
