@@ -30,8 +30,16 @@ class BillingConfig(AppConfig):
             Team,
         )
         from billing.costs.month_to_date import pricing_inputs_changed, team_inputs_changed
-        from billing.models import ImportedUsage, SlaMultiplier
+        from billing.metering.rollups_version import rollups_changed
+        from billing.models import ImportedUsage, SlaMultiplier, UtilizationRollup
 
+        # The fleet alerts each process keeps (billing.metering.rollups_version): a rollup saved one by one (the
+        # admin, tests) rereads them; bulk writers replace the token themselves. No post_delete receiver on rollups:
+        # it would make every bulk delete of rollups load each row to send it (deleters call
+        # refresh_usage_aggregates); deleting a cluster, team or request (which cascades to or names rollups) does.
+        post_save.connect(rollups_changed, sender=UtilizationRollup, dispatch_uid="rollups-version")
+        for model in (Cluster, Team, GpuRequest):
+            post_delete.connect(rollups_changed, sender=model, dispatch_uid=f"rollups-version-del-{model.__name__}")
         # The month-to-date curves each process keeps (billing.costs.month_to_date): a team's rebuild when its
         # requests, their events or its imported usage change; everyone's when what prices allocations changes.
         for model in (GpuRequest, RequestEvent, ImportedUsage):

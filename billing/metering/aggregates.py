@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection, transaction
 
+from billing.metering.rollups_version import rollups_changed
 from gpucore.periods import next_month_start
 
 DAILY = "billing_dailyusage"
@@ -67,6 +68,7 @@ def refresh_usage_aggregates(*, cluster_id: int, start: datetime, end: datetime)
     """
     if end <= start:
         return
+    rollups_changed()  # what is derived from the rollups (the fleet's alerts) is read again
     first_day = start.astimezone(UTC).date()
     last = (end - timedelta(microseconds=1)).astimezone(UTC).date()
     end_day = last + timedelta(days=1)

@@ -27,6 +27,7 @@ from allocations.selectors import (
     user_is_approver,
 )
 from billing.costs.selectors import catalog_fallback_rates
+from billing.metering.rollups_version import rollups_version
 from billing.metering.selectors import (
     MIB_PER_GB,
     incomplete_hours,
@@ -518,8 +519,24 @@ def fleet_alerts_needing_action(*, user: User, now: datetime | None = None) -> d
     if not user_is_approver(user):
         return None
     start, end = window(days=HOME_ALERT_WINDOW_DAYS, now=now)
-    rows = alert_group_rows(
-        alerts=alerts_for(UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end)), team=None, now=now
-    )
+    # The acknowledgements and mutes are read on every view; the alerts come from the kept copy.
+    rows = alert_group_rows(alerts=fleet_alerts_between(start=start, end=end), team=None, now=now)
     pending = [row for row in rows if row["needs_action"]]
     return {"count": len(pending), "top": pending[:3], "days": HOME_ALERT_WINDOW_DAYS}
+
+
+# The fleet's alerts of the latest window asked for, with the rollups' version token they were derived under.
+_fleet_alerts_kept: dict[str, tuple[tuple[str, datetime, datetime], list[alert_rules.Alert]]] = {}
+
+
+def fleet_alerts_between(*, start: datetime, end: datetime) -> list[alert_rules.Alert]:
+    """``alerts_for`` every rollup of the fleet in [start, end), kept per process until a rollup is written
+    (``billing.metering.rollups_version``) or the window moves: the approver's home read every rollup of the last
+    day on each view (issue #15). Callers must never change the list."""
+    key = (rollups_version(), start, end)
+    kept = _fleet_alerts_kept.get("fleet")
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    alerts = alerts_for(UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end))
+    _fleet_alerts_kept["fleet"] = (key, alerts)
+    return alerts

@@ -115,6 +115,40 @@ def test_an_approver_sees_fleet_alerts_that_need_action_and_not_the_acknowledged
     assert "GPU-HOT" in alerts and "GPU-SEEN" not in alerts
 
 
+@pytest.mark.parametrize("write", ["save", "bulk_then_refresh"])
+def test_a_fleet_alert_written_after_the_home_was_shown_is_on_the_next_view(client, demo_org: DemoOrg, write) -> None:
+    # The fleet's alerts are kept per process (billing.utilization.selectors.fleet_alerts_between): a rollup saved
+    # one by one, and rollups written in bulk by a writer that refreshes the usage totals (the ingest, the demo),
+    # must both be read on the next view.
+    from billing.metering.aggregates import refresh_usage_aggregates
+    from billing.models import UtilizationRollup
+    from tests.billing.rollups import hours_back, rollup
+
+    hour = hours_back(timezone.now(), 2)[0]
+    rollup(cluster=demo_org.cluster, hour=hour, gpu_uuid="GPU-COOL", team=demo_org.team)
+    client.force_login(demo_org.approver)
+
+    def alerts() -> str:
+        return client.get(reverse("home")).content.decode().partition('id="home-alerts"')[2].partition("</article>")[0]
+
+    assert "GPU-HOT" not in alerts()
+    hot = {
+        "cluster": demo_org.cluster,
+        "hour": hour,
+        "gpu_uuid": "GPU-HOT",
+        "max_temperature_c": 90.0,
+        "pulled_at": hour,
+    }
+    if write == "save":
+        UtilizationRollup.objects.create(**hot, sample_count=60, avg_utilization_pct=50.0, is_complete=True)
+    else:
+        UtilizationRollup.objects.bulk_create(
+            [UtilizationRollup(**hot, sample_count=60, avg_utilization_pct=50.0, is_complete=True)]
+        )
+        refresh_usage_aggregates(cluster_id=demo_org.cluster.pk, start=hour, end=hour + timedelta(hours=1))
+    assert "GPU-HOT" in alerts()
+
+
 def test_a_member_has_no_fleet_alerts_panel(client, demo_org: DemoOrg) -> None:
     client.force_login(demo_org.member)
     assert 'id="home-alerts"' not in client.get(reverse("home")).content.decode()

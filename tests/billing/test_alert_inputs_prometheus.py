@@ -66,9 +66,9 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prome
 def test_temperature_and_memory_pressure_land_on_the_rollups(prometheus) -> None:
     from billing.metering.services import utilization_health_pull, utilization_pull
     from billing.models import UtilizationRollup
-    from billing.utilization.selectors import alerts_for
+    from billing.utilization.selectors import alerts_for, fleet_alerts_needing_action
     from gpucore.alerts import AlertKind
-    from tests.factories import ClusterFactory, GpuRequestFactory, TeamFactory
+    from tests.factories import ClusterFactory, GpuRequestFactory, TeamFactory, UserFactory
 
     server, first = prometheus
     team = TeamFactory(slug="vision")
@@ -76,7 +76,11 @@ def test_temperature_and_memory_pressure_land_on_the_rollups(prometheus) -> None
     cluster = ClusterFactory(name="gpu-health", prometheus_url=server.url)
     end = first + timedelta(hours=3)
     utilization_pull(cluster=cluster, start=first, end=end, now=end + timedelta(minutes=10))
+    approver = UserFactory(username="fleet-approver", is_staff=True)
+    assert fleet_alerts_needing_action(user=approver)["count"] == 0  # no temperature or pressure read yet
     assert utilization_health_pull(cluster=cluster, start=first, end=end) == 6
+    # The approver's home keeps the fleet's alerts per process: the health pull's bulk update replaces them.
+    assert fleet_alerts_needing_action(user=approver)["count"] == 2
 
     def row(device: FakeDevice, hour: int) -> UtilizationRollup:
         return UtilizationRollup.objects.get(cluster=cluster, gpu_uuid=device.uuid, hour=first + timedelta(hours=hour))

@@ -274,6 +274,9 @@ def test_each_page_stays_within_its_budget_and_does_not_grow_with_rows(
     assert with_one <= BUDGETS[page], f"{page} makes {with_one} queries; its budget is {BUDGETS[page]}"
 
     rows.add(99)
+    # Warm again, as for one row: what a process keeps until its inputs change (the fleet's alerts, replaced by the
+    # rollups just written) is read once more; a query per row would still show on the next view.
+    get(client, url)
     # Fails listing every query when 100 rows cost more than one.
     with django_assert_max_num_queries(with_one):
         get(client, url)
