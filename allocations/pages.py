@@ -30,6 +30,7 @@ from allocations.models import (
     RequestStatus,
     Role,
     Team,
+    WorkloadType,
 )
 from allocations.placement import gpu_hourly_rates, gpu_price
 from allocations.provisioning import pool_context
@@ -86,13 +87,33 @@ def slug_url_maker(viewname: str) -> Callable[[str], str]:
     return lambda slug: f"{head}{quote(str(slug), safe=RFC3986_SUBDELIMS + '/~:@')}{tail}"
 
 
+WORKLOAD_LABELS = dict(WorkloadType.choices)
+STATUS_LABELS = dict(RequestStatus.choices)
+
+
+def label_request_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Request rows read with ``values()`` given what their tables print: ``url`` (and ``team_url`` when the row has
+    ``team__slug``), ``workload_label`` and ``status_label`` as ``get_*_display`` gives them; the rows themselves."""
+    request_url = id_url_maker("allocations:request-detail")
+    team_url = slug_url_maker("allocations:team-detail")
+    for row in rows:
+        row["url"] = request_url(row["id"])
+        if "team__slug" in row:
+            row["team_url"] = team_url(row["team__slug"])
+        row["workload_label"] = WORKLOAD_LABELS.get(row["workload_type"], row["workload_type"])
+        row["status_label"] = STATUS_LABELS.get(row["status"], row["status"])
+    return rows
+
+
 # --- Home and team pages -----------------------------------------------------------------------------------------
 
 
+# The columns _home_requests.html shows, read as plain rows (no model instance per request and team: issue #15).
 HOME_REQUEST_COLUMNS = (
+    "id",
     "name",
-    "team",
-    "requester",
+    "requester_id",
+    "team__name",
     "workload_type",
     "resource_name",
     "resource_units",
@@ -119,15 +140,10 @@ def home_overview(*, user: User) -> dict[str, object]:
     ]
     # One query: the teams' latest 30, split into the user's own (their status at a glance) and the others, 10 each.
     # The columns _home_requests.html shows, and the team's name: not the requester, tier, cluster and pool rows.
-    visible = (
-        gpu_requests_visible_to(user=user)
-        .select_related(None)
-        .select_related("team")
-        .only(*HOME_REQUEST_COLUMNS, "team__name")
-    )
+    visible = gpu_requests_visible_to(user=user).select_related(None).values(*HOME_REQUEST_COLUMNS)
     recent = list(visible.filter(team__in=teams)[:30]) if teams else []
-    mine = [r for r in recent if r.requester_id == user.pk][:10]
-    others = [r for r in recent if r.requester_id != user.pk][:10]
+    mine = label_request_rows([r for r in recent if r["requester_id"] == user.pk][:10])
+    others = label_request_rows([r for r in recent if r["requester_id"] != user.pk][:10])
     return {
         "team_rows": team_rows,
         "my_requests": mine,

@@ -30,7 +30,6 @@ from allocations.models import (
     AllocationExtension,
     GpuRequest,
     RequestStatus,
-    WorkloadType,
 )
 from allocations.pages import (
     REQUEST_LIST_DEFAULT_SORT,
@@ -41,11 +40,10 @@ from allocations.pages import (
     gpu_request_extension_rows,
     gpu_request_live_status,
     gpu_request_manifests_yaml,
-    id_url_maker,
+    label_request_rows,
     pending_extension_rows,
     request_list_columns,
     request_list_ordering,
-    slug_url_maker,
 )
 from allocations.pagination import BoundedCountPaginator
 from allocations.placement import place
@@ -193,8 +191,6 @@ REQUEST_TABLE_COLUMNS = (
     "status",
     "created_at",
 )
-WORKLOAD_LABELS = dict(WorkloadType.choices)
-STATUS_LABELS = dict(RequestStatus.choices)
 
 
 def _request_table_rows(queryset: Any) -> Any:
@@ -221,13 +217,8 @@ def request_list(request: HttpRequest) -> HttpResponse:
     page = BoundedCountPaginator(results, PAGE_SIZE, read=_request_table_rows if valid else None).get_page(
         request.GET.get("page")
     )
-    request_url = id_url_maker("allocations:request-detail")
-    team_url = slug_url_maker("allocations:team-detail")
-    for row in page.object_list:
-        row["url"] = request_url(row["id"])
-        row["team_url"] = team_url(row["team__slug"])
-        row["workload_label"] = WORKLOAD_LABELS.get(row["workload_type"], row["workload_type"])
-        row["status_label"] = STATUS_LABELS.get(row["status"], row["status"])
+    if valid:
+        label_request_rows(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
     user = request.user

@@ -18,3 +18,20 @@ def test_links_equal_reverse(prefix):
             assert team_url(slug) == reverse("allocations:team-detail", args=[slug])
     finally:
         set_script_prefix("/")
+
+
+@pytest.mark.django_db
+def test_labelled_rows_read_as_the_models_display_and_links(demo_org):
+    from allocations.models import GpuRequest
+    from allocations.pages import label_request_rows
+    from tests.factories import GpuRequestFactory
+
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
+    for request in GpuRequest.objects.all():
+        (row,) = label_request_rows(
+            list(GpuRequest.objects.filter(pk=request.pk).values("id", "team__slug", "workload_type", "status"))
+        )
+        assert row["url"] == reverse("allocations:request-detail", args=[request.pk])
+        assert row["team_url"] == reverse("allocations:team-detail", args=[request.team.slug])
+        assert row["workload_label"] == request.get_workload_type_display()
+        assert row["status_label"] == request.get_status_display()
