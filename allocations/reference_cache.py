@@ -7,6 +7,11 @@ under a version token kept in the shared cache (Redis in production, so every gu
 sees a change); a save or delete of those models replaces the token at once and again when its transaction commits
 (a process that rebuilt in between from the not yet committed rows rebuilds once more). A cleared cache is a new
 token: nothing survives it.
+
+Within one web request the token is read from the shared cache once: a recommendation builds four of these values,
+and with Redis each read was a round trip (issue #15). The request then works from one consistent version; a change
+it makes itself is seen at once (``bump_reference_version`` forgets its copy), another process's from the next
+request on. Outside requests (Celery, commands) every call reads the cache, as before.
 """
 
 from __future__ import annotations
@@ -14,23 +19,44 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from django.core.cache import cache
+from django.core.signals import request_finished, request_started
 from django.db import transaction
 
 VERSION_KEY = "allocations:reference-data-version"
 _T = TypeVar("_T")
 _built: dict[str, tuple[str, Any]] = {}
 _lock = threading.Lock()
+# The token as the current web request read it ({} until it is read; None outside a request).
+_request_memo: ContextVar[dict[str, str] | None] = ContextVar("reference_version_of_request", default=None)
+
+
+def _request_begins(**_: Any) -> None:
+    _request_memo.set({})
+
+
+def _request_ends(**_: Any) -> None:
+    _request_memo.set(None)
+
+
+request_started.connect(_request_begins, dispatch_uid="reference-version-request-started")
+request_finished.connect(_request_ends, dispatch_uid="reference-version-request-finished")
 
 
 def reference_version() -> str:
-    """The current version token, creating one when the cache has none."""
+    """The current version token (read once per web request), creating one when the cache has none."""
+    memo = _request_memo.get()
+    if memo is not None and VERSION_KEY in memo:
+        return memo[VERSION_KEY]
     token = cache.get(VERSION_KEY)
     if token is None:
         cache.add(VERSION_KEY, uuid.uuid4().hex, timeout=None)
         token = cache.get(VERSION_KEY)
+    if memo is not None:
+        memo[VERSION_KEY] = token
     return token
 
 
@@ -39,6 +65,9 @@ def bump_reference_version(**_: Any) -> None:
 
     def bump() -> None:
         cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+        memo = _request_memo.get()
+        if memo is not None:
+            memo.pop(VERSION_KEY, None)
 
     bump()
     transaction.on_commit(bump)

@@ -90,3 +90,31 @@ def test_a_price_book_takes_effect_on_its_date_without_a_write(demo_org):
     load_book({"H100-80GB": "9.00"}, effective_from=f"{today + timedelta(days=1):%Y-%m-%d}")
 
     assert current_gpu_rates() == {"H100-80GB": Decimal("2.00")}  # tomorrow's book is not in effect yet
+
+
+def test_a_web_request_reads_the_version_once_and_sees_its_own_changes():
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    from allocations.reference_cache import reference_version
+
+    first = reference_version()
+    # The signals a request sends, without closing the test's database connection (as Django's test client does).
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    request_started.send(sender=None)
+    try:
+        assert reference_version() == first
+        cache.set(VERSION_KEY, "another-process-changed-it")
+        assert reference_version() == first  # one consistent version for the whole request
+        model = GpuModel.objects.get(name="T4")
+        model.list_hourly_price = Decimal("0.4343")
+        model.save()  # a change the request makes itself is seen at once
+        assert reference_version() not in (first, "another-process-changed-it")
+        assert catalog_from_db().get("T4").list_hourly_usd == Decimal("0.4343")
+    finally:
+        request_finished.send(sender=None)
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+    cache.set(VERSION_KEY, "after-the-request")
+    assert reference_version() == "after-the-request"  # outside a request: read every time, as before
