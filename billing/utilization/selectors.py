@@ -37,7 +37,7 @@ from billing.metering.selectors import (
     utilization_weighted_sum,
     weighted_utilization_pct,
 )
-from billing.models import UtilizationRollup, UtilizationWatermark
+from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
 from billing.utilization.alert_groups import alert_group_rows
 from gpucore import advice as advice_rules
 from gpucore import alerts as alert_rules
@@ -77,23 +77,38 @@ def window(*, days: int, now: datetime | None = None) -> tuple[datetime, datetim
 def device_hours(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.DeviceHour]:
     """The rollups as the pure alert rules read them."""
     rows = []
-    for row in qs.values(*_ROLLUP_FIELDS):
-        device = f"{row['gpu_uuid']}/{row['mig_instance']}" if row["mig_instance"] else row["gpu_uuid"]
+    # Tuples, not a dict per row: a month of a request's hours is ~720 rows (issue #15).
+    for (
+        hour,
+        cluster,
+        gpu_uuid,
+        mig_instance,
+        sample_count,
+        avg_utilization_pct,
+        max_temperature_c,
+        memory_pressure_minutes,
+        peak_memory_used_mib,
+        is_complete,
+        team,
+        request_id,
+        hostname,
+        gpu_model,
+    ) in qs.values_list(*_ROLLUP_FIELDS):
         rows.append(
             alert_rules.DeviceHour(
-                hour=row["hour"],
-                cluster=row["cluster__name"],
-                device=device,
-                sample_count=row["sample_count"],
-                avg_utilization_pct=row["avg_utilization_pct"],
-                max_temperature_c=row["max_temperature_c"],
-                memory_pressure_minutes=row["memory_pressure_minutes"],
-                peak_memory_used_mib=row["peak_memory_used_mib"],
-                is_complete=row["is_complete"],
-                team=row["team__slug"],
-                request_id=row["request_id"],
-                hostname=row["hostname"],
-                gpu_model=row["gpu_model_name"],
+                hour=hour,
+                cluster=cluster,
+                device=f"{gpu_uuid}/{mig_instance}" if mig_instance else gpu_uuid,
+                sample_count=sample_count,
+                avg_utilization_pct=avg_utilization_pct,
+                max_temperature_c=max_temperature_c,
+                memory_pressure_minutes=memory_pressure_minutes,
+                peak_memory_used_mib=peak_memory_used_mib,
+                is_complete=is_complete,
+                team=team,
+                request_id=request_id,
+                hostname=hostname,
+                gpu_model=gpu_model,
             )
         )
     return rows
@@ -219,11 +234,16 @@ def _request_coverage(*, start: datetime, end: datetime, cluster_id: int | None)
     """``_coverage`` of the request's one cluster: its watermark read by id (the cluster exists: a foreign key)."""
     if cluster_id is None:
         return _coverage(start=start, end=end)
-    missing = incomplete_hours(start=start, end=end, clusters=Cluster.objects.filter(pk=cluster_id))
+    # How many hours incomplete_hours() would list (only their count is shown): counted, not listed and ordered.
+    missing = (
+        UtilizationIngestHour.objects.filter(cluster_id=cluster_id, hour__gte=start, hour__lt=end)
+        .exclude(status=IngestStatus.COMPLETE)
+        .count()
+    )
     mark = UtilizationWatermark.objects.filter(cluster_id=cluster_id).values_list("last_complete_hour", flat=True)
     through = mark[0] + HOUR if mark else None  # as ingested_through() for one cluster
     return {
-        "incomplete_hours": len(missing),
+        "incomplete_hours": missing,
         "ingested_through": through,
         "complete": not missing and through is not None and through >= end - HOUR,
     }
