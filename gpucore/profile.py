@@ -268,6 +268,10 @@ class WorkloadProfile:
             if name not in data:
                 errors[name] = ["This field is required."]
         if not errors:  # the usual case: every key is a field and the required ones are there
+            if cls is WorkloadProfile:
+                profile = _parsed(data)
+                if profile is not None:
+                    return profile
             return cls(**data)
         values = {name: data[name] for name in known if name in data}
         try:
@@ -295,6 +299,31 @@ class WorkloadProfile:
         return result
 
 
+def _parsed(data: Mapping[str, Any]) -> WorkloadProfile | None:
+    """``WorkloadProfile(**data)`` for data whose keys are all fields, the required ones included: the same parse of
+    each value and the same defaults, without the dataclass's ``__init__`` setting all eleven fields and
+    ``__post_init__`` reading them all back (issue #15). None when a value is invalid: the constructor then says
+    which, with every other problem."""
+    profile = object.__new__(WorkloadProfile)
+    set_field = object.__setattr__
+    for name, default in _OPTIONAL_DEFAULTS:
+        if name not in data:
+            set_field(profile, name, default)  # each default is what its parser gives for it
+    for name, value in data.items():
+        if value is None or (name in _NULLABLE and _is_blank(value)):
+            if name not in _NULLABLE:
+                return None
+            set_field(profile, name, None)
+            continue
+        try:
+            set_field(profile, name, _PARSERS[name](value))
+        except _FieldError:
+            return None
+    if profile.latency_sensitive is None:
+        set_field(profile, "latency_sensitive", profile.workload_type is WorkloadType.REALTIME_INFERENCE)
+    return profile
+
+
 def _without(values: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
     drop = set(names)
     return {key: value for key, value in values.items() if key not in drop}
@@ -310,3 +339,4 @@ def _json_number(value: Decimal) -> int | float:
 # Read on every parse: worked out once (the dataclass's fields never change).
 _FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(WorkloadProfile))
 _FIELD_SET = frozenset(_FIELD_NAMES)
+_OPTIONAL_DEFAULTS = tuple((f.name, f.default) for f in fields(WorkloadProfile) if f.name not in _REQUIRED)

@@ -120,32 +120,29 @@ class Recommendation(AllocationOption):
         return json
 
 
-# The stored JSON keeps tuples where the contract has lists, and a copy makes them lists: the stored dicts then hold
-# no list, so the garbage collector stops tracking them (a full collection walks every object it tracks, and these
-# memos hold tens of thousands; issue #15).
+# The stored JSON keeps tuples where the contract has lists or objects (``node_selector`` as its items, the costs as
+# their values in the contract's key order), and a copy rebuilds them: the stored dicts then hold no list or dict, so
+# the garbage collector stops tracking them (a full collection walks every object it tracks, and these memos hold
+# tens of thousands; issue #15).
 
 
 def _fresh_alternative_json(stored: dict[str, Any]) -> dict[str, Any]:
     """A copy of an alternative's stored JSON with its own lists and dicts (the strings and numbers are immutable)."""
-    json = stored.copy()  # keeps the key order
-    json["node_selector"] = stored["node_selector"].copy()
-    json["expected_overhead_pct"] = list(stored["expected_overhead_pct"])
-    json["utilization_target_pct"] = list(stored["utilization_target_pct"])
-    json["estimated_monthly_cost"] = stored["estimated_monthly_cost"].copy()
-    if stored["estimated_cost"] is not None:
-        json["estimated_cost"] = stored["estimated_cost"].copy()
+    json = _fresh_core_json(stored)
     json["tradeoffs"] = list(stored["tradeoffs"])
     return json
 
 
 def _fresh_core_json(stored: dict[str, Any]) -> dict[str, Any]:
-    json = stored.copy()
-    json["node_selector"] = stored["node_selector"].copy()
+    json = stored.copy()  # keeps the key order
+    json["node_selector"] = dict(stored["node_selector"])
     json["expected_overhead_pct"] = list(stored["expected_overhead_pct"])
     json["utilization_target_pct"] = list(stored["utilization_target_pct"])
-    json["estimated_monthly_cost"] = stored["estimated_monthly_cost"].copy()
-    if stored["estimated_cost"] is not None:
-        json["estimated_cost"] = stored["estimated_cost"].copy()
+    amount, currency = stored["estimated_monthly_cost"]
+    json["estimated_monthly_cost"] = {"amount": amount, "currency": currency}
+    cost = stored["estimated_cost"]
+    if cost is not None:
+        json["estimated_cost"] = {"amount": cost[0], "currency": cost[1], "hours": cost[2]}
     return json
 
 
@@ -194,24 +191,21 @@ def _core_dict(item: AllocationOption | _CoreView) -> dict[str, Any]:
         "gpu_model": item.gpu_model,
         "mig_profile": item.mig_profile,
         "time_slice_replicas": item.time_slice_replicas,
-        "node_selector": dict(item.node_selector),
+        "node_selector": tuple(item.node_selector.items()),
         "expected_overhead_pct": tuple(item.expected_overhead_pct),
         "utilization_target_pct": tuple(item.utilization_target_pct),
         "isolation": _ISOLATION_VALUE[item.isolation],
-        "estimated_monthly_cost": {
-            "amount": None if amount is None else str(to_cents(amount)),
-            "currency": item.currency,
-        },
+        "estimated_monthly_cost": (None if amount is None else str(to_cents(amount)), item.currency),
         "saving_vs_dedicated_pct": float(item.saving_vs_dedicated_pct.quantize(_TENTH, ROUND_HALF_UP)),
         "gpu_share": _share_text(item.gpu_share),
         "estimated_cost": (
             None
             if item.duration_hours is None
-            else {
-                "amount": None if item.estimated_cost is None else str(to_cents(item.estimated_cost)),
-                "currency": item.currency,
-                "hours": _json_hours(item.duration_hours),
-            }
+            else (
+                None if item.estimated_cost is None else str(to_cents(item.estimated_cost)),
+                item.currency,
+                _json_hours(item.duration_hours),
+            )
         ),
     }
 

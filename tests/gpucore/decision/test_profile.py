@@ -261,3 +261,23 @@ def test_to_dict_is_json_and_round_trips():
         "duration_hours": None,
     }
     assert WorkloadProfile.from_mapping(json.loads(json.dumps(data))) == profile
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"workload_type": "training", "gpu_memory_gb": 40},
+        {"workload_type": "realtime_inference", "gpu_memory_gb": 7.5, "gpu_count": 2, "replicas": 3},
+        {"workload_type": " Development ", "gpu_memory_gb": "12.250", "gpu_count": "2", "replicas": 2.0},
+        {"workload_type": "batch_inference", "gpu_memory_gb": Decimal("5"), "latency_sensitive": "yes"},
+        {"workload_type": "hpc_simulation", "gpu_memory_gb": 80, "isolation_required": 1, "sla_tier": " tier1 "},
+        {"workload_type": "development", "gpu_memory_gb": 3, "gpu_model": "", "sla_tier": None, "latency_p99_ms": ""},
+        {"workload_type": "realtime_inference", "gpu_memory_gb": 1, "latency_sensitive": None, "duration_hours": 48},
+        {"workload_type": "training", "gpu_memory_gb": 1, "expected_utilization_pct": "55.5", "latency_p99_ms": 20},
+    ],
+)
+def test_from_mapping_gives_what_the_constructor_gives(data):
+    parsed, constructed = WorkloadProfile.from_mapping(data), WorkloadProfile(**data)
+    for name in WorkloadProfile.field_names():
+        value, expected = getattr(parsed, name), getattr(constructed, name)
+        assert (value, type(value)) == (expected, type(expected)), name
