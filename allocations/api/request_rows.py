@@ -16,9 +16,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any
 
-from django.db import connections, router
+import orjson
+from django.core.exceptions import FieldDoesNotExist
+from django.db import connections, models, router
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KeyTransform
 from django.db.models.query import MAX_GET_RESULTS
 from django.http import Http404
 from django.utils import timezone
@@ -78,6 +81,32 @@ def _prototype_fields() -> dict[str, serializers.Field]:
     return dict(GpuRequestSerializer().fields)
 
 
+@functools.cache
+def _shown_as_read(name: str) -> bool:
+    """Whether the field's DRF conversion gives back what the column reads, whatever the value: a string column
+    through CharField (str()) or string choices, a boolean through BooleanField, an integer through IntegerField, JSON
+    through a plain JSONField. Skipping those calls was a fifth of converting a page."""
+    field = _prototype_fields()[name]
+    try:
+        column = GpuRequest._meta.get_field(GPU_REQUEST_COLUMNS[name])
+    except FieldDoesNotExist:
+        return False
+    kind = type(field)
+    if kind is serializers.ChoiceField:
+        return isinstance(column, (models.CharField, models.TextField)) and all(
+            type(key) is str and field.choice_strings_to_values[key] == key for key in field.choice_strings_to_values
+        )
+    if kind is serializers.CharField:
+        return isinstance(column, (models.CharField, models.TextField))
+    if kind is serializers.BooleanField:
+        return isinstance(column, models.BooleanField)
+    if kind is serializers.IntegerField:
+        return isinstance(column, models.IntegerField)  # the auto and big integer fields are IntegerFields
+    if kind is serializers.JSONField:
+        return isinstance(column, models.JSONField) and not field.binary
+    return False
+
+
 def _iso_datetime(field: serializers.DateTimeField, zone: tzinfo) -> Callable[[datetime], Any]:
     """DateTimeField.to_representation with the current time zone looked up once per answer, not once a value."""
 
@@ -101,7 +130,7 @@ def gpu_request_rows(rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -
     plan = []
     for name in fields:
         field = prototype[name]
-        if name in _AS_READ:
+        if name in _AS_READ or _shown_as_read(name):
             convert = None
         elif isinstance(field, serializers.DateTimeField) and getattr(field, "format", ISO_8601) == ISO_8601:
             convert = _iso_datetime(field, zone)
@@ -145,7 +174,10 @@ class _Statement:
         else:
             self.names = (*query.extra_select, *query.values_select, *query.annotation_select)
         selected = [column[0] for column in compiler.select[0 : compiler.col_count]]
-        self.converters = list(compiler.get_converters(selected).items())
+        self.converters = [
+            (position, ([_through_orjson(function) for function in functions], expression))
+            for position, (functions, expression) in compiler.get_converters(selected).items()
+        ]
 
     def rows(self, ids: Mapping[int, int]) -> list[dict[str, Any]]:
         """The rows, run with each stand-in replaced by its id."""
@@ -171,6 +203,33 @@ class _Statement:
                     row[position] = value
             answer.append(dict(zip(names, row, strict=True)))
         return answer
+
+
+# Digits as "9", everything else as a space: a run of 19 nines is a number orjson would read otherwise than json.
+_DIGITS = bytes(0x39 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_NUMBER = b"9" * 19
+
+
+def _through_orjson(convert: Callable[..., Any]) -> Callable[..., Any]:
+    """A plain JSONField's from_db_value (json.loads) through orjson: the ~4 KB specs of a page read ~2x faster
+    (issue #15). orjson reads an integer over 64 bits as a float: text with 19 digits in a row, and whatever orjson
+    refuses, go to the field's own converter, so the values are json.loads's."""
+    field = getattr(convert, "__self__", None)
+    plain = isinstance(field, models.JSONField) and field.decoder is None
+    if not plain or type(field).from_db_value is not models.JSONField.from_db_value:
+        return convert
+
+    def loads(value: Any, expression: Any, connection: Any) -> Any:
+        if isinstance(value, str) and not isinstance(expression, KeyTransform):
+            text = value.encode()
+            if _LONG_NUMBER not in text.translate(_DIGITS):
+                try:
+                    return orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    pass
+        return convert(value, expression, connection)
+
+    return loads
 
 
 @functools.cache

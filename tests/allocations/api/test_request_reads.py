@@ -139,13 +139,15 @@ def test_a_permission_granted_between_calls_widens_the_list_at_once(client_as, d
 
 
 def test_specs_and_times_read_as_the_querysets_path_reads_them(client_as, demo_org):
-    # psycopg's own loader reads the times (Django's is a Python subclass): the same values; and the spec reads as
-    # json.loads reads it, an integer over 64 bits, tiny and long floats and any text included.
+    # psycopg's own loader reads the times (Django's is a Python subclass), orjson the JSON columns: the same values
+    # as Django's loader and json.loads, an integer over 64 bits (orjson reads it as a float), tiny, long and huge
+    # floats and any text included.
     spec = {"big": 2**70, "tiny": 1.5e-7, "long": 0.1 + 0.2, "text": 'é\u2028"\\/\t', "empty": {}, "none": None}
     obj = GpuRequestFactory(
         team=demo_org.team,
         requester=demo_org.member,
         spec=spec,
+        command=["python", "-c", "print(1)", 2**64, 1e300],
         submitted_at=timezone.now().replace(microsecond=0),
         expires_at=timezone.now().replace(microsecond=120000),
     )
@@ -155,6 +157,7 @@ def test_specs_and_times_read_as_the_querysets_path_reads_them(client_as, demo_o
 
     assert detail.json()["spec"] == spec
     assert b'"big":1180591620717411303424' in detail.content  # an integer, not 1.1805916207174113e+21
+    assert b'"command":["python","-c","print(1)",18446744073709551616,' in detail.content
     assert detail.content == client.get(f"{URL}{obj.pk}/?{DEFAULT_ORDER}").content
     assert _answer(client.get(URL)) == _answer(client.get(f"{URL}?{DEFAULT_ORDER}"))
     with timezone.override("Asia/Kolkata"):
