@@ -233,7 +233,8 @@ def _floors(
         lines: list[str] = []
         forbidden, order = apply_floors(profile, tier, intent, lines, tier1_p99_ms=tier1_p99_ms)
         # The entry keeps its tier alive, so its id() cannot be reused by another while it is here.
-        plan_id = _PLAN_IDS.setdefault((intent, order), len(_PLAN_IDS))  # a few dozen (intent, order) at most
+        # One id per (intent, order), a few dozen at most; setdefault is atomic, so two threads never share one.
+        plan_id = _PLAN_IDS.setdefault((intent, order), next(_IDS))
         known = _FLOORS[key] = (tier, forbidden, order, tuple(lines), next(_IDS), plan_id)
     return known
 
