@@ -326,6 +326,9 @@ def pending_extensions_queue(*, user: User) -> list[AllocationExtension]:
     if not user_is_approver(user):
         return []
     pending = allocation_extensions_visible_to(user=user).filter(status=ExtensionStatus.PENDING)
+    # What the queue prints and decides on: the request with its team, and who asked; not the request's requester
+    # (its id is on the request row) or a decider (none yet): two joins less to plan on each view (issue #15).
+    pending = pending.select_related(None).select_related("request__team", "requested_by")
     return list(pending.order_by("created_at", "id"))
 
 
