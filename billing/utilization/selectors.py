@@ -7,13 +7,15 @@ that show them (templates/billing/*utilization*). Figures are drawn by the views
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.db import connections, router
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -249,6 +251,92 @@ def _request_coverage(*, start: datetime, end: datetime, cluster_id: int | None)
     }
 
 
+# Stand-ins compiled into the request summary's parameters once, replaced by the real values on each run.
+_REQUEST_STAND_IN = -1_987_654_323
+_START_STAND_IN = datetime(1901, 1, 1, tzinfo=UTC)
+_END_STAND_IN = datetime(1901, 1, 2, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    params: tuple[Any, ...]
+    slots: tuple[tuple[int, str], ...]  # (position in params, "request" | "start" | "end")
+    names: tuple[str, ...]
+    converters: tuple[tuple[int, tuple[Any, ...]], ...]
+
+
+@functools.cache
+def _request_summary_statement(using: str) -> _Compiled | None:
+    """``usage_summary``'s aggregates of one request's rollups in a window, plus their count, as the ORM compiles
+    them (grouped by the request: no row when it has none); None if the stand-ins are not found in its parameters."""
+    query = (
+        UtilizationRollup.objects.using(using)
+        .filter(request_id=_REQUEST_STAND_IN, hour__gte=_START_STAND_IN, hour__lt=_END_STAND_IN)
+        .order_by()
+        .values("request_id")
+        .annotate(**_summary_aggregates(), rows=Count("id"))
+        .query
+    )
+    compiler = query.get_compiler(using)
+    sql, params = compiler.as_sql()
+    # The stand-ins as the backend adapted them (datetimes stay datetimes on PostgreSQL, become text on SQLite).
+    ops = connections[using].ops
+    stand_ins = {
+        "request": _REQUEST_STAND_IN,
+        "start": ops.adapt_datetimefield_value(_START_STAND_IN),
+        "end": ops.adapt_datetimefield_value(_END_STAND_IN),
+    }
+    slots = tuple(
+        (position, name)
+        for position, value in enumerate(params)
+        for name, stand_in in stand_ins.items()
+        if type(value) is type(stand_in) and value == stand_in
+    )
+    if sorted(name for _, name in slots) != ["end", "request", "start"]:
+        return None
+    names = (*query.extra_select, *query.values_select, *query.annotation_select)
+    selected = [column[0] for column in compiler.select[0 : compiler.col_count]]
+    converters = tuple(
+        (position, (tuple(functions), expression))
+        for position, (functions, expression) in compiler.get_converters(selected).items()
+    )
+    return _Compiled(sql, tuple(params), slots, names, converters)
+
+
+def _request_rollup_summary(*, request_id: int, start: datetime, end: datetime) -> dict[str, Any]:
+    """What ``qs.aggregate(**_summary_aggregates(), rows=Count("id"))`` answers for the request's rollups in
+    [start, end), with SQL compiled once per process: building and compiling its nine aggregates took ~0.8 ms a
+    view, running it 0.05 ms (issue #15)."""
+    using = router.db_for_read(UtilizationRollup)
+    statement = _request_summary_statement(using)
+    if statement is None:  # a compiler that does not pass the stand-ins through: the ORM's own path
+        qs = UtilizationRollup.objects.filter(request_id=request_id, hour__gte=start, hour__lt=end)
+        return qs.aggregate(**_summary_aggregates(), rows=Count("id"))
+    connection = connections[using]
+    ops = connection.ops
+    real = {
+        "request": request_id,
+        "start": ops.adapt_datetimefield_value(start),
+        "end": ops.adapt_datetimefield_value(end),
+    }
+    params = list(statement.params)
+    for position, name in statement.slots:
+        params[position] = real[name]
+    with connection.cursor() as cursor:
+        cursor.execute(statement.sql, params)
+        fetched = cursor.fetchone()
+    if fetched is None:  # no rollups: what aggregate() answers over none
+        row: dict[str, Any] = dict.fromkeys(statement.names)
+        row.update(pressure_hours=0, rows=0)
+        return row
+    values = list(fetched)
+    for position, (functions, expression) in statement.converters:
+        for convert in functions:
+            values[position] = convert(values[position], expression, connection)
+    return dict(zip(statement.names, values, strict=True))
+
+
 def request_utilization_context(
     *,
     user: User,
@@ -265,7 +353,7 @@ def request_utilization_context(
         return {"utilization": None}
     start, end = window(days=days, now=now)
     qs = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
-    row = qs.aggregate(**_summary_aggregates(), rows=Count("id"))
+    row = _request_rollup_summary(request_id=request.pk, start=start, end=end)
     summary = _summary(row)
     has_data = summary["gpu_hours"] > 0
     # Without rollups there is nothing to raise an alert on, and advice is shown only beside measured use: neither

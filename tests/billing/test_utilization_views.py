@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import Count
 from django.template import Context, Template
 from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
@@ -13,11 +14,15 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from allocations.models import GpuRequest, RequestEvent, RequestStatus
+from billing.models import UtilizationRollup
 from billing.utilization.selectors import (
+    _request_rollup_summary,
+    _summary_aggregates,
     platform_utilization,
     pool_forecasts,
     request_utilization_context,
     team_utilization_context,
+    window,
 )
 from gpucore.formatting import format_money
 from tests.billing.rollups import hours_back, rollup
@@ -194,6 +199,39 @@ def test_a_request_page_still_charts_a_life_older_than_the_window(demo_org: Demo
 
     assert "No utilization measured for this request" in html
     assert 'id="request-series"' in html and "No hourly readings to chart yet" not in html
+
+
+def test_the_request_summary_compiled_once_answers_what_the_orm_aggregate_does(demo_org: DemoOrg) -> None:
+    """The summary's SQL is compiled once per process with stand-ins: each run gets its own request and window."""
+    busy, other, idle = (GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE) for _ in range(3))
+    now = timezone.now()
+    hours = hours_back(now, 6)
+    for n, hour in enumerate(hours):
+        rollup(
+            cluster=demo_org.cluster,
+            hour=hour,
+            team=demo_org.team,
+            request=busy,
+            sample_count=30 + n,
+            avg_utilization_pct=None if n == 2 else 10.0 * n,
+            memory_pressure_minutes=n % 2,
+            max_temperature_c=60.0 + n,
+            is_complete=n != 4,
+            energy_kwh=0.1 * n,
+        )
+    rollup(cluster=demo_org.cluster, hour=hours[0], team=demo_org.team, request=other, sample_count=7)
+    aggregates = {**_summary_aggregates(), "rows": Count("id")}
+
+    for req, start, end in (
+        (busy, *window(days=30, now=now)),
+        (busy, hours[1], hours[4]),
+        (other, *window(days=30, now=now)),
+        (idle, *window(days=30, now=now)),
+    ):
+        expected = UtilizationRollup.objects.filter(request=req, hour__gte=start, hour__lt=end).aggregate(**aggregates)
+        found = _request_rollup_summary(request_id=req.pk, start=start, end=end)
+        assert {key: found[key] for key in expected} == expected
+    assert _request_rollup_summary(request_id=idle.pk, start=start, end=end)["rows"] == 0
 
 
 def test_team_partial_counts_alerts_per_request(busy_org: DemoOrg) -> None:
