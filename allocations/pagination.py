@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
@@ -116,7 +117,11 @@ class BoundedCountPaginator(Paginator):
         is most of what a query costs (issue #15). An empty page leaves the count to its own query."""
         start = (number - 1) * self.per_page
         bounded = self.object_list.order_by()[: self.limit + 1].values("pk")
-        sql, params = bounded.query.sql_with_params()
+        try:
+            sql, params = bounded.query.sql_with_params()
+        except EmptyResultSet:  # a queryset that matches nothing by construction (none()): no query at all
+            self.__dict__["count"] = 0
+            return
         # The SQL is our own queryset's, compiled by Django; every value in it is a bound parameter.
         counted = RawSQL(f"SELECT COUNT(*) FROM ({sql}) AS bounded", params)  # noqa: S608, S611
         rows = list(self.read(self.object_list[start : start + self.per_page]).annotate(**{COUNTED: counted}))

@@ -179,6 +179,10 @@ def asks_for_filters(request: Request, filterset_class: type) -> bool:
     return any(param in names or param.startswith(prefixes) for param in request.query_params)
 
 
+# The filter backends of GpuRequestViewSet that a query with no filter, search or ordering leaves idle.
+_PLAIN_BACKENDS = (FiltersWhenAskedBackend, SearchFilter, OrderingFilter)
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="List the requests you may see",
@@ -202,7 +206,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
     """GPU requests: list, read, submit, and the lifecycle actions (approve, reject, cancel, release)."""
 
     serializer_class = api.GpuRequestSerializer
-    filter_backends = [FiltersWhenAskedBackend, SearchFilter, OrderingFilter]
+    filter_backends = list(_PLAIN_BACKENDS)
     filterset_class = GpuRequestFilterSet
     lookup_value_regex = r"[^/]+"  # "0.5" or "x" is a JSON 404 from get_object, not Django's HTML 404
     search_fields = ["name", "purpose", "team__slug", "requester__username"]
@@ -212,6 +216,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
     pagination_class = KeysetPageNumberPagination
 
     def get_queryset(self) -> QuerySet[GpuRequest]:
+        # VisibleRequestRows (_plain_rows) reads the same scope from gpu_request_scope.
         return gpu_requests_visible_to(user=self.request.user)
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -240,6 +245,10 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
         """With no filter, search or ordering in the query (what notebooks poll), the visible requests' rows read
         with SQL compiled once per process (``VisibleRequestRows``); None otherwise, for the querysets' path, which
         answers the same."""
+        # Only with the filters it knows to be idle: another backend (or a narrower get_queryset) must not be skipped.
+        own_scope = type(self).get_queryset is GpuRequestViewSet.get_queryset
+        if tuple(self.filter_backends) != _PLAIN_BACKENDS or not own_scope:
+            return None
         params = self.request.query_params
         if SearchFilter.search_param in params or OrderingFilter.ordering_param in params:
             return None

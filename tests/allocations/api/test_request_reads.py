@@ -11,9 +11,11 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import Group
 from django.utils import timezone
-from rest_framework.test import APIClient
+from rest_framework.filters import BaseFilterBackend
+from rest_framework.test import APIClient, APIRequestFactory, force_authenticate
 from rest_framework.utils.urls import remove_query_param
 
+from allocations.api.views import GpuRequestViewSet
 from allocations.models import GpuRequest
 from allocations.selectors import APPROVERS_GROUP
 from tests.factories import ROLES, GpuRequestFactory
@@ -162,3 +164,30 @@ def test_specs_and_times_read_as_the_querysets_path_reads_them(client_as, demo_o
     assert _answer(client.get(URL)) == _answer(client.get(f"{URL}?{DEFAULT_ORDER}"))
     with timezone.override("Asia/Kolkata"):
         assert _answer(client.get(URL)) == _answer(client.get(f"{URL}?{DEFAULT_ORDER}"))
+
+
+class _NothingBackend(BaseFilterBackend):
+    """A filter backend the compiled reads know nothing of."""
+
+    def filter_queryset(self, request, queryset, view):
+        return queryset.none()
+
+
+class _NarrowedViewSet(GpuRequestViewSet):
+    filter_backends = [*GpuRequestViewSet.filter_backends, _NothingBackend]
+
+
+class _OwnScopeViewSet(GpuRequestViewSet):
+    def get_queryset(self):
+        return super().get_queryset().none()
+
+
+@pytest.mark.parametrize("viewset", [_NarrowedViewSet, _OwnScopeViewSet])
+def test_a_view_with_another_filter_or_scope_reads_through_its_querysets(demo_org, requests, viewset):
+    factory = APIRequestFactory()
+    listed, detail = factory.get(URL), factory.get(f"{URL}{requests[0].pk}/")
+    for request in (listed, detail):
+        force_authenticate(request, user=demo_org.member)
+
+    assert viewset.as_view({"get": "list"})(listed).data["results"] == []
+    assert viewset.as_view({"get": "retrieve"})(detail, pk=str(requests[0].pk)).status_code == 404
