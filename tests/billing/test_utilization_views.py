@@ -13,9 +13,11 @@ from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from allocations.models import GpuRequest, RequestEvent, RequestStatus
-from billing.models import UtilizationRollup
+from allocations.models import Cluster, GpuRequest, RequestEvent, RequestStatus
+from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
 from billing.utilization.selectors import (
+    _coverage,
+    _request_coverage,
     _request_rollup_summary,
     _summary_aggregates,
     platform_utilization,
@@ -26,7 +28,7 @@ from billing.utilization.selectors import (
 )
 from gpucore.formatting import format_money
 from tests.billing.rollups import hours_back, rollup
-from tests.factories import DemoOrg, GpuRequestFactory, dedicated_spec
+from tests.factories import ClusterFactory, DemoOrg, GpuRequestFactory, dedicated_spec
 
 pytestmark = pytest.mark.django_db
 URL = "/billing/utilization/"
@@ -232,6 +234,36 @@ def test_the_request_summary_compiled_once_answers_what_the_orm_aggregate_does(d
         found = _request_rollup_summary(request_id=req.pk, start=start, end=end)
         assert {key: found[key] for key in expected} == expected
     assert _request_rollup_summary(request_id=idle.pk, start=start, end=end)["rows"] == 0
+
+
+def test_the_request_coverage_compiled_once_answers_what_the_cluster_coverage_does(demo_org: DemoOrg) -> None:
+    """The request page's coverage of its one cluster (compiled once) agrees with ``_coverage`` of that cluster."""
+    now = timezone.now()
+    start, end = window(days=30, now=now)
+    other = ClusterFactory()
+    cluster = demo_org.cluster
+    UtilizationWatermark.objects.filter(cluster=cluster).delete()
+    for when, status, on in (
+        (start - timedelta(hours=1), IngestStatus.FAILED, cluster),  # before the window
+        (start, IngestStatus.PARTIAL, cluster),
+        (start + timedelta(hours=5), IngestStatus.NO_DATA, cluster),
+        (start + timedelta(hours=6), IngestStatus.COMPLETE, cluster),
+        (start + timedelta(hours=7), IngestStatus.FAILED, other),
+    ):
+        UtilizationIngestHour.objects.create(cluster=on, hour=when, status=status, updated_at=now)
+
+    def both() -> tuple[dict, dict]:
+        expected = _coverage(start=start, end=end, clusters=Cluster.objects.filter(pk=cluster.pk))
+        return _request_coverage(start=start, end=end, cluster_id=cluster.pk), expected
+
+    found, expected = both()
+    assert found == expected and found["incomplete_hours"] == 2 and found["ingested_through"] is None
+    UtilizationWatermark.objects.create(cluster=cluster, last_complete_hour=end - timedelta(hours=1), updated_at=now)
+    found, expected = both()
+    assert found == expected and found["ingested_through"] == end
+    UtilizationIngestHour.objects.filter(cluster=cluster).delete()
+    found, expected = both()
+    assert found == expected and found["complete"] and found["incomplete_hours"] == 0
 
 
 def test_team_partial_counts_alerts_per_request(busy_org: DemoOrg) -> None:
