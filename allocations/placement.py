@@ -90,7 +90,7 @@ def gpu_price(model: GpuModel, *, rates: Mapping[str, Any] | None = None) -> Gpu
     return GpuPrice(None, "", currency)
 
 
-def _offerings(pools: list[NodePool]) -> set[tuple[str, str, str | None]]:
+def _offerings(pools: list[NodePool]) -> frozenset[tuple[str, str, str | None]]:
     """(model, strategy, MIG profile) triples the pools can serve."""
     offers: set[tuple[str, str, str | None]] = set()
     for pool in pools:
@@ -101,7 +101,7 @@ def _offerings(pools: list[NodePool]) -> set[tuple[str, str, str | None]]:
             offers.add((model, "time-slicing", None))
         else:
             offers.add((model, "dedicated", None))
-    return offers
+    return frozenset(offers)
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,8 @@ class PoolOffers:
     """What a set of pools offers the framework: options, every time-sliced share, the largest dedicated node."""
 
     models: list[str]
-    offers: set[tuple[str, str, str | None]]
+    # Data, not a callback: the framework remembers its answers for these offers (keyed on them) as without pools.
+    offers: frozenset[tuple[str, str, str | None]]
     # Every time-sliced pool counts: two T4 pools of 4 and 2 tenants give the framework both shares to choose from.
     time_slice_replicas: dict[str, set[int]]
     # The largest node of each model's dedicated pools: a replica's GPUs must share one node.
@@ -153,8 +154,23 @@ def catalog_for_pools(profile: WorkloadProfile, offered: PoolOffers) -> Catalog:
                 {"gpu_model": [f"No node pool offers {wanted} here. Pools offer: {', '.join(offered.models)}."]}
             )
     if profile.gpu_model is None:
-        catalog = catalog.restricted_to(offered.models)
+        catalog = _restricted(catalog, offered.models)
     return catalog
+
+
+def _restricted(catalog: Catalog, models: list[str]) -> Catalog:
+    """``catalog.restricted_to(models)``, one object per (catalog, models): the framework remembers its decisions per
+    catalog object (issue #15), so a new one per call would work every decision out afresh."""
+    key = (id(catalog), tuple(models))
+    known = _RESTRICTED.get(key)
+    if known is None or known[0] is not catalog:
+        if len(_RESTRICTED) >= 64:  # bounded: each reference data version brings a new catalog
+            _RESTRICTED.clear()
+        known = _RESTRICTED[key] = (catalog, catalog.restricted_to(models))  # keeps the catalog: its id() is unique
+    return known[1]
+
+
+_RESTRICTED: dict[tuple[int, tuple[str, ...]], tuple[Catalog, Catalog]] = {}
 
 
 def recommend_for_pools(
@@ -170,7 +186,7 @@ def recommend_for_pools(
         rates=gpu_hourly_rates(),
         time_slice_replicas=offered.time_slice_replicas,
         currency=settings.PORTAL_CURRENCY,
-        offered=lambda model, strategy, mig_profile: (model, strategy, mig_profile) in offered.offers,
+        offered=offered.offers,
         gpus_per_node=offered.gpus_per_node,
         mig_layouts=offered.mig_layouts,
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, replace
 from decimal import Context, Decimal
 from types import MappingProxyType
@@ -47,6 +47,7 @@ from gpucore.decision.options import (
     STRATEGY_WORDS,
     TIME_SLICING,
     DecisionContext,
+    OfferSet,
     Option,
     core_json,
     core_values,
@@ -102,7 +103,7 @@ def recommend(
     time_slice_replicas: Mapping[str, int] | None = None,
     default_time_slice_replicas: int = 4,
     currency: str = "USD",
-    offered: Callable[[str, str, str | None], bool] | None = None,
+    offered: Callable[[str, str, str | None], bool] | Set[tuple[str, str, str | None]] | None = None,
     gpus_per_node: Mapping[str, int] | None = None,
     mig_layouts: Mapping[tuple[str, str], Mapping[str, int]] | None = None,
 ) -> Recommendation:
@@ -115,12 +116,16 @@ def recommend(
     replica. ``gpus_per_node`` maps model names to the most GPUs one node of a dedicated pool has: a replica needing
     more is refused on ``gpu_count`` (its GPUs must share a node). ``mig_layouts`` maps (model, MIG profile) to the
     per-GPU layout of the pool serving it, so a slice's GPU share is the one chargeback bills on that pool.
-    The cost is monthly, and for ``duration_hours``.
+    ``offered`` says which (model, strategy, MIG profile) options some node pool serves: a callback, or the set of
+    them. Given as a set (data, not code), the answers are remembered per band of memory as without pools; a callback
+    is asked afresh every time. The cost is monthly, and for ``duration_hours``.
     """
     model, tier = _resolve(profile, catalog, tiers)
     if default_time_slice_replicas < 2:
         raise ValueError("default_time_slice_replicas must be at least 2 (the device plugin's minimum).")
     check_replicas(profile, tier)
+    if offered is not None and not callable(offered):
+        offered = OfferSet(offered if offered.__class__ is frozenset else frozenset(offered))  # type: ignore[arg-type]
     node_sizes = normalize_node_sizes(gpus_per_node) if gpus_per_node else _NONE
     _check_node_size(profile, model, node_sizes)
     rationale: list[str] = []
@@ -142,8 +147,9 @@ def recommend(
         gpus_per_node=node_sizes,
         mig_layouts=normalize_layouts(mig_layouts) if mig_layouts else _NONE,
     )
-    # Without a pool callback, what is chosen and listed depends on the memory only through the bands it falls in.
-    limits = _limits_here(ctx) if offered is None else None
+    # Without pools or with their offers as data, what is chosen and listed depends on the memory only through the
+    # bands it falls in; a callback's answers could change between calls, so with one nothing is remembered.
+    limits = _limits_here(ctx) if offered is None or offered.__class__ is OfferSet else None
     key: tuple[Any, ...] | None = None
     band: _Band | None = None
 
@@ -277,19 +283,29 @@ class _Limits:
     would give) and those of every strategy of the chosen model (``model_band``: its other strategies). Between two
     consecutive limits, every fit, hence the choice, its peers and the alternatives, are the same. The limits read
     GPUs per replica, time-sliced pools and defaults and node sizes (``limits_key``), never prices.
+
+    With node-pool offers (``OfferSet``), a MIG option is the lightest offered partial profile that holds the memory
+    (``options._mig_profile_for``), so the limits of a MIG plan also hold every partial profile's memory x GPUs per
+    replica (``filtered``); which options are offered does not depend on the memory, and the offers are in the key
+    of every band (``walk_id``).
     """
 
-    __slots__ = ("catalog", "models", "plans", "values")
+    __slots__ = ("catalog", "filtered", "models", "plans", "values")
 
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, *, filtered: bool) -> None:
         self.catalog = catalog  # kept alive: its id() in the key stays unique
+        self.filtered = filtered  # the limits of offered contexts (more of them), or of contexts without pools
         self.plans: dict[int, list[Decimal]] = {}  # plan id (``_floors``) -> the limits of every model's plan
         self.models: dict[str, list[Decimal]] = {}  # model name -> the limits of its every strategy
         self.values: dict[Decimal, Decimal] = {}  # one object per limit, whichever lists hold it
 
     def walk_id(self, ctx: DecisionContext) -> int:
-        """An id of ``ctx.walk_key`` (the prices too) with this catalog: what options the bands hold."""
-        key = (ctx.walk_key, id(self.catalog))
+        """An id of ``ctx.walk_key`` (the prices too) with this catalog and the offers: what options the bands hold.
+
+        The offers are in the key by value: other pools are another key at once, and equal offers give equal answers.
+        """
+        offered = ctx.offered
+        key = (ctx.walk_key, id(self.catalog), None if offered is None else offered.offers)  # type: ignore[union-attr]
         known = _WALK_IDS.get(key)
         if known is None or known[0] is not self.catalog:
             if len(_WALK_IDS) >= _WALKS_LIMIT:  # bounded: other prices, pools and tiers bring new contexts
@@ -301,13 +317,14 @@ class _Limits:
         plan = self.plans.get(floors[5])
         if plan is None:
             plans = [(m, model_plan_in(model_plan(intent, m), order)) for m in self.catalog]
-            plan = self.plans[floors[5]] = self._interned(_sorted_limits(ctx, plans))
+            plan = self.plans[floors[5]] = self._interned(_sorted_limits(ctx, plans, filtered=self.filtered))
         return bisect_left(plan, ctx.profile.gpu_memory_gb)
 
     def model_band(self, ctx: DecisionContext, model: GpuModelSpec) -> int:
         own = self.models.get(model.name)
         if own is None:
-            own = self.models[model.name] = self._interned(_sorted_limits(ctx, [(model, (s,)) for s in _STRATEGIES]))
+            plans = [(model, (s,)) for s in _STRATEGIES]
+            own = self.models[model.name] = self._interned(_sorted_limits(ctx, plans, filtered=self.filtered))
         return bisect_left(own, ctx.profile.gpu_memory_gb)
 
     def _interned(self, limits: list[Decimal]) -> list[Decimal]:
@@ -324,28 +341,40 @@ def _limits_here(ctx: DecisionContext) -> _Limits:
     default = ctx.default_time_slice_replicas
     if tier is not None and tier.default_time_slice_replicas is not None:
         default = tier.default_time_slice_replicas
+    filtered = ctx.offered is not None
     key = (
         ctx.profile.gpu_count,
         default,
         tuple(ctx.pools.items()),
         tuple(ctx.gpus_per_node.items()),
         id(ctx.catalog),
+        filtered,
     )
     known = _LIMITS.get(key)
     if known is None or known.catalog is not ctx.catalog:
         if len(_LIMITS) >= _LIMITS_LIMIT:
             _LIMITS.clear()
-        known = _LIMITS[key] = _Limits(ctx.catalog)
+        known = _LIMITS[key] = _Limits(ctx.catalog, filtered=filtered)
     return known
 
 
-def _sorted_limits(ctx: DecisionContext, plans: list[tuple[GpuModelSpec, tuple[Strategy, ...]]]) -> list[Decimal]:
+def _sorted_limits(
+    ctx: DecisionContext, plans: list[tuple[GpuModelSpec, tuple[Strategy, ...]]], *, filtered: bool
+) -> list[Decimal]:
     limits = set()
+    n = ctx.profile.gpu_count
     for model, plan in plans:
+        # walk_steps' options ignore the offers; only the limits are read here.
         for limit, tenants, _ in walk_steps(ctx, model, plan):
             # Exact for every memory a profile can hold (at most 6 decimal places): a quotient that does not
             # terminate is more than 1e-30 away from any such number, far above this context's rounding.
             limits.add(Decimal(limit) if tenants is None else _EXACT.divide(Decimal(limit), Decimal(tenants)))
+        if filtered:
+            # Offered MIG profiles need not be recommendable; a dedicated GPU's limit stays, node size or not.
+            limits.add(Decimal(model.memory_gb * n))
+            if MIG in plan:
+                full = model.mig_compute_slices
+                limits.update(Decimal(p.memory_gb * n) for p in model.mig_profiles if p.compute_slices < full)
     return sorted(limits)
 
 

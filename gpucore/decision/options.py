@@ -90,6 +90,22 @@ class Option:
         return (_ONE - self.share / self.quantity) * _HUNDRED
 
 
+class OfferSet:
+    """Node-pool offers given as data: the (model, strategy, MIG profile) triples some pool serves.
+
+    Called like any ``offered`` callback, but its answers are a function of ``offers`` alone, so the framework may
+    remember decisions for it (keyed on ``offers``) as it does when no pools are given (issue #15).
+    """
+
+    __slots__ = ("offers",)
+
+    def __init__(self, offers: frozenset[tuple[str, str, str | None]]) -> None:
+        self.offers = offers
+
+    def __call__(self, model: str, strategy: str, mig_profile: str | None) -> bool:
+        return (model, strategy, mig_profile) in self.offers
+
+
 @dataclass(frozen=True, slots=True)
 class DecisionContext:
     """Everything ``recommend`` resolved from its arguments (internal)."""
@@ -164,9 +180,12 @@ class DecisionContext:
         return key
 
     def is_offered(self, option: Option) -> bool:
-        if self.offered is None:
+        offered = self.offered
+        if offered is None:
             return True
         key = (option.model.name, option.strategy.value, option.mig.name if option.mig else None)
+        if offered.__class__ is OfferSet:
+            return key in offered.offers  # type: ignore[union-attr]
         known = self.offers.get(key)
         if known is None:
             known = self.offers[key] = bool(self.offered(*key))

@@ -31,7 +31,8 @@ Step = tuple[int, int | None, Option]
 
 
 def walk_steps(ctx: DecisionContext, model: GpuModelSpec, plan: tuple[Strategy, ...]) -> tuple[Step, ...]:
-    """The steps of a silent walk of ``model`` through ``plan`` here; only for a context with no pool callback."""
+    """The steps of a silent walk of ``model`` through ``plan`` here, as if every option were offered (the memory
+    limits hold with offers too: ``framework._sorted_limits``)."""
     key = (ctx.walk_key, id(model), plan)
     known = _STEPS.get(key)
     if known is None or known[0] is not model:

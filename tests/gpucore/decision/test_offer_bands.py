@@ -1,0 +1,143 @@
+"""recommend() with node-pool offers as data (issue #15): remembered answers are the callback's, pool change or not.
+
+Placement hands the framework its pools' offers as a set; the framework then remembers a band of memory's answer
+as it does without pools, keyed on the offers (and on the time-sliced pools, node sizes and layouts) by value. A
+callback's answers are never remembered, so it gives the answer worked out afresh. Each sweep asks every memory on
+and either side of every limit, for a cluster whose pools change between one call and the next (a pool added, one
+changed, one removed, all removed), once upward with one catalog and once downward with an equal one (another
+object, so its bands are its own): every answer must be the callback's for the same pools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from gpucore.catalog import Catalog, MigProfile
+from gpucore.decision import BUILTIN_CATALOG, DEFAULT_TIERS_BY_SLUG, ProfileError, WorkloadProfile, recommend
+
+STEP = Decimal("0.000001")  # a profile's finest memory (6 decimal places)
+BALANCED = {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}
+
+_BASE = frozenset(
+    {
+        ("A100-40GB", "dedicated", None),
+        ("A100-40GB", "mig", "1g.5gb"),
+        ("A100-40GB", "mig", "3g.20gb"),
+        ("A100-80GB", "dedicated", None),
+        ("A100-80GB", "time-slicing", None),
+        ("H100-80GB", "mig", "1g.10gb"),
+        ("H100-80GB", "mig", "2g.20gb"),
+        ("H100-80GB", "dedicated", None),
+        ("A30", "mig", "1g.6gb"),
+        ("L4", "time-slicing", None),
+        ("T4", "time-slicing", None),
+        ("T4", "dedicated", None),
+    }
+)
+_NODES = {"A100-40GB": 8, "A100-80GB": 4, "H100-80GB": 8, "T4": 4}
+_LAYOUTS = {("A100-40GB", "1g.5gb"): BALANCED, ("A100-40GB", "3g.20gb"): BALANCED}
+
+
+def _state(offers: frozenset[Any], replicas: dict[str, Any], nodes: dict[str, int], layouts: dict[Any, Any]) -> Any:
+    return offers, {"time_slice_replicas": replicas, "gpus_per_node": nodes, "mig_layouts": layouts}
+
+
+# One cluster's pools as they change, one step at a time: what placement would pass for each.
+STATES = [
+    _state(_BASE, {"A100-80GB": 4, "L4": 4, "T4": 4}, _NODES, _LAYOUTS),
+    # a pool added: A100-40GB 2g.10gb slices (a non-recommendable 1g.10gb too)
+    _state(
+        _BASE | {("A100-40GB", "mig", "2g.10gb"), ("A100-40GB", "mig", "1g.10gb")},
+        {"A100-80GB": 4, "L4": 4, "T4": 4},
+        _NODES,
+        {**_LAYOUTS, ("A100-40GB", "2g.10gb"): BALANCED, ("A100-40GB", "1g.10gb"): {"1g.10gb": 4}},
+    ),
+    # a pool changed: the T4 pool time-sliced 2 ways instead of 4, the H100 nodes of 2 GPUs
+    _state(_BASE, {"A100-80GB": 4, "L4": 4, "T4": 2}, {**_NODES, "H100-80GB": 2}, _LAYOUTS),
+    # a pool removed: no dedicated H100
+    _state(_BASE - {("H100-80GB", "dedicated", None)}, {"A100-80GB": 4, "L4": 4, "T4": 4}, _NODES, _LAYOUTS),
+    # every pool removed
+    _state(frozenset(), {}, {}, {}),
+]
+
+
+def _memories(gpu_count: int, catalog: Catalog = BUILTIN_CATALOG) -> list[Decimal]:
+    values = set()
+    for model in catalog:
+        capacity = Decimal(model.memory_gb * gpu_count)
+        values.add(capacity)
+        values.update(Decimal(p.memory_gb * gpu_count) for p in model.mig_profiles)
+        values.update((capacity / tenants).quantize(STEP) for tenants in range(2, 9))
+    return sorted({m for limit in values for m in (limit - STEP, limit, limit + STEP) if m > 0})
+
+
+def _answer(catalog: Catalog, memory: Decimal, offered: Any, inputs: dict[str, Any], fields: dict[str, Any]) -> Any:
+    profile = WorkloadProfile(gpu_memory_gb=memory, **fields)
+    try:
+        return recommend(profile, catalog, tiers=DEFAULT_TIERS_BY_SLUG, offered=offered, **inputs).to_dict()
+    except ProfileError as error:
+        return error.errors
+
+
+def _callback(offers: frozenset[Any]) -> Any:
+    return lambda model, strategy, mig_profile: (model, strategy, mig_profile) in offers
+
+
+@pytest.mark.parametrize("gpu_model", [None, "A100-40GB", "H100-80GB", "T4"])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"workload_type": "development"},
+        {"workload_type": "realtime_inference"},
+        {"workload_type": "batch_inference", "sla_tier": "tier3_development", "isolation_required": True},
+        {"workload_type": "training", "gpu_count": 2},
+    ],
+    ids=["development", "realtime", "batch-tier3-isolated", "training-2-gpus"],
+)
+def test_answers_for_offers_as_data_are_the_callbacks_as_the_pools_change(
+    gpu_model: str | None, fields: dict[str, Any]
+) -> None:
+    upward, downward = Catalog(BUILTIN_CATALOG.models), Catalog(BUILTIN_CATALOG.models)
+    memories = _memories(fields.get("gpu_count", 1))
+    given = {**fields, "gpu_model": gpu_model}
+    for catalog, order in ((upward, memories), (downward, memories[::-1])):
+        for memory in order:
+            for offers, inputs in STATES:  # the pools change between every two calls
+                fresh = _answer(catalog, memory, _callback(offers), inputs, given)
+                assert _answer(catalog, memory, offers, inputs, given) == fresh, f"{memory} GB, {sorted(offers)}"
+
+
+def test_a_set_of_offers_is_the_callback_of_that_set() -> None:
+    # A plain set, a frozenset and a callback of the same offers give the same answer.
+    offers, inputs = STATES[1]
+    profile = {"workload_type": "realtime_inference", "gpu_memory_gb": Decimal(9)}
+    answers = [
+        recommend(WorkloadProfile(**profile), BUILTIN_CATALOG, offered=offered, **inputs).to_dict()
+        for offered in (_callback(offers), set(offers), offers)
+    ]
+    assert answers[0] == answers[1] == answers[2]
+    # The lightest offered slice that holds 9 GB, although 1g.10gb is not one the framework recommends unasked.
+    assert (answers[0]["gpu_model"], answers[0]["mig_profile"]) == ("A100-40GB", "1g.10gb")
+
+
+def test_an_offered_slice_the_framework_never_recommends_unasked_bounds_a_band_of_its_own() -> None:
+    # An operator's A100-40GB pool of 2g.13gb slices (not recommendable, so in no walk's limits): 13 GB fits one,
+    # 13.000001 GB needs a 3g.20gb; remembered bands must split there too.
+    a100 = BUILTIN_CATALOG.get("A100-40GB")
+    odd = MigProfile("2g.13gb", memory_gb=13, compute_slices=2, memory_slices=3, max_instances=2, recommendable=False)
+    models = tuple(replace(m, mig_profiles=(*m.mig_profiles, odd)) if m is a100 else m for m in BUILTIN_CATALOG)
+    offers = frozenset({("A100-40GB", "mig", "2g.13gb"), ("A100-40GB", "mig", "3g.20gb"), ("T4", "time-slicing", None)})
+    upward, downward = Catalog(models), Catalog(models)
+    memories = _memories(1, upward)
+    for gpu_model in (None, "A100-40GB"):
+        given = {"workload_type": "batch_inference", "gpu_model": gpu_model}
+        for catalog, order in ((upward, memories), (downward, memories[::-1])):
+            for memory in order:
+                fresh = _answer(catalog, memory, _callback(offers), {}, given)
+                assert _answer(catalog, memory, offers, {}, given) == fresh, f"{memory} GB"
+    chosen = [_answer(upward, Decimal(m), offers, {}, {"workload_type": "batch_inference"}) for m in ("13", "13.01")]
+    assert [answer["mig_profile"] for answer in chosen] == ["2g.13gb", "3g.20gb"]
