@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import connections, router
+from django.db import NotSupportedError, connections, router
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
@@ -39,7 +39,13 @@ from billing.metering.selectors import (
     utilization_weighted_sum,
     weighted_utilization_pct,
 )
-from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
+from billing.models import (
+    GpuHealthHour,
+    IngestStatus,
+    UtilizationIngestHour,
+    UtilizationRollup,
+    UtilizationWatermark,
+)
 from billing.utilization.alert_groups import alert_group_rows
 from gpucore import advice as advice_rules
 from gpucore import alerts as alert_rules
@@ -237,8 +243,8 @@ def _request_coverage(*, start: datetime, end: datetime, cluster_id: int | None)
     if cluster_id is None:
         return _coverage(start=start, end=end)
     # How many hours incomplete_hours() would list (only their count is shown): counted, not listed and ordered.
-    counted = _compiled_rows("incomplete", cluster=cluster_id, start=start, end=end)
-    marks = _compiled_rows("watermark", cluster=cluster_id)
+    counted = compiled_rows("incomplete", cluster=cluster_id, start=start, end=end)
+    marks = compiled_rows("watermark", cluster=cluster_id)
     if counted is None or marks is None:  # the ORM's own path (see _statement)
         missing = (
             UtilizationIngestHour.objects.filter(cluster_id=cluster_id, hour__gte=start, hour__lt=end)
@@ -286,6 +292,14 @@ _STATEMENTS: dict[str, Any] = {
     "watermark": lambda s: (
         UtilizationWatermark.objects.filter(cluster_id=s["cluster"]).order_by().values("last_complete_hour")
     ),
+    # troubleshooting.cluster_drivers of one cluster (DISTINCT ON: PostgreSQL only, as that function).
+    "drivers": lambda s: (
+        GpuHealthHour.objects.filter(cluster_id=s["cluster"], hour__gte=s["start"], hour__lt=s["end"])
+        .exclude(driver_version="")
+        .order_by("hostname", "-hour")
+        .distinct("hostname")
+        .values("hostname", "driver_version")
+    ),
 }
 
 
@@ -309,7 +323,10 @@ def _statement(kind: str, using: str) -> _Compiled | None:
     built with exactly once (its callers then take the ORM's own path)."""
     query = _STATEMENTS[kind](_STAND_INS).using(using).query
     compiler = query.get_compiler(using)
-    sql, params = compiler.as_sql()
+    try:
+        sql, params = compiler.as_sql()
+    except NotSupportedError:  # DISTINCT ON elsewhere than on PostgreSQL: the queryset raises it itself
+        return None
     ops = connections[using].ops
     adapted = {name: _adapted(ops, value) for name, value in _STAND_INS.items()}
     slots = tuple(
@@ -330,9 +347,9 @@ def _statement(kind: str, using: str) -> _Compiled | None:
     return _Compiled(sql, tuple(params), slots, names, converters)
 
 
-def _compiled_rows(kind: str, **values: Any) -> list[dict[str, Any]] | None:
-    """The rows of one of ``_STATEMENTS`` for these ids and window, as its queryset's ``values()`` gives them (the
-    ORM's converters applied); None when it could not be compiled with stand-ins."""
+def compiled_rows(kind: str, **values: Any) -> list[dict[str, Any]] | None:
+    """The rows of one of ``_STATEMENTS`` (the request page's reads) for these ids and window, as its queryset's
+    ``values()`` gives them (the ORM's converters applied); None when it could not be compiled with stand-ins."""
     using = router.db_for_read(UtilizationRollup)
     statement = _statement(kind, using)
     if statement is None or {name for _, name in statement.slots} != set(values):
@@ -357,7 +374,7 @@ def _compiled_rows(kind: str, **values: Any) -> list[dict[str, Any]] | None:
 def _request_rollup_summary(*, request_id: int, start: datetime, end: datetime) -> dict[str, Any]:
     """What ``qs.aggregate(**_summary_aggregates(), rows=Count("id"))`` answers for the request's rollups in
     [start, end), through the statement compiled once."""
-    rows = _compiled_rows("summary", request=request_id, start=start, end=end)
+    rows = compiled_rows("summary", request=request_id, start=start, end=end)
     if rows is None:
         qs = UtilizationRollup.objects.filter(request_id=request_id, hour__gte=start, hour__lt=end)
         return qs.aggregate(**_summary_aggregates(), rows=Count("id"))
