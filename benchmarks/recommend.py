@@ -9,9 +9,12 @@ each in a fresh process on the same profiles, one after the other in every run: 
 run. No assertion on time.
 
 The framework keeps what it works out per option and per alternative for the process's life, so every timed pass
-answers profiles its process has not seen: each run draws its own mix (another seed), after a warm-up pass over yet
-another mix of the same size (in-process and through the API alike). Timing profiles already answered would time
-those memos, not what a new profile costs.
+answers profiles its process has not seen: each run draws its own mixes (other seeds: one for ``recommend()``, one
+for ``place()``, one for the API), after a warm-up pass over yet another mix (in-process and through the API alike).
+Timing profiles already answered would time those memos, not what a new profile costs.
+
+Beside ``recommend()`` alone it times ``place()``, what the endpoint asks of the framework (the recommendation over
+the node pools that exist, placed on one of them), so that "API / place()" is what HTTP, DRF and validation add.
 
     .venv/bin/python benchmarks/recommend.py [--profiles 10000] [--api-profiles 2000] [--baseline-commit SHA]
 """
@@ -155,6 +158,7 @@ def main() -> None:
     from django.contrib.auth.models import User
     from rest_framework.test import APIClient
 
+    from allocations.placement import place
     from allocations.selectors import catalog_from_db, tiers_by_slug
     from gpucore.decision import ProfileError, WorkloadProfile, recommend
 
@@ -167,12 +171,15 @@ def main() -> None:
             recommend(WorkloadProfile.from_mapping(data), catalog, tiers=tiers).to_dict()
     for data in warm[: args.api_profiles]:  # the same for the API: URLconf, first queries, placement's memos
         client.post("/api/v1/recommendations/", data, format="json")
+        with contextlib.suppress(ProfileError):
+            place(WorkloadProfile.from_mapping(data))
     for data in warm[: args.api_profiles]:
         client.post("/bench/drf-floor", data, format="json")
-    in_process_rates, api_rates, floor_rates, before_rates, after_rates = [], [], [], [], []
+    in_process_rates, place_rates, api_rates, floor_rates, before_rates, after_rates = [], [], [], [], [], []
     for run in range(args.runs):
         profiles = profile_mix(args.profiles, seed=7 + run)  # profiles no process of this run has seen
-        api_sample = profiles[: args.api_profiles]
+        place_sample = profile_mix(args.api_profiles, seed=107 + run)  # nor these, nor the API's
+        api_sample = profile_mix(args.api_profiles, seed=207 + run)
         if baseline is not None:
             given = json.dumps({"warm": warm, "profiles": profiles}).encode()
             before_rates.append(tree_rate(baseline, given))
@@ -186,6 +193,12 @@ def main() -> None:
             except ProfileError:
                 refused += 1
         in_process_rates.append(len(profiles) / (time.process_time() - start))
+
+        start = time.process_time()
+        for data in place_sample:
+            with contextlib.suppress(ProfileError):
+                place(WorkloadProfile.from_mapping(data))
+        place_rates.append(len(place_sample) / (time.process_time() - start))
 
         statuses: dict[int, int] = {}
         start = time.process_time()
@@ -208,12 +221,16 @@ def main() -> None:
     )
     print(
         f"profiles: {len(profiles)} in-process a run ({refused} refused as unservable in the last), "
-        f"{len(api_sample)} through the API; each run a mix not seen before (after a warm-up on another)"
+        f"{len(place_sample)} by place() and {len(api_sample)} through the API; each run mixes not seen before "
+        "(after a warm-up on another)"
     )
     print(f"API statuses (last run): {dict(sorted(statuses.items()))}")
     print(f"recommend() in-process:         {spread(in_process_rates):>20} recommendations/s")
+    print(f"place() in-process:             {spread(place_rates):>20} placements/s (the endpoint's framework work)")
     print(f"POST /api/v1/recommendations/:  {spread(api_rates):>20} recommendations/s (Django test client)")
     print(f"ratio in-process / API:         {spread(ratios, '{:.1f}'):>20} x (target, issue #15: <= 5x)")
+    by_place = [p / a for p, a in zip(place_rates, api_rates, strict=True)]
+    print(f"ratio place() / API:            {spread(by_place, '{:.1f}'):>20} x (what HTTP, DRF and validation add)")
     floors = [a / b for a, b in zip(in_process_rates, floor_rates, strict=True)]
     over_floor = [f / a for a, f in zip(api_rates, floor_rates, strict=True)]
     print(f"POST /bench/drf-floor (no-op):  {spread(floor_rates):>20} posts/s (same client, auth and bodies)")
