@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -18,7 +19,7 @@ from django.utils.module_loading import import_string
 from allocations.models import Cluster, GpuModel, NodePool, SharingMode
 from allocations.reference_cache import built_once
 from allocations.selectors import catalog_from_db, tiers_by_slug
-from gpucore.decision import Catalog, ProfileError, Recommendation, WorkloadProfile, recommend
+from gpucore.decision import Catalog, NodePools, ProfileError, Recommendation, WorkloadProfile, recommend
 from gpucore.pricing import CATALOG_PRICE_BASIS
 
 _MODE_FOR_STRATEGY = {"dedicated": SharingMode.NONE, "mig": SharingMode.MIG, "time-slicing": SharingMode.TIME_SLICING}
@@ -38,21 +39,60 @@ def candidate_pools(cluster: Cluster | None = None) -> list[NodePool]:
     return list(_placement_inputs(cluster)[0])
 
 
-def _placement_inputs(cluster: Cluster | None) -> tuple[tuple[NodePool, ...], PoolOffers]:
+class _Placing(NamedTuple):
+    """The candidate pools, what they offer (also as the framework takes it, normalised once), and the first pool
+    serving each (model, strategy, MIG profile, time-slice replicas) as ``pool_for`` would find it."""
+
+    pools: tuple[NodePool, ...]
+    offered: PoolOffers
+    node_pools: NodePools
+    first_pool: dict[tuple[str, str, str | None, int | None], NodePool]
+
+
+def _placement_inputs(cluster: Cluster | None) -> _Placing:
     """The candidate pools and what they offer, read once per process until a cluster, pool or GPU model changes.
 
     Every recommendation and submission needs them and admins change them rarely; a save or delete of those rows
     bumps the reference version (allocations.apps), so a stale copy is never used. The pools are read, never saved.
     """
 
-    def read() -> tuple[tuple[NodePool, ...], PoolOffers]:
+    def read() -> _Placing:
         pools = NodePool.objects.filter(cluster__is_active=True).select_related("cluster", "gpu_model")
         if cluster is not None:
             pools = pools.filter(cluster=cluster)
         ordered = tuple(pools.order_by("cluster__name", "name"))
-        return ordered, pool_offers(list(ordered))
+        offered = pool_offers(list(ordered))
+        return _Placing(ordered, offered, _node_pools(offered), _first_pools(ordered))
 
     return built_once(f"placement:{cluster.pk if cluster is not None else '*'}", read)
+
+
+def _node_pools(offered: PoolOffers) -> NodePools:
+    return NodePools(
+        offers=offered.offers,
+        time_slice_replicas=offered.time_slice_replicas,
+        gpus_per_node=offered.gpus_per_node,
+        mig_layouts=offered.mig_layouts,
+    )
+
+
+_STRATEGY_OF_MODE = {mode: strategy for strategy, mode in _MODE_FOR_STRATEGY.items()}
+
+
+def _first_pools(pools: tuple[NodePool, ...]) -> dict[tuple[str, str, str | None, int | None], NodePool]:
+    """``pool_for``'s answer for every allocation the pools run, by (model, strategy, MIG profile or None, time-slice
+    replicas or None): the first pool in order keeps each key, as ``pool_for`` takes the first that matches."""
+    first: dict[tuple[str, str, str | None, int | None], NodePool] = {}
+    for pool in pools:
+        model, strategy = pool.gpu_model.name, _STRATEGY_OF_MODE.get(pool.sharing_mode)
+        if strategy == "mig":
+            for profile in pool.mig_devices or {}:
+                first.setdefault((model, strategy, profile, None), pool)
+        elif strategy == "time-slicing":
+            first.setdefault((model, strategy, None, pool.time_slice_replicas), pool)
+        elif strategy == "dedicated":
+            first.setdefault((model, strategy, None, None), pool)
+    return first
 
 
 def gpu_hourly_rates() -> dict[str, Any]:
@@ -60,7 +100,13 @@ def gpu_hourly_rates() -> dict[str, Any]:
     provider = settings.GPU_PRICE_PROVIDER
     if not provider:
         return {}
-    return import_string(provider)()
+    return _provider(provider)()
+
+
+@lru_cache(maxsize=8)
+def _provider(path: str) -> Any:
+    """The price provider at ``path``, imported once (every recommendation asks; the setting names a function)."""
+    return import_string(path)
 
 
 @dataclass(frozen=True)
@@ -174,9 +220,17 @@ _RESTRICTED: dict[tuple[int, tuple[str, ...]], tuple[Catalog, Catalog]] = {}
 
 
 def recommend_for_pools(
-    profile: WorkloadProfile, pools: list[NodePool], *, offered: PoolOffers | None = None
+    profile: WorkloadProfile,
+    pools: list[NodePool],
+    *,
+    offered: PoolOffers | None = None,
+    node_pools: NodePools | None = None,
 ) -> Recommendation:
-    """Run the framework over what these pools offer: their GPU models, sharing modes, MIG layouts and replicas."""
+    """Run the framework over what these pools offer: their GPU models, sharing modes, MIG layouts and replicas.
+
+    ``offered`` and ``node_pools`` are what ``pool_offers`` and ``NodePools`` make of ``pools``, where the caller
+    keeps them (place(): once per reference data version).
+    """
     offered = pool_offers(pools) if offered is None else offered
     catalog = catalog_for_pools(profile, offered)
     return recommend(
@@ -184,11 +238,9 @@ def recommend_for_pools(
         catalog,
         tiers=tiers_by_slug(),
         rates=gpu_hourly_rates(),
-        time_slice_replicas=offered.time_slice_replicas,
         currency=settings.PORTAL_CURRENCY,
-        offered=offered.offers,
-        gpus_per_node=offered.gpus_per_node,
-        mig_layouts=offered.mig_layouts,
+        # The offers as data, never a callback: the framework then remembers its answers for them (issue #15).
+        pools=_node_pools(offered) if node_pools is None else node_pools,
     )
 
 
@@ -215,15 +267,19 @@ def pool_for(
 
 def place(profile: WorkloadProfile, *, cluster: Cluster | None = None) -> Placement:
     """Recommend among what the candidate pools offer and choose the pool; ProfileError when none can serve it."""
-    cached_pools, offered = _placement_inputs(cluster)
-    pools = list(cached_pools)
-    recommendation = recommend_for_pools(profile, pools, offered=offered)
-    pool = pool_for(
-        pools,
-        gpu_model=recommendation.gpu_model,
-        strategy=str(recommendation.strategy),
-        mig_profile=recommendation.mig_profile,
-        time_slice_replicas=recommendation.time_slice_replicas,
+    placing = _placement_inputs(cluster)
+    recommendation = recommend_for_pools(
+        profile, list(placing.pools), offered=placing.offered, node_pools=placing.node_pools
+    )
+    # pool_for's answer, looked up (the strategy's other fields are None where pool_for does not read them).
+    strategy = recommendation.strategy.value
+    pool = placing.first_pool.get(
+        (
+            recommendation.gpu_model,
+            strategy,
+            recommendation.mig_profile if strategy == "mig" else None,
+            recommendation.time_slice_replicas if strategy == "time-slicing" else None,
+        )
     )
     if pool is None:  # the framework only chooses offered options, so this means pools changed mid-call
         raise ProfileError({"cluster": ["The node pools changed while placing the request; please try again."]})

@@ -11,6 +11,7 @@ from gpucore.decision.framework import (
     UTILIZATION_TARGET_PCT,
     Alternative,
     Isolation,
+    NodePools,
     Recommendation,
     recommend,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "Isolation",
     "IsolationFloor",
     "MigProfile",
+    "NodePools",
     "ProfileError",
     "Recommendation",
     "SlaTierSpec",

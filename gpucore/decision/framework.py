@@ -39,7 +39,14 @@ from gpucore.decision.explain import (
     utilization_line,
     why_not,
 )
-from gpucore.decision.inputs import normalize_layouts, normalize_node_sizes, normalize_pools, normalize_rates
+from gpucore.decision.inputs import (
+    NodePools,
+    OfferSet,
+    normalize_layouts,
+    normalize_node_sizes,
+    normalize_pools,
+    normalize_rates,
+)
 from gpucore.decision.options import (
     CATALOG_CURRENCY,
     DEDICATED,
@@ -47,7 +54,6 @@ from gpucore.decision.options import (
     STRATEGY_WORDS,
     TIME_SLICING,
     DecisionContext,
-    OfferSet,
     Option,
     core_json,
     core_values,
@@ -89,6 +95,7 @@ __all__ = [
     "UTILIZATION_TARGET_PCT",
     "Alternative",
     "Isolation",
+    "NodePools",
     "Recommendation",
     "recommend",
 ]
@@ -106,6 +113,7 @@ def recommend(
     offered: Callable[[str, str, str | None], bool] | Set[tuple[str, str, str | None]] | None = None,
     gpus_per_node: Mapping[str, int] | None = None,
     mig_layouts: Mapping[tuple[str, str], Mapping[str, int]] | None = None,
+    pools: NodePools | None = None,
 ) -> Recommendation:
     """Recommend a GPU allocation for ``profile`` from ``catalog``; raises ``ProfileError`` for what cannot be served.
 
@@ -118,15 +126,22 @@ def recommend(
     per-GPU layout of the pool serving it, so a slice's GPU share is the one chargeback bills on that pool.
     ``offered`` says which (model, strategy, MIG profile) options some node pool serves: a callback, or the set of
     them. Given as a set (data, not code), the answers are remembered per band of memory as without pools; a callback
-    is asked afresh every time. The cost is monthly, and for ``duration_hours``.
+    is asked afresh every time. ``pools`` gives the last four at once, normalised already (``NodePools``), in place
+    of them. The cost is monthly, and for ``duration_hours``.
     """
     model, tier = _resolve(profile, catalog, tiers)
     if default_time_slice_replicas < 2:
         raise ValueError("default_time_slice_replicas must be at least 2 (the device plugin's minimum).")
     check_replicas(profile, tier)
-    if offered is not None and not callable(offered):
-        offered = OfferSet(offered if offered.__class__ is frozenset else frozenset(offered))  # type: ignore[arg-type]
-    node_sizes = normalize_node_sizes(gpus_per_node) if gpus_per_node else _NONE
+    if pools is not None:
+        if offered is not None or time_slice_replicas or gpus_per_node or mig_layouts:
+            raise ValueError("Give the node pools either as pools= or as their four mappings, not both.")
+        offered = pools.offered
+        node_sizes = pools.gpus_per_node
+    else:
+        if offered is not None and not callable(offered):
+            offered = OfferSet(offered if offered.__class__ is frozenset else frozenset(offered))  # type: ignore[arg-type]
+        node_sizes = normalize_node_sizes(gpus_per_node) if gpus_per_node else _NONE
     _check_node_size(profile, model, node_sizes)
     rationale: list[str] = []
     intent, intent_reason = classify_intent(profile, rationale)
@@ -140,12 +155,21 @@ def recommend(
         multiplier=tier.price_multiplier if tier else Decimal(1),
         currency=currency,
         rates=normalize_rates(rates) if rates else _NONE,
-        pools=normalize_pools(time_slice_replicas) if time_slice_replicas else _NONE,
+        pools=(
+            pools.time_slice_replicas
+            if pools is not None
+            else normalize_pools(time_slice_replicas)
+            if time_slice_replicas
+            else _NONE
+        ),
         default_time_slice_replicas=default_time_slice_replicas,
         forbidden=forbidden,
         offered=offered,
         gpus_per_node=node_sizes,
-        mig_layouts=normalize_layouts(mig_layouts) if mig_layouts else _NONE,
+        mig_layouts=(
+            pools.mig_layouts if pools is not None else normalize_layouts(mig_layouts) if mig_layouts else _NONE
+        ),
+        node_pools=pools,
     )
     # Without pools or with their offers as data, what is chosen and listed depends on the memory only through the
     # bands it falls in; a callback's answers could change between calls, so with one nothing is remembered.
@@ -342,14 +366,7 @@ def _limits_here(ctx: DecisionContext) -> _Limits:
     if tier is not None and tier.default_time_slice_replicas is not None:
         default = tier.default_time_slice_replicas
     filtered = ctx.offered is not None
-    key = (
-        ctx.profile.gpu_count,
-        default,
-        tuple(ctx.pools.items()),
-        tuple(ctx.gpus_per_node.items()),
-        id(ctx.catalog),
-        filtered,
-    )
+    key = (ctx.profile.gpu_count, default, ctx.pools_key(with_layouts=False), id(ctx.catalog), filtered)
     known = _LIMITS.get(key)
     if known is None or known.catalog is not ctx.catalog:
         if len(_LIMITS) >= _LIMITS_LIMIT:

@@ -3,8 +3,10 @@ sizes, each keyed by the casefolded model name. Pure: no Django."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
 
 
 def normalize_rates(rates: Mapping[str, Decimal]) -> dict[str, Decimal]:
@@ -44,3 +46,73 @@ def normalize_node_sizes(sizes: Mapping[str, int]) -> dict[str, int]:
             raise ValueError(f"The GPUs per node of {name} must be a positive integer, not {gpus!r}.")
         result[name.casefold()] = gpus
     return result
+
+
+class OfferSet:
+    """Node-pool offers given as data: the (model, strategy, MIG profile) triples some pool serves.
+
+    Called like any ``offered`` callback, but its answers are a function of ``offers`` alone, so the framework may
+    remember decisions for it (keyed on ``offers``) as it does when no pools are given (issue #15).
+    """
+
+    __slots__ = ("offers",)
+
+    def __init__(self, offers: frozenset[tuple[str, str, str | None]]) -> None:
+        self.offers = offers
+
+    def __call__(self, model: str, strategy: str, mig_profile: str | None) -> bool:
+        return (model, strategy, mig_profile) in self.offers
+
+
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
+
+class NodePools:
+    """What a cluster's node pools tell ``recommend(pools=...)``, checked and normalised once: the options they offer,
+    each model's time-sliced replicas, its dedicated nodes' largest size, the MIG layout serving each (model, profile).
+
+    The same as passing ``offered`` (a set), ``time_slice_replicas``, ``gpus_per_node`` and ``mig_layouts``, without
+    normalising them again on every call: a caller that keeps one per version of its pools (placement) pays that once.
+    Read-only once built. The framework's memos key on it: equal when everything above is, its hash worked out once,
+    so a lookup with the object a caller keeps costs an identity check (issue #15).
+    """
+
+    __slots__ = ("_hash", "_key", "gpus_per_node", "mig_layouts", "offered", "time_slice_replicas")
+
+    def __init__(
+        self,
+        *,
+        offers: Set[tuple[str, str, str | None]],
+        time_slice_replicas: Mapping[str, int | Iterable[int]] | None = None,
+        gpus_per_node: Mapping[str, int] | None = None,
+        mig_layouts: Mapping[tuple[str, str], Mapping[str, int]] | None = None,
+    ) -> None:
+        self.offered = OfferSet(frozenset(offers))
+        self.time_slice_replicas = _frozen(normalize_pools(time_slice_replicas or {}))
+        self.gpus_per_node = _frozen(normalize_node_sizes(gpus_per_node or {}))
+        layouts = normalize_layouts(mig_layouts or {})
+        self.mig_layouts = _frozen({where: MappingProxyType(layout) for where, layout in layouts.items()})
+        self._key = (
+            self.offered.offers,
+            tuple(self.time_slice_replicas.items()),
+            tuple(self.gpus_per_node.items()),
+            tuple((where, tuple(layout.items())) for where, layout in layouts.items()),
+        )
+        self._hash = hash(self._key)
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        return other.__class__ is NodePools and self._hash == other._hash and self._key == other._key  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, name):
+            raise AttributeError(f"NodePools is read-only: {name} cannot change.")
+        object.__setattr__(self, name, value)
+
+
+def _frozen(mapping: dict[Any, Any]) -> Mapping[Any, Any]:
+    return MappingProxyType(mapping) if mapping else _EMPTY

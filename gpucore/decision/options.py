@@ -19,6 +19,7 @@ from typing import Any
 
 from gpucore import formatting
 from gpucore.catalog import Catalog, GpuModelSpec, MigProfile
+from gpucore.decision.inputs import OfferSet
 from gpucore.decision.results import (
     EXPECTED_OVERHEAD_PCT,
     ISOLATION,
@@ -90,22 +91,6 @@ class Option:
         return (_ONE - self.share / self.quantity) * _HUNDRED
 
 
-class OfferSet:
-    """Node-pool offers given as data: the (model, strategy, MIG profile) triples some pool serves.
-
-    Called like any ``offered`` callback, but its answers are a function of ``offers`` alone, so the framework may
-    remember decisions for it (keyed on ``offers``) as it does when no pools are given (issue #15).
-    """
-
-    __slots__ = ("offers",)
-
-    def __init__(self, offers: frozenset[tuple[str, str, str | None]]) -> None:
-        self.offers = offers
-
-    def __call__(self, model: str, strategy: str, mig_profile: str | None) -> bool:
-        return (model, strategy, mig_profile) in self.offers
-
-
 @dataclass(frozen=True, slots=True)
 class DecisionContext:
     """Everything ``recommend`` resolved from its arguments (internal)."""
@@ -126,6 +111,9 @@ class DecisionContext:
     # (casefolded model name, MIG profile) -> the per-GPU layout of the pool that serves it; the GPU share then
     # scales by the layout's weight (DESIGN.md "GPU share"), as chargeback does.
     mig_layouts: Mapping[tuple[str, str], Mapping[str, int]] = field(default_factory=dict)
+    # ``pools``, ``gpus_per_node`` and ``mig_layouts`` as one hashable value where the caller gave them as a
+    # ``NodePools`` (read-only, hashed by identity); None: the keys are built from the mappings.
+    node_pools: object | None = None
     # Memos of one decision: one recommendation sizes each (model, strategy) and walks each model several times
     # (choosing, then listing alternatives), and asks a pool callback per option; each is worked out once.
     # ``replace()`` starts them empty, as a context with other inputs must.
@@ -167,16 +155,24 @@ class DecisionContext:
             defaults: tuple[Any, ...] = (self.default_time_slice_replicas,)
             if tier is not None and tier.default_time_slice_replicas is not None:
                 defaults = (tier.default_time_slice_replicas, tier.name, tier.slug)
-            rates, layouts = self.rates, self.mig_layouts
+            rates = self.rates
             key = (
                 self.price_key,
                 defaults,
                 tuple((name, str(rate)) for name, rate in rates.items()) if rates else (),
-                tuple(self.pools.items()),
-                tuple(self.gpus_per_node.items()),
-                tuple((where, tuple(layout.items())) for where, layout in layouts.items()) if layouts else (),
+                self.pools_key(with_layouts=True),
             )
             object.__setattr__(self, "_walk_key", key)
+        return key
+
+    def pools_key(self, *, with_layouts: bool) -> object:
+        """The time-sliced pools and node sizes (and the MIG layouts), hashable: ``node_pools`` where given."""
+        if self.node_pools is not None:
+            return self.node_pools
+        key: tuple[Any, ...] = (tuple(self.pools.items()), tuple(self.gpus_per_node.items()))
+        if with_layouts:
+            layouts = self.mig_layouts
+            key += (tuple((where, tuple(layout.items())) for where, layout in layouts.items()) if layouts else (),)
         return key
 
     def is_offered(self, option: Option) -> bool:

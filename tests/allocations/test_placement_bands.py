@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from allocations.models import GpuModel, NodePool
-from allocations.placement import catalog_for_pools, gpu_hourly_rates, place, pool_offers
+from allocations.placement import catalog_for_pools, gpu_hourly_rates, place, pool_for, pool_offers
 from allocations.selectors import tiers_by_slug
 from gpucore.decision import ProfileError, WorkloadProfile, recommend
 from tests.factories import NodePoolFactory
@@ -28,18 +28,31 @@ PROFILES = [
 ]
 
 
+def _pools() -> list[NodePool]:
+    return list(NodePool.objects.filter(cluster__is_active=True).select_related("gpu_model").order_by("name"))
+
+
 def _placed(fields: dict[str, Any]) -> Any:
     try:
-        return place(WorkloadProfile(**fields)).recommendation.to_dict()
+        placement = place(WorkloadProfile(**fields))
     except ProfileError as error:
         return error.errors
+    answer = placement.recommendation
+    # The pool is pool_for's over the pools read afresh.
+    assert placement.node_pool == pool_for(
+        _pools(),
+        gpu_model=answer.gpu_model,
+        strategy=answer.strategy,
+        mig_profile=answer.mig_profile,
+        time_slice_replicas=answer.time_slice_replicas,
+    )
+    return answer.to_dict()
 
 
 def _with_a_callback(fields: dict[str, Any]) -> Any:
     """What the framework answers for the pools read afresh, asked through a callback (nothing remembered)."""
     profile = WorkloadProfile(**fields)
-    pools = list(NodePool.objects.filter(cluster__is_active=True).select_related("gpu_model").order_by("name"))
-    offered = pool_offers(pools)
+    offered = pool_offers(_pools())
     try:
         return recommend(
             profile,

@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 
 from gpucore.catalog import Catalog, MigProfile
-from gpucore.decision import BUILTIN_CATALOG, DEFAULT_TIERS_BY_SLUG, ProfileError, WorkloadProfile, recommend
+from gpucore.decision import (
+    BUILTIN_CATALOG,
+    DEFAULT_TIERS_BY_SLUG,
+    NodePools,
+    ProfileError,
+    WorkloadProfile,
+    recommend,
+)
 
 STEP = Decimal("0.000001")  # a profile's finest memory (6 decimal places)
 BALANCED = {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}
@@ -77,8 +84,9 @@ def _memories(gpu_count: int, catalog: Catalog = BUILTIN_CATALOG) -> list[Decima
 
 def _answer(catalog: Catalog, memory: Decimal, offered: Any, inputs: dict[str, Any], fields: dict[str, Any]) -> Any:
     profile = WorkloadProfile(gpu_memory_gb=memory, **fields)
+    given = {"pools": offered} if isinstance(offered, NodePools) else {"offered": offered, **inputs}
     try:
-        return recommend(profile, catalog, tiers=DEFAULT_TIERS_BY_SLUG, offered=offered, **inputs).to_dict()
+        return recommend(profile, catalog, tiers=DEFAULT_TIERS_BY_SLUG, **given).to_dict()
     except ProfileError as error:
         return error.errors
 
@@ -104,11 +112,18 @@ def test_answers_for_offers_as_data_are_the_callbacks_as_the_pools_change(
     upward, downward = Catalog(BUILTIN_CATALOG.models), Catalog(BUILTIN_CATALOG.models)
     memories = _memories(fields.get("gpu_count", 1))
     given = {**fields, "gpu_model": gpu_model}
+    kept = [NodePools(offers=offers, **inputs) for offers, inputs in STATES]  # as placement keeps them
     for catalog, order in ((upward, memories), (downward, memories[::-1])):
         for memory in order:
-            for offers, inputs in STATES:  # the pools change between every two calls
+            for (offers, inputs), pools in zip(STATES, kept, strict=True):  # the pools change between two calls
                 fresh = _answer(catalog, memory, _callback(offers), inputs, given)
-                assert _answer(catalog, memory, offers, inputs, given) == fresh, f"{memory} GB, {sorted(offers)}"
+                where = f"{memory} GB, {sorted(offers)}"
+                assert _answer(catalog, memory, offers, inputs, given) == fresh, where
+                assert _answer(catalog, memory, pools, {}, given) == fresh, where
+            if memory in memories[::7]:  # a new, equal NodePools now and then: equal keys, the same answers
+                offers, inputs = STATES[0]
+                fresh = _answer(catalog, memory, _callback(offers), inputs, given)
+                assert _answer(catalog, memory, NodePools(offers=offers, **inputs), {}, given) == fresh
 
 
 def test_a_set_of_offers_is_the_callback_of_that_set() -> None:
@@ -119,7 +134,10 @@ def test_a_set_of_offers_is_the_callback_of_that_set() -> None:
         recommend(WorkloadProfile(**profile), BUILTIN_CATALOG, offered=offered, **inputs).to_dict()
         for offered in (_callback(offers), set(offers), offers)
     ]
-    assert answers[0] == answers[1] == answers[2]
+    answers.append(
+        recommend(WorkloadProfile(**profile), BUILTIN_CATALOG, pools=NodePools(offers=offers, **inputs)).to_dict()
+    )
+    assert answers[0] == answers[1] == answers[2] == answers[3]
     # The lightest offered slice that holds 9 GB, although 1g.10gb is not one the framework recommends unasked.
     assert (answers[0]["gpu_model"], answers[0]["mig_profile"]) == ("A100-40GB", "1g.10gb")
 
@@ -141,3 +159,20 @@ def test_an_offered_slice_the_framework_never_recommends_unasked_bounds_a_band_o
                 assert _answer(catalog, memory, offers, {}, given) == fresh, f"{memory} GB"
     chosen = [_answer(upward, Decimal(m), offers, {}, {"workload_type": "batch_inference"}) for m in ("13", "13.01")]
     assert [answer["mig_profile"] for answer in chosen] == ["2g.13gb", "3g.20gb"]
+
+
+def test_node_pools_are_read_only_and_not_given_twice() -> None:
+    offers, inputs = STATES[0]
+    pools = NodePools(offers=offers, **inputs)
+    assert pools == NodePools(offers=set(offers), **inputs) != NodePools(offers=offers)
+    with pytest.raises(AttributeError):
+        pools.offered = None  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        pools.gpus_per_node["T4"] = 1  # type: ignore[index]
+    with pytest.raises(ValueError, match="not both"):
+        recommend(
+            WorkloadProfile(workload_type="development", gpu_memory_gb=Decimal(4)),
+            BUILTIN_CATALOG,
+            pools=pools,
+            offered=offers,
+        )
