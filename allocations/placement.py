@@ -17,7 +17,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from allocations.models import Cluster, GpuModel, NodePool, SharingMode
-from allocations.reference_cache import built_once
+from allocations.reference_cache import built_once, one_version
 from allocations.selectors import catalog_from_db, tiers_by_slug
 from gpucore.decision import Catalog, NodePools, ProfileError, Recommendation, WorkloadProfile, recommend
 from gpucore.pricing import CATALOG_PRICE_BASIS
@@ -267,6 +267,11 @@ def pool_for(
 
 def place(profile: WorkloadProfile, *, cluster: Cluster | None = None) -> Placement:
     """Recommend among what the candidate pools offer and choose the pool; ProfileError when none can serve it."""
+    with one_version():  # pools, catalog, tiers and rates of one version, its token read once as in a request
+        return _place(profile, cluster)
+
+
+def _place(profile: WorkloadProfile, cluster: Cluster | None) -> Placement:
     placing = _placement_inputs(cluster)
     recommendation = recommend_for_pools(
         profile, list(placing.pools), offered=placing.offered, node_pools=placing.node_pools

@@ -11,7 +11,8 @@ token: nothing survives it.
 Within one web request the token is read from the shared cache once: a recommendation builds four of these values,
 and with Redis each read was a round trip (issue #15). The request then works from one consistent version; a change
 it makes itself is seen at once (``bump_reference_version`` forgets its copy), another process's from the next
-request on. Outside requests (Celery, commands) every call reads the cache, as before.
+request on. Outside requests (Celery, commands) every call reads the cache, as before, except inside
+``one_version()``: a placement builds four kept values and works from one version, read once, there too.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
+from types import TracebackType
 from typing import Any, TypeVar
 
 from django.core.cache import cache
@@ -58,6 +60,24 @@ def reference_version() -> str:
     if memo is not None:
         memo[VERSION_KEY] = token
     return token
+
+
+class one_version:  # lower case: read as ``with one_version():``
+    """Within the block, the version token is read from the shared cache at most once, as within a web request (where
+    it already is, this does nothing): what the block builds comes from one consistent version (issue #15)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token: Token[dict[str, str] | None] | None = (
+            _request_memo.set({}) if _request_memo.get() is None else None
+        )
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if self._token is not None:
+            _request_memo.reset(self._token)
 
 
 def bump_reference_version(**_: Any) -> None:

@@ -118,3 +118,21 @@ def test_a_web_request_reads_the_version_once_and_sees_its_own_changes():
         request_finished.connect(close_old_connections)
     cache.set(VERSION_KEY, "after-the-request")
     assert reference_version() == "after-the-request"  # outside a request: read every time, as before
+
+
+def test_a_placement_outside_a_request_reads_the_version_once(demo_org):
+    # place() builds four kept values (pools, catalog, tiers, price book rates): from one version, read once, as a
+    # web request does; a Celery task or a benchmark placing outside a request used to read the cache four times.
+    from unittest import mock
+
+    from allocations.placement import place
+    from allocations.reference_cache import reference_version
+    from gpucore.decision import WorkloadProfile
+
+    profile = WorkloadProfile(workload_type="training", gpu_memory_gb=Decimal(40))
+    place(profile)  # built once
+    with mock.patch.object(cache, "get", wraps=cache.get) as reads:
+        assert place(profile).node_pool == demo_org.pool
+    assert [call.args[0] for call in reads.call_args_list].count(VERSION_KEY) == 1
+    cache.set(VERSION_KEY, "changed-after-the-placement")
+    assert reference_version() == "changed-after-the-placement"  # after it: read every time again
