@@ -381,8 +381,8 @@ def _sorted_limits(
     limits = set()
     n = ctx.profile.gpu_count
     for model, plan in plans:
-        # walk_steps' options ignore the offers; only the limits are read here.
-        for limit, tenants, _ in walk_steps(ctx, model, plan):
+        # Every option's limits, offered or not (the alternatives list both).
+        for limit, tenants, _ in walk_steps(ctx, model, plan, offered_only=False):
             # Exact for every memory a profile can hold (at most 6 decimal places): a quotient that does not
             # terminate is more than 1e-30 away from any such number, far above this context's rounding.
             limits.add(Decimal(limit) if tenants is None else _EXACT.divide(Decimal(limit), Decimal(tenants)))
@@ -482,7 +482,8 @@ def _walk(
 
 def _silent_walk(ctx: DecisionContext, model: GpuModelSpec, plan: tuple[Strategy, ...]) -> Option | None:
     """``_walk_model`` with nothing to say: the plan's strategies keep ``order``'s order, so it is the loop."""
-    if ctx.offered is None:  # every option exists: the walk is a few limits to compare the memory with (steps)
+    offered = ctx.offered
+    if offered is None or offered.__class__ is OfferSet:  # the walk is a few limits to compare the memory with (steps)
         return first_fit(walk_steps(ctx, model, plan), ctx.profile.gpu_memory_gb)
     sized = ctx.sized
     for strategy in plan:
@@ -558,8 +559,9 @@ def _alternatives(
     options: list[Option] = []
     for strategy in _STRATEGIES:
         if strategy is not chosen.strategy:
-            if ctx.offered is None:  # as in _silent_walk: a few limits to compare the memory with
-                option = first_fit(walk_steps(ctx, chosen.model, (strategy,)), ctx.profile.gpu_memory_gb)
+            if ctx.offered is None or ctx.offered.__class__ is OfferSet:  # as in _silent_walk: steps
+                steps = walk_steps(ctx, chosen.model, (strategy,), offered_only=False)
+                option = first_fit(steps, ctx.profile.gpu_memory_gb)
             else:
                 option = size_option(ctx, chosen.model, strategy)
             if isinstance(option, Option):
