@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from urllib.parse import quote, urlencode
 
-from django.db.models import Count, Prefetch, Q, Window
+from django.db.models import Count, Q, Window
 from django.urls import reverse
 from django.utils.http import RFC3986_SUBDELIMS
 
@@ -26,7 +26,6 @@ from allocations.models import (
     ExtensionStatus,
     GpuRequest,
     NodePool,
-    Quota,
     RequestStatus,
     Role,
     Team,
@@ -41,12 +40,13 @@ from allocations.selectors import (
     clusters_visible_to,
     gpu_request_detail,
     gpu_requests_visible_to,
+    latest_requests_of_teams_of,
     membership_role,
     pending_extensions_queue,
     quota_usage_by_quota,
     team_roles_and_sizes,
-    teams_of,
     teams_visible_to,
+    teams_with_quotas_of,
     units_allocated_by_pool,
     user_is_approver,
 )
@@ -108,40 +108,25 @@ def label_request_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]
 # --- Home and team pages -----------------------------------------------------------------------------------------
 
 
-# The columns _home_requests.html shows, read as plain rows (no model instance per request and team: issue #15).
-HOME_REQUEST_COLUMNS = (
-    "id",
-    "name",
-    "requester_id",
-    "team__name",
-    "workload_type",
-    "resource_name",
-    "resource_units",
-    "status",
-    "created_at",
-)
-
-
 def home_overview(*, user: User) -> dict[str, object]:
     """What the home page shows: the user's teams with quota use, their own requests and their teams' latest."""
-    # The quotas with their cluster and pool joined: one query, not three.
-    quotas = Prefetch("quotas", queryset=Quota.objects.select_related("cluster", "node_pool__cluster"))
-    teams = list(teams_of(user).prefetch_related(quotas))
-    usage = quota_usage_by_quota(quotas=[quota for team in teams for quota in team.quotas.all()])
+    # The teams with their quotas, cluster and pool joined: two queries, compiled once per process.
+    teams_and_quotas = teams_with_quotas_of(user)
+    teams = [team for team, _ in teams_and_quotas]
+    usage = quota_usage_by_quota(quotas=[quota for _, quotas in teams_and_quotas for quota in quotas])
     team_rows = [
         {
             "team": team,
             "quotas": [
                 {"quota": quota, "used": usage[quota.pk], "free": max(quota.limit - usage[quota.pk], 0)}
-                for quota in team.quotas.all()
+                for quota in quotas
             ],
         }
-        for team in teams
+        for team, quotas in teams_and_quotas
     ]
     # One query: the teams' latest 30, split into the user's own (their status at a glance) and the others, 10 each.
     # The columns _home_requests.html shows, and the team's name: not the requester, tier, cluster and pool rows.
-    visible = gpu_requests_visible_to(user=user).select_related(None).values(*HOME_REQUEST_COLUMNS)
-    recent = list(visible.filter(team__in=teams)[:30]) if teams else []
+    recent = latest_requests_of_teams_of(user) if teams else []
     mine = label_request_rows([r for r in recent if r["requester_id"] == user.pk][:10])
     others = label_request_rows([r for r in recent if r["requester_id"] != user.pk][:10])
     return {
