@@ -14,7 +14,9 @@ from urllib.parse import quote, urlencode
 
 from django.db.models import Count, Q, Window
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import RFC3986_SUBDELIMS
+from django.utils.timesince import timesince
 
 from allocations.extension_services import extend_refusal, extension_decide_refusal
 from allocations.membership_services import team_members_refusal
@@ -93,10 +95,18 @@ STATUS_LABELS = dict(RequestStatus.choices)
 
 def label_request_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
     """Request rows read with ``values()`` given what their tables print: ``url`` (and ``team_url`` when the row has
-    ``team__slug``), ``workload_label`` and ``status_label`` as ``get_*_display`` gives them; the rows themselves."""
+    ``team__slug``), ``workload_label`` and ``status_label`` as ``get_*_display`` gives them, and when the row has
+    ``created_at`` the texts of ``{{ created_at|date:'c' }}`` (``created_iso``) and ``{{ created_at|timesince }}``
+    (``created_ago``, against one clock reading for the page); the rows themselves."""
     request_url = id_url_maker("allocations:request-detail")
     team_url = slug_url_maker("allocations:team-detail")
+    now = timezone.now()
     for row in rows:
+        if "created_at" in row:
+            # Built here, not by the template's filters per row (~1 ms of a 25-row table: issue #15).
+            created = row["created_at"]
+            row["created_iso"] = timezone.localtime(created).isoformat() if created else ""
+            row["created_ago"] = timesince(created, now) if created else ""
         row["url"] = request_url(row["id"])
         if "team__slug" in row:
             row["team_url"] = team_url(row["team__slug"])

@@ -35,3 +35,26 @@ def test_labelled_rows_read_as_the_models_display_and_links(demo_org):
         assert row["team_url"] == reverse("allocations:team-detail", args=[request.team.slug])
         assert row["workload_label"] == request.get_workload_type_display()
         assert row["status_label"] == request.get_status_display()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris"])
+def test_labelled_rows_carry_the_created_texts_the_filters_gave(demo_org, settings, zone):
+    from datetime import timedelta
+
+    from django.template import Context, Template
+    from django.utils import timezone
+
+    from allocations.models import GpuRequest
+    from allocations.pages import label_request_rows
+    from tests.factories import GpuRequestFactory
+
+    settings.TIME_ZONE = zone
+    created = GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
+    GpuRequest.objects.filter(pk=created.pk).update(created_at=timezone.now() - timedelta(days=3, hours=5))
+    template = Template("{{ r.created_at|date:'c' }}|{{ r.created_at|timesince }}")
+    for row in GpuRequest.objects.values("id", "workload_type", "status", "created_at"):
+        expected = template.render(Context({"r": row}))
+        (labelled,) = label_request_rows([dict(row)])
+        assert f"{labelled['created_iso']}|{labelled['created_ago']}" == expected
+    assert "+01:00" in expected or zone == "UTC"
