@@ -45,6 +45,7 @@ from allocations.selectors import (
     latest_requests_of_teams_of,
     membership_role,
     pending_extensions_queue,
+    pending_requests_queue,
     quota_usage_by_quota,
     team_roles_and_sizes,
     teams_visible_to,
@@ -314,15 +315,7 @@ def approval_queue(*, user: User) -> list[dict[str, object]]:
     """Pending requests, oldest first, each with the quota headroom it would draw on (approvers only)."""
     if not user_is_approver(user):
         return []
-    pending = list(
-        gpu_requests_visible_to(user=user)
-        .filter(status=RequestStatus.PENDING_APPROVAL)
-        # The rows the queue prints: team, requester, tier, and the pool as cluster/pool (not a query per row); not
-        # the request's own cluster, which it never shows (a join less to plan: issue #15).
-        .select_related(None)
-        .select_related("team", "requester", "sla_tier", "node_pool__cluster")
-        .order_by("submitted_at", "created_at", "id")
-    )
+    pending = pending_requests_queue(user=user)
     headroom_by_request = quota_headroom_by_request(requests=pending)
     rows = []
     for request in pending:

@@ -406,6 +406,33 @@ _PENDING_EXTENSIONS = CompiledLookup(
 )
 
 
+def pending_requests_queue(*, user: User) -> list[GpuRequest]:
+    """Requests pending approval, oldest first, with what the approval queue prints of them (approvers only)."""
+    if not user_is_approver(user):
+        return []
+    # As the pending extensions: an approver's statement depends on the status alone, so it is compiled once per
+    # process (~0.6 ms of the queue's CPU on each view; issue #15) and read fresh on every call.
+    return _PENDING_REQUESTS.all(RequestStatus.PENDING_APPROVAL.value)
+
+
+def _requests_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[GpuRequest]:
+    """The queue's requests of ``status`` among the ``visible`` ones, oldest first."""
+    # The rows the queue prints: team, requester, tier, and the pool as cluster/pool (not a query per row); not the
+    # request's own cluster, which it never shows (a join less to plan: issue #15).
+    return (
+        visible.filter(status=status)
+        .select_related(None)
+        .select_related("team", "requester", "sla_tier", "node_pool__cluster")
+        .order_by("submitted_at", "created_at", "id")
+    )
+
+
+# Every request, as an approver sees them (gpu_requests_visible_to's "all" scope).
+_PENDING_REQUESTS = CompiledLookup(
+    GpuRequest, lambda status: _requests_queue(visible=GpuRequest.objects.all(), status=status)
+)
+
+
 # --- When a request held GPUs (billing's chargeback and capacity forecast read it here) -------------------------
 
 # Statuses after which a request with no ended_at holds nothing any more: its last status change ended it.

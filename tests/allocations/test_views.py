@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from allocations.models import GpuRequest, Quota, RequestStatus
 from allocations.pagination import COUNT_LIMIT
+from allocations.selectors import _requests_queue, gpu_requests_visible_to, pending_requests_queue
 from allocations.services import gpu_request_submit
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
 
@@ -317,6 +318,40 @@ def test_approval_queue_lists_pending_oldest_first_with_headroom(demo_org: DemoO
     assert rows[0]["headroom"][0].quota.limit == 8
     html = response.content.decode()
     assert "0 / 8 used" in html and "csrfmiddlewaretoken" in html
+
+
+def test_approval_queues_compiled_read_answers_what_the_orm_does(demo_org: DemoOrg, django_assert_num_queries) -> None:
+    # The queue reads its pending requests with SQL compiled once per process (issue #15): the same rows, columns and
+    # related objects as the ORM's query over the approver's scope, and a request decided since is gone at once.
+    now = timezone.now()
+    pending = RequestStatus.PENDING_APPROVAL
+    pooled = GpuRequestFactory(
+        team=demo_org.team, requester=demo_org.member, status=pending, node_pool=demo_org.pool, submitted_at=now
+    )
+    no_tier = GpuRequestFactory(
+        team=demo_org.other_team,
+        requester=demo_org.outsider,
+        status=pending,
+        sla_tier=None,
+        submitted_at=now - timedelta(hours=2),
+    )
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, status=RequestStatus.ACTIVE)
+    unsubmitted = GpuRequestFactory(team=demo_org.team, requester=demo_org.team_lead, status=pending, submitted_at=None)
+    orm = list(_requests_queue(visible=gpu_requests_visible_to(user=demo_org.approver), status=pending))
+    assert {r.pk for r in orm} == {pooled.pk, no_tier.pk, unsubmitted.pk}
+
+    def fields(request: GpuRequest) -> list[dict[str, object] | None]:
+        pool = request.node_pool
+        objects = (request, request.team, request.requester, request.sla_tier, pool, pool and pool.cluster)
+        return [obj and {k: v for k, v in vars(obj).items() if k != "_state"} for obj in objects]
+
+    with django_assert_num_queries(1):  # the related objects come with the rows, none read later
+        compiled = pending_requests_queue(user=demo_org.approver)
+        assert [fields(r) for r in compiled] == [fields(r) for r in orm]
+
+    GpuRequest.objects.filter(pk=pooled.pk).update(status=RequestStatus.REJECTED)
+    assert [r.pk for r in pending_requests_queue(user=demo_org.approver)] == [r.pk for r in orm if r.pk != pooled.pk]
+    assert pending_requests_queue(user=demo_org.member) == []
 
 
 def test_approval_queue_reads_every_teams_month_at_once(demo_org: DemoOrg) -> None:
