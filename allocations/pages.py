@@ -15,7 +15,9 @@ from urllib.parse import quote, urlencode
 from django.db.models import Count, Q, Window
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape
 from django.utils.http import RFC3986_SUBDELIMS
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 from allocations.extension_services import extend_refusal, extension_decide_refusal
@@ -114,6 +116,54 @@ def label_request_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]
         row["workload_label"] = WORKLOAD_LABELS.get(row["workload_type"], row["workload_type"])
         row["status_label"] = STATUS_LABELS.get(row["status"], row["status"])
     return rows
+
+
+# One row of the my-requests table, as templates/allocations/request_list.html printed it with a {% for %} over the
+# page: filled here, every value escaped as {{ }} escapes it (the engine's twelve variables and two tags per row cost
+# ~0.75 ms of a 25-row page: issue #15). Change the markup here, not in the template.
+_REQUEST_LIST_ROW = (
+    "\n      <tr>"
+    "\n        <td>{id}</td>"
+    '\n        <td><a href="{url}">{name}</a></td>'
+    '\n        <td><a href="{team_url}">{team}</a></td>'
+    "\n        <td>{requester}</td>"
+    "\n        <td>{workload}</td>"
+    "\n        <td>{allocation}</td>"
+    "\n        <td>{tier}</td>"
+    '\n        <td><span class="status status-{status}">{status_label}</span></td>'
+    '\n        <td title="{created_iso}">{created_ago} ago</td>'
+    "\n      </tr>\n    "
+)
+
+
+def request_list_rows_html(rows: list[dict[str, object]]) -> SafeString:
+    """The my-requests table's body rows as HTML, from rows of ``label_request_rows`` with the list's columns."""
+    parts = []
+    for row in rows:
+        units = row["resource_units"]
+        allocation = (
+            f"<code>{escape(row['resource_name'])}</code> \N{MULTIPLICATION SIGN} {escape(units)}"
+            if row["resource_name"]
+            else '<span class="muted">—</span>'
+        )
+        parts.append(
+            _REQUEST_LIST_ROW.format(
+                id=escape(row["id"]),
+                url=escape(row["url"]),
+                name=escape(row["name"]),
+                team_url=escape(row["team_url"]),
+                team=escape(row["team__name"]),
+                requester=escape(row["requester__username"]),
+                workload=escape(row["workload_label"]),
+                allocation=allocation,
+                tier=escape(row["sla_tier__name"]) if row["sla_tier__name"] else "—",
+                status=escape(row["status"]),
+                status_label=escape(row["status_label"]),
+                created_iso=escape(row["created_iso"]),
+                created_ago=escape(row["created_ago"]),
+            )
+        )
+    return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped
 
 
 # --- Home and team pages -----------------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from allocations.pages import (
     pending_extension_rows,
     request_list_columns,
     request_list_ordering,
+    request_list_rows_html,
 )
 from allocations.pagination import BoundedCountPaginator
 from allocations.placement import place
@@ -233,6 +234,8 @@ def request_list(request: HttpRequest) -> HttpResponse:
         ),
         # The SLA tiers of the filter, from the reference data kept per process: not a query per page.
         "tier_options": [(tier.slug, tier.name) for tier in tiers_by_slug().values()],
+        # The table's rows as HTML, built in one pass (allocations.pages.request_list_rows_html).
+        "rows_html": request_list_rows_html(page.object_list) if valid else "",
         # Read only when the list is empty (the template's last branches): not a query on every page.
         "has_teams": lambda: teams_of(user).exists() or user_is_approver(user),
     }

@@ -58,3 +58,40 @@ def test_labelled_rows_carry_the_created_texts_the_filters_gave(demo_org, settin
         (labelled,) = label_request_rows([dict(row)])
         assert f"{labelled['created_iso']}|{labelled['created_ago']}" == expected
     assert "+01:00" in expected or zone == "UTC"
+
+
+# The my-requests table's rows as the template printed them before allocations.pages.request_list_rows_html.
+_ROWS_AS_THE_TEMPLATE_PRINTED_THEM = """{% for r in rows %}
+      <tr>
+        <td>{{ r.id }}</td>
+        <td><a href="{{ r.url }}">{{ r.name }}</a></td>
+        <td><a href="{{ r.team_url }}">{{ r.team__name }}</a></td>
+        <td>{{ r.requester__username }}</td>
+        <td>{{ r.workload_label }}</td>
+        <td>{% if r.resource_name %}<code>{{ r.resource_name }}</code> × {{ r.resource_units }}{% else %}<span class="muted">—</span>{% endif %}</td>
+        <td>{{ r.sla_tier__name|default:"—" }}</td>
+        <td><span class="status status-{{ r.status }}">{{ r.status_label }}</span></td>
+        <td title="{{ r.created_at|date:'c' }}">{{ r.created_at|timesince }} ago</td>
+      </tr>
+    {% endfor %}"""  # noqa: E501, RUF001
+
+
+@pytest.mark.django_db
+def test_request_list_rows_html_is_what_the_template_printed(demo_org):
+    from django.template import Context, Template
+
+    from allocations.models import GpuRequest, SlaTier
+    from allocations.pages import label_request_rows, request_list_rows_html
+    from allocations.views import REQUEST_TABLE_COLUMNS
+    from tests.factories import GpuRequestFactory
+
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name='<b>"odd" & name</b>')
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, sla_tier=SlaTier.objects.first())
+    unallocated = GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
+    GpuRequest.objects.filter(pk=unallocated.pk).update(resource_name="", resource_units=0, sla_tier=None)
+    rows = label_request_rows(list(GpuRequest.objects.values(*REQUEST_TABLE_COLUMNS)))
+    assert {bool(row["sla_tier__name"]) for row in rows} == {True, False}
+    assert {bool(row["resource_name"]) for row in rows} == {True, False}
+    expected = Template(_ROWS_AS_THE_TEMPLATE_PRINTED_THEM).render(Context({"rows": rows}))
+    assert request_list_rows_html(rows) == expected
+    assert "&lt;b&gt;&quot;odd&quot; &amp; name&lt;/b&gt;" in expected
