@@ -49,6 +49,7 @@ from allocations.selectors import (
     pending_extensions_queue,
     pending_requests_queue,
     quota_usage_by_quota,
+    quota_usage_of_teams_of,
     team_roles_and_sizes,
     teams_visible_to,
     teams_with_quotas_of,
@@ -174,7 +175,7 @@ def home_overview(*, user: User) -> dict[str, object]:
     # The teams with their quotas, cluster and pool joined: two queries, compiled once per process.
     teams_and_quotas = teams_with_quotas_of(user)
     teams = [team for team, _ in teams_and_quotas]
-    usage = quota_usage_by_quota(quotas=[quota for _, quotas in teams_and_quotas for quota in quotas])
+    usage = quota_usage_of_teams_of(user=user, quotas=[quota for _, quotas in teams_and_quotas for quota in quotas])
     team_rows = [
         {
             "team": team,

@@ -105,3 +105,36 @@ def test_latest_requests_equal_the_orms_rows(approver, django_assert_num_queries
     with django_assert_num_queries(1):
         assert latest_requests_of_teams_of(user) == expected
     assert latest_requests_of_teams_of(AnonymousUser()) == []
+
+
+@pytest.mark.django_db
+def test_quota_usage_of_teams_of_equals_quota_usage_by_quota(django_assert_num_queries):
+    from allocations.models import RequestStatus
+    from allocations.selectors import quota_usage_by_quota, quota_usage_of_teams_of
+    from tests.factories import GpuRequestFactory
+
+    user, other = UserFactory(), UserFactory()
+    vision, nlp, foreign = TeamFactory(), TeamFactory(), TeamFactory()
+    MembershipFactory(user=user, team=vision)
+    MembershipFactory(user=user, team=nlp)
+    MembershipFactory(user=other, team=foreign)
+    pool, other_pool = NodePoolFactory(), NodePoolFactory()
+    QuotaFactory(team=vision, resource_name="nvidia.com/gpu", limit=8)
+    QuotaFactory(team=vision, resource_name="nvidia.com/gpu", node_pool=pool, limit=4)
+    QuotaFactory(team=nlp, resource_name="nvidia.com/gpu", cluster=pool.cluster, limit=2)
+    QuotaFactory(team=foreign, resource_name="nvidia.com/gpu", limit=1)
+    statuses = [RequestStatus.ACTIVE, RequestStatus.APPROVED, RequestStatus.PENDING_APPROVAL, RequestStatus.RELEASED]
+    for i in range(16):
+        GpuRequestFactory(
+            team=(vision, nlp, foreign)[i % 3],
+            status=statuses[i % 4],
+            node_pool=(pool, other_pool, None)[i % 3],
+            cluster=pool.cluster if i % 5 == 0 else None,
+            resource_units=i + 1,
+        )
+    quotas = [quota for _, team_quotas in teams_with_quotas_of(user) for quota in team_quotas]
+    expected = quota_usage_by_quota(quotas=quotas)
+    assert len(expected) == 3 and any(expected.values())
+    with django_assert_num_queries(1):
+        assert quota_usage_of_teams_of(user=user, quotas=quotas) == expected
+    assert quota_usage_of_teams_of(user=user, quotas=[]) == {}
