@@ -1,9 +1,13 @@
-"""Model rows of one user read with SQL the ORM compiled once per process (issue #15).
+"""Model rows read with SQL the ORM compiled once per process (issue #15).
 
-Building and compiling a queryset cost the home page more CPU than PostgreSQL took to answer it. A ``UserRows``
-builds its queryset once per database for a stand-in user id, keeps the SQL, and on each call runs it with the real
-id, turning every row into the model instances ``QuerySet.__iter__`` would give (Django's own converters, ``from_db``
-and ``select_related`` populators). Only the SQL is kept: every call reads the rows as they are now.
+Some reads run on every view or API call with SQL that depends on one value only: a token and its user (each
+token-authenticated call), a user's teams, their quotas and latest requests (every home page), the approval queue's
+pending extensions. Building and compiling such a query through the ORM cost ten times or more what PostgreSQL takes
+to run it, and the same on every call. A ``CompiledRead`` builds its queryset once per database for a stand-in value,
+keeps the SQL, and on each call runs it with the real value, turning every row into what ``QuerySet.__iter__`` gives:
+model instances through Django's own converters, ``from_db`` and ``select_related`` populators, or the dicts of a
+``values()`` queryset. Only the SQL is kept: every call reads the rows as they are now (a revoked token, a decided
+extension, a new membership hold at once). The tests compare each read with the ORM's own answer.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from django.db.models import Model, QuerySet
 from django.db.models.query import ValuesIterable, get_related_populators
 
 _M = TypeVar("_M", bound=Model)
-# Inside the integer range, so Django compiles it as it would a real id; no user has a negative id.
-_USER_STAND_IN = -1_987_654_323
+# Stand-ins the queryset is compiled with, found again in its parameters: text no real key holds (the middleware
+# refuses NULs), and an id inside the integer range (so Django compiles it as a real one) that no row has.
+TEXT_STAND_IN = "\x00portal-compiled-read\x00"
+ID_STAND_IN = -1_987_654_323
 
 
 @dataclass(frozen=True)
@@ -37,20 +43,35 @@ class _Compiled:
     names: tuple[str, ...] = ()
 
 
-class UserRows(Generic[_M]):
-    """``list(build(user_id))`` of a queryset whose only varying value is a user id, read with one query whose SQL is
-    compiled once per database: model instances (with their ``select_related`` objects) from ``instances``, the dicts
-    of a ``values()`` queryset from ``values``."""
+class CompiledRead(Generic[_M]):
+    """``build(value)`` read with one query whose SQL is compiled once per database: the first instance
+    (``first``), every instance with its ``select_related`` objects (``instances``), or the dicts of a ``values()``
+    queryset (``values``). ``stand_in`` is what ``build`` is compiled with: ``TEXT_STAND_IN`` for a key,
+    ``ID_STAND_IN`` for an id; the value must be the query's only parameter that varies."""
 
-    def __init__(self, model: type[_M], build: Callable[[int], QuerySet[_M]]) -> None:
+    def __init__(self, model: type[_M], build: Callable[[Any], QuerySet[_M]], *, stand_in: Any = TEXT_STAND_IN):
         self._model = model  # the queryset is built on first use: models may not be ready when this is created
         self._build = build
-        self._compiled: dict[str, _Compiled] = {}
+        self._stand_in = stand_in
+        self._compiled: dict[tuple[str, bool], _Compiled] = {}
         self._lock = threading.Lock()
 
-    def instances(self, user_id: int) -> list[_M]:
-        """What ``list(build(user_id))`` answers for a queryset of model instances, read now."""
-        alias, compiled, rows = self._read(user_id)
+    def first(self, value: Any) -> _M | None:
+        """The instance the ORM would answer for ``build(value).first()``, read now."""
+        found = self._instances(value, first=True)
+        return found[0] if found else None
+
+    def instances(self, value: Any) -> list[_M]:
+        """What ``list(build(value))`` answers for a queryset of model instances, read now."""
+        return self._instances(value, first=False)
+
+    def values(self, value: Any) -> list[dict[str, Any]]:
+        """What ``list(build(value))`` answers for a ``values()`` queryset, read now."""
+        _, compiled, rows = self._read(value, first=False)
+        return [dict(zip(compiled.names, row, strict=False)) for row in rows]
+
+    def _instances(self, value: Any, *, first: bool) -> list[_M]:
+        alias, compiled, rows = self._read(value, first=first)
         start, end = compiled.fields
         answer = []
         for row in rows:
@@ -60,18 +81,13 @@ class UserRows(Generic[_M]):
             answer.append(instance)
         return answer  # type: ignore[return-value]
 
-    def values(self, user_id: int) -> list[dict[str, Any]]:
-        """What ``list(build(user_id))`` answers for a ``values()`` queryset, read now."""
-        _, compiled, rows = self._read(user_id)
-        return [dict(zip(compiled.names, row, strict=False)) for row in rows]
-
-    def _read(self, user_id: int) -> tuple[str, _Compiled, list[list[Any]]]:
+    def _read(self, value: Any, *, first: bool) -> tuple[str, _Compiled, list[list[Any]]]:
         alias = router.db_for_read(self._model)
-        compiled = self._compiled.get(alias) or self._compile(alias)
+        compiled = self._compiled.get((alias, first)) or self._compile(alias, first=first)
         connection = connections[alias]
         params = list(compiled.params)
         for position in compiled.slots:
-            params[position] = int(user_id)
+            params[position] = value
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             fetched = cursor.fetchall()
@@ -86,13 +102,16 @@ class UserRows(Generic[_M]):
             rows.append(row)
         return alias, compiled, rows
 
-    def _compile(self, alias: str) -> _Compiled:
-        queryset = self._build(_USER_STAND_IN)
+    def _compile(self, alias: str, *, first: bool) -> _Compiled:
+        queryset = self._build(self._stand_in)
+        if first:
+            queryset = queryset[:1]
         compiler = queryset.query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
-        slots = tuple(i for i, value in enumerate(params) if type(value) is int and value == _USER_STAND_IN)
+        kind = type(self._stand_in)
+        slots = tuple(i for i, param in enumerate(params) if type(param) is kind and param == self._stand_in)
         if not slots:
-            raise ValueError("The queryset does not take the user id as a parameter.")
+            raise ValueError(f"The queryset does not take the value as a parameter: {params!r}")
         select, klass_info = compiler.select, compiler.klass_info
         converters = list(compiler.get_converters([column[0] for column in select[: compiler.col_count]]).items())
         if queryset._iterable_class is ValuesIterable:  # named as ValuesIterable names them
@@ -116,5 +135,5 @@ class UserRows(Generic[_M]):
                 populators=tuple(get_related_populators(klass_info, select, alias)),
             )
         with self._lock:
-            self._compiled[alias] = compiled
+            self._compiled[(alias, first)] = compiled
         return compiled

@@ -20,8 +20,7 @@ from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast, JSONObject
 from django.utils.module_loading import import_string
 
-from allocations.compiled_lookup import CompiledLookup
-from allocations.compiled_reads import UserRows
+from allocations.compiled_reads import ID_STAND_IN, CompiledRead
 from allocations.gateways import gateway_for
 from allocations.gateways.base import ClusterGateway, GatewayError, PodStatus, WorkloadEvent
 from allocations.models import (
@@ -138,12 +137,15 @@ def teams_of(user: User) -> QuerySet[Team]:
 
 # The home's teams and their quotas (cluster and pool joined), as teams_of() and a prefetch read them, through SQL
 # compiled once per process: building these querysets cost ~1.7 ms of CPU per view, PostgreSQL ~0.2 ms (issue #15).
-_TEAMS_OF = UserRows(Team, lambda user_id: Team.objects.filter(memberships__user_id=user_id).distinct())
-_QUOTAS_OF_TEAMS_OF = UserRows(
+_TEAMS_OF = CompiledRead(
+    Team, lambda user_id: Team.objects.filter(memberships__user_id=user_id).distinct(), stand_in=ID_STAND_IN
+)
+_QUOTAS_OF_TEAMS_OF = CompiledRead(
     Quota,
     lambda user_id: Quota.objects.filter(
         team_id__in=Membership.objects.filter(user_id=user_id).values("team_id")
     ).select_related("cluster", "node_pool__cluster"),
+    stand_in=ID_STAND_IN,
 )
 
 
@@ -177,11 +179,12 @@ HOME_REQUEST_COLUMNS = (
     "created_at",
 )
 HOME_REQUEST_LIMIT = 30
-_LATEST_OF_TEAMS_OF = UserRows(
+_LATEST_OF_TEAMS_OF = CompiledRead(
     GpuRequest,
     lambda user_id: GpuRequest.objects.filter(requests_of_member_teams(user_id=user_id)).values(*HOME_REQUEST_COLUMNS)[
         :HOME_REQUEST_LIMIT
     ],
+    stand_in=ID_STAND_IN,
 )
 
 
@@ -311,7 +314,7 @@ def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA
 
 # The units held of the resources the user's teams have quotas for, as quota_usage_by_quota reads them for the home
 # (every quota of the user's teams), through SQL compiled once per process (issue #15).
-_HELD_BY_TEAMS_OF = UserRows(
+_HELD_BY_TEAMS_OF = CompiledRead(
     GpuRequest,
     lambda user_id: (
         GpuRequest.objects.filter(
@@ -325,6 +328,7 @@ _HELD_BY_TEAMS_OF = UserRows(
         .annotate(units=Sum("resource_units"))
         .order_by()
     ),
+    stand_in=ID_STAND_IN,
 )
 
 
@@ -415,7 +419,7 @@ def pending_extensions_queue(*, user: User) -> list[AllocationExtension]:
         return []
     # An approver sees every request, so the statement depends on nothing but the status: compiled once per process
     # (building it cost ~0.8 ms of the queue's CPU on each view; issue #15), read fresh on every call.
-    return _PENDING_EXTENSIONS.all(ExtensionStatus.PENDING.value)
+    return _PENDING_EXTENSIONS.instances(ExtensionStatus.PENDING.value)
 
 
 def _extensions_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[AllocationExtension]:
@@ -430,7 +434,7 @@ def _extensions_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet
 
 
 # Every request, as an approver sees them (gpu_requests_visible_to's "all" scope).
-_PENDING_EXTENSIONS = CompiledLookup(
+_PENDING_EXTENSIONS = CompiledRead(
     AllocationExtension, lambda status: _extensions_queue(visible=GpuRequest.objects.all(), status=status)
 )
 
@@ -441,7 +445,7 @@ def pending_requests_queue(*, user: User) -> list[GpuRequest]:
         return []
     # As the pending extensions: an approver's statement depends on the status alone, so it is compiled once per
     # process (~0.6 ms of the queue's CPU on each view; issue #15) and read fresh on every call.
-    return _PENDING_REQUESTS.all(RequestStatus.PENDING_APPROVAL.value)
+    return _PENDING_REQUESTS.instances(RequestStatus.PENDING_APPROVAL.value)
 
 
 def _requests_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[GpuRequest]:
@@ -457,7 +461,7 @@ def _requests_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[G
 
 
 # Every request, as an approver sees them (gpu_requests_visible_to's "all" scope).
-_PENDING_REQUESTS = CompiledLookup(
+_PENDING_REQUESTS = CompiledRead(
     GpuRequest, lambda status: _requests_queue(visible=GpuRequest.objects.all(), status=status)
 )
 

@@ -9,13 +9,13 @@ from rest_framework import exceptions
 from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 
+from allocations.compiled_reads import CompiledRead
 from portal.throttling import FailureThrottledTokenAuthentication, client_ip
-from portal.tokens.lookup import CompiledLookup
 from portal.tokens.models import KEY_PREFIX
 from portal.tokens.services import api_token_authenticate
 
-# DRF's query for a legacy key (TokenAuthentication.authenticate_credentials), compiled once (portal/tokens/lookup.py).
-_LEGACY_TOKEN = CompiledLookup(Token, lambda key: Token.objects.select_related("user").filter(key=key))
+# DRF's query for a legacy key (TokenAuthentication.authenticate_credentials), compiled once (allocations/compiled_reads.py).
+_LEGACY_TOKEN = CompiledRead(Token, lambda key: Token.objects.select_related("user").filter(key=key))
 
 
 class NamedTokenAuthentication(FailureThrottledTokenAuthentication):

@@ -13,16 +13,16 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from allocations.compiled_reads import CompiledRead
 from audit.services import audit_record, audit_snapshot
-from portal.tokens.lookup import CompiledLookup
 from portal.tokens.models import KEY_PREFIX, ApiToken, key_digest
 
 EXPIRY_DAYS = (7, 30, 90, 365)
 MAX_EXPIRY_DAYS = max(EXPIRY_DAYS)
 # Writing last_used_at on every call would turn each API read into a write; a minute's resolution is enough.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
-# Every named-token call reads its token and user: the query is compiled once (portal/tokens/lookup.py).
-_TOKEN_BY_PUBLIC_ID = CompiledLookup(
+# Every named-token call reads its token and user: the query is compiled once (allocations/compiled_reads.py).
+_TOKEN_BY_PUBLIC_ID = CompiledRead(
     ApiToken, lambda public_id: ApiToken.objects.select_related("user").filter(public_id=public_id)
 )
 
