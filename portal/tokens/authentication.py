@@ -14,7 +14,8 @@ from portal.throttling import FailureThrottledTokenAuthentication, client_ip
 from portal.tokens.models import KEY_PREFIX
 from portal.tokens.services import api_token_authenticate
 
-# DRF's query for a legacy key (TokenAuthentication.authenticate_credentials), compiled once (allocations/compiled_reads.py).
+# DRF's query for a legacy key (TokenAuthentication.authenticate_credentials), compiled once
+# (allocations/compiled_reads.py).
 _LEGACY_TOKEN = CompiledRead(Token, lambda key: Token.objects.select_related("user").filter(key=key))
 
 
