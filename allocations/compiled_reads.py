@@ -13,7 +13,7 @@ extension, a new membership hold at once). The tests compare each read with the 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -41,6 +41,22 @@ class _Compiled:
     populators: tuple[Any, ...] = ()
     # A values() query's rows: the names of its columns.
     names: tuple[str, ...] = ()
+
+
+def converted_rows(fetched: Iterable[Sequence[Any]], converters: Iterable[Any], connection: Any) -> list[list[Any]]:
+    """Fetched rows with the ORM's converters applied (``compiler.get_converters``: position -> (functions,
+    expression)), as ``QuerySet.__iter__`` applies them."""
+    converters = tuple(converters)
+    rows = []
+    for row in fetched:
+        row = list(row)
+        for position, (functions, expression) in converters:
+            cell = row[position]
+            for convert in functions:
+                cell = convert(cell, expression, connection)
+            row[position] = cell
+        rows.append(row)
+    return rows
 
 
 class CompiledRead(Generic[_M]):
@@ -91,16 +107,7 @@ class CompiledRead(Generic[_M]):
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             fetched = cursor.fetchall()
-        rows = []
-        for row in fetched:
-            row = list(row)
-            for position, (converters, expression) in compiled.converters:
-                cell = row[position]
-                for converter in converters:
-                    cell = converter(cell, expression, connection)
-                row[position] = cell
-            rows.append(row)
-        return alias, compiled, rows
+        return alias, compiled, converted_rows(fetched, compiled.converters, connection)
 
     def _compile(self, alias: str, *, first: bool) -> _Compiled:
         queryset = self._build(self._stand_in)

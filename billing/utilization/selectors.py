@@ -19,6 +19,7 @@ from django.db import NotSupportedError, connections, router
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
+from allocations.compiled_reads import converted_rows
 from allocations.models import Cluster, GpuModel, GpuRequest, NodePool, Team
 from allocations.placement import gpu_hourly_rates
 from allocations.selectors import (
@@ -361,14 +362,10 @@ def compiled_rows(kind: str, **values: Any) -> list[dict[str, Any]] | None:
     with connection.cursor() as cursor:
         cursor.execute(statement.sql, params)
         fetched = cursor.fetchall()
-    rows = []
-    for row in fetched:
-        row = list(row)
-        for position, (functions, expression) in statement.converters:
-            for convert in functions:
-                row[position] = convert(row[position], expression, connection)
-        rows.append(dict(zip(statement.names, row, strict=True)))
-    return rows
+    return [
+        dict(zip(statement.names, row, strict=True))
+        for row in converted_rows(fetched, statement.converters, connection)
+    ]
 
 
 def _request_rollup_summary(*, request_id: int, start: datetime, end: datetime) -> dict[str, Any]:
