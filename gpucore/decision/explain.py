@@ -18,14 +18,11 @@ from gpucore.decision.options import (
     TIME_SLICING,
     DecisionContext,
     Option,
-    _pct,
-    fewest_time_slice_replicas,
-    format_gb,
-    format_money,
-    need_text,
 )
+from gpucore.decision.prose import format_gb, format_money, format_pct, need_text
 from gpucore.decision.results import UTILIZATION_TARGET_PCT
 from gpucore.decision.rules import Intent, model_plan
+from gpucore.decision.sizing import fewest_time_slice_replicas
 from gpucore.pricing import HOURS_PER_MONTH, share_text, to_cents
 from gpucore.profile import WorkloadProfile
 from gpucore.vocabulary import Strategy
@@ -97,7 +94,7 @@ def cost_line(ctx: DecisionContext, option: Option) -> str:
 
 def _cost_line(ctx: DecisionContext, option: Option) -> str:
     saving = option.saving_pct
-    saving_words = f", {_pct(saving)} less than dedicated {option.model.name} GPUs" if saving > 0 else ""
+    saving_words = f", {format_pct(saving)} less than dedicated {option.model.name} GPUs" if saving > 0 else ""
     if option.monthly is None or option.gpu_rate is None:
         why = f"no price book rate for {option.model.name}"
         why += (

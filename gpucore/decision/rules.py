@@ -13,7 +13,8 @@ from decimal import Decimal
 from enum import Enum
 
 from gpucore.catalog import GpuModelSpec
-from gpucore.decision.options import DEDICATED, MIG, STRATEGY_WORDS, TIME_SLICING, format_gb
+from gpucore.decision.options import DEDICATED, MIG, STRATEGY_WORDS, TIME_SLICING
+from gpucore.decision.prose import format_gb
 from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import IsolationFloor, Strategy, WorkloadType

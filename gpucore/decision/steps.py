@@ -3,7 +3,7 @@
 Choosing a model and listing the others as alternatives walk every model of the catalog: the first strategy of its
 plan that fits gives its option. Without a node-pool callback, the memory decides what fits only through limits: a
 dedicated GPU holds up to its memory x GPUs per replica, a MIG profile up to its memory x GPUs per replica, a
-time-sliced share with r tenants while memory x r <= the GPU's memory x GPUs per replica (``options``' rules, same
+time-sliced share with r tenants while memory x r <= the GPU's memory x GPUs per replica (``sizing``' rules, same
 comparisons). So for everything else a walk reads (``DecisionContext.walk_key``: GPUs per replica, price, tier
 defaults, pools, node sizes, layouts) the walk is a list of (limit, tenants, option) in the plan's order, the first
 whose limit holds giving the option: built once, then each walk compares the memory with a handful of limits instead
@@ -22,14 +22,8 @@ from decimal import Decimal
 from typing import Any
 
 from gpucore.catalog import GpuModelSpec, MigProfile
-from gpucore.decision.options import (
-    DEDICATED,
-    MIG,
-    DecisionContext,
-    Option,
-    intern_option,
-    time_slice_default,
-)
+from gpucore.decision.options import DEDICATED, MIG, DecisionContext, Option
+from gpucore.decision.sizing import intern_option, time_slice_default
 from gpucore.pricing import mig_weight
 from gpucore.vocabulary import Strategy
 
@@ -99,7 +93,7 @@ def _steps(
 def _offered_mig_steps(
     ctx: DecisionContext, model: GpuModelSpec, offers: frozenset[tuple[str, str, str | None]]
 ) -> list[Step]:
-    """``options._mig_profile_for`` with offers as steps: up to each offered partial profile's limit, the lightest
+    """``sizing._mig_profile_for`` with offers as steps: up to each offered partial profile's limit, the lightest
     offered one whose limit is at least that (the same order: weight, memory, compute slices, name)."""
     n = ctx.profile.gpu_count
     full = model.mig_compute_slices
@@ -120,7 +114,7 @@ def _mig_option(ctx: DecisionContext, model: GpuModelSpec, profile: MigProfile) 
 
 
 def _time_slice_candidates(ctx: DecisionContext, model: GpuModelSpec) -> list[tuple[int, str]]:
-    """``options._time_slice_fit``'s candidates in its order, each with the source it would name."""
+    """``sizing._time_slice_fit``'s candidates in its order, each with the source it would name."""
     pools = ctx.lookup(ctx.pools, model)
     if pools:
         return [(tenants, "the pool's setting") for tenants in pools]

@@ -20,12 +20,9 @@ from decimal import Decimal
 
 from gpucore.catalog import Catalog, CatalogError, GpuModelSpec
 from gpucore.decision.inputs import normalize_layouts, normalize_node_sizes, normalize_pools, normalize_rates
-from gpucore.decision.options import (
-    DecisionContext,
-    Option,
-    size_option,
-)
+from gpucore.decision.options import DecisionContext, Option
 from gpucore.decision.rules import apply_floors, check_replicas, classify_intent, tier1_latency_ms
+from gpucore.decision.sizing import size_option
 from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
 from gpucore.vocabulary import Strategy, WorkloadType
