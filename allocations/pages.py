@@ -26,7 +26,6 @@ from allocations.models import (
     POLLING_STATUSES,
     QUOTA_HOLDING_STATUSES,
     TERMINAL_STATUSES,
-    AllocationExtension,
     ExtensionStatus,
     GpuRequest,
     NodePool,
@@ -37,7 +36,6 @@ from allocations.models import (
 )
 from allocations.placement import gpu_hourly_rates, gpu_price
 from allocations.provisioning import pool_context
-from allocations.quotas import quota_fit, quota_headroom_by_request
 from allocations.selectors import (
     User,
     catalog_from_db,
@@ -46,8 +44,6 @@ from allocations.selectors import (
     gpu_requests_visible_to,
     latest_requests_of_teams_of,
     membership_role,
-    pending_extensions_queue,
-    pending_requests_queue,
     quota_usage_by_quota,
     quota_usage_of_teams_of,
     team_roles_and_sizes,
@@ -352,39 +348,6 @@ def gpu_request_extension_rows(*, user: User, request: GpuRequest) -> list[dict[
         }
         for extension in extensions
     ]
-
-
-def pending_extension_rows(*, user: User) -> list[AllocationExtension]:
-    """Pending extensions for the approval queue, each with ``decide_refusal``: why this user may not decide it."""
-    extensions = pending_extensions_queue(user=user)
-    for extension in extensions:
-        extension.decide_refusal = extension_decide_refusal(user=user, extension=extension)
-    return extensions
-
-
-def approval_queue(*, user: User) -> list[dict[str, object]]:
-    """Pending requests, oldest first, each with the quota headroom it would draw on (approvers only)."""
-    if not user_is_approver(user):
-        return []
-    pending = pending_requests_queue(user=user)
-    headroom_by_request = quota_headroom_by_request(requests=pending)
-    rows = []
-    for request in pending:
-        # The approval's own quota rule: a tier-3 request over its nominal quota fits by borrowing, others do not.
-        fit = quota_fit(request=request, headroom=headroom_by_request[request.pk])
-        refusal = approve_refusal(user=user, request=request)
-        rows.append(
-            {
-                "request": request,
-                "headroom": fit.headroom,
-                "fits": fit.fits,
-                "borrows": fit.borrowed,
-                "quota_refusal": fit.refusal,
-                "quota_refusal_short": fit.short_refusal,
-                "review_refusal": refusal,
-            }
-        )
-    return rows
 
 
 def gpu_request_manifests_yaml(*, request: GpuRequest) -> str:

@@ -17,7 +17,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connection, connections, router
 from django.db.models import Case, Count, Func, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum, TextField, When
 from django.db.models.fields.json import KeyTransform
-from django.db.models.functions import Cast, JSONObject
+from django.db.models.functions import Cast, Coalesce, JSONObject
 from django.utils.module_loading import import_string
 
 from allocations.compiled_reads import ID_STAND_IN, CompiledRead
@@ -413,13 +413,13 @@ def allocation_extensions_visible_to(*, user: User) -> QuerySet[AllocationExtens
     ).filter(request__in=visible)
 
 
-def pending_extensions_queue(*, user: User) -> list[AllocationExtension]:
-    """Pending extensions, oldest first, for the approval queue (approvers only)."""
+def pending_extensions_queue(*, user: User, team: Team | None = None) -> QuerySet[AllocationExtension]:
+    """Pending extensions, oldest first, for the approval queue (approvers only), of one team's requests when
+    ``team`` is given. A queryset: the queue pages it (a burst of asks must not make one unbounded page)."""
     if not user_is_approver(user):
-        return []
-    # An approver sees every request, so the statement depends on nothing but the status: compiled once per process
-    # (building it cost ~0.8 ms of the queue's CPU on each view; issue #15), read fresh on every call.
-    return _PENDING_EXTENSIONS.instances(ExtensionStatus.PENDING.value)
+        return AllocationExtension.objects.none()
+    pending = _extensions_queue(visible=GpuRequest.objects.all(), status=ExtensionStatus.PENDING)
+    return pending if team is None else pending.filter(request__team=team)
 
 
 def _extensions_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[AllocationExtension]:
@@ -433,19 +433,39 @@ def _extensions_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet
     )
 
 
-# Every request, as an approver sees them (gpu_requests_visible_to's "all" scope).
-_PENDING_EXTENSIONS = CompiledRead(
-    AllocationExtension, lambda status: _extensions_queue(visible=GpuRequest.objects.all(), status=status)
-)
+def pending_requests_queue(*, user: User, team: Team | None = None) -> QuerySet[GpuRequest]:
+    """Requests pending approval, oldest first, with what the approval queue prints of them (approvers only), of
+    one team when ``team`` is given. A queryset: the queue pages it (400 pending requests were one 1 MB page that
+    took 0.6 s to build)."""
+    if not user_is_approver(user):
+        return GpuRequest.objects.none()
+    pending = _requests_queue(visible=GpuRequest.objects.all(), status=RequestStatus.PENDING_APPROVAL)
+    return pending if team is None else pending.filter(team=team)
 
 
-def pending_requests_queue(*, user: User) -> list[GpuRequest]:
-    """Requests pending approval, oldest first, with what the approval queue prints of them (approvers only)."""
+def pending_work_by_team(*, user: User) -> list[dict[str, Any]]:
+    """The teams with requests or extensions waiting for approval, by name, each with ``requests`` and
+    ``extensions`` pending (approvers only): the approval queue's team filter, in one query."""
     if not user_is_approver(user):
         return []
-    # As the pending extensions: an approver's statement depends on the status alone, so it is compiled once per
-    # process (~0.6 ms of the queue's CPU on each view; issue #15) and read fresh on every call.
-    return _PENDING_REQUESTS.instances(RequestStatus.PENDING_APPROVAL.value)
+    # A count per team on the (team, status) index: not a join over every request the team ever made.
+    requests = GpuRequest.objects.filter(team=OuterRef("pk"), status=RequestStatus.PENDING_APPROVAL)
+    extensions = AllocationExtension.objects.filter(request__team=OuterRef("pk"), status=ExtensionStatus.PENDING)
+    teams = (
+        Team.objects.annotate(
+            requests=_count_of(requests, by="team"), extensions=_count_of(extensions, by="request__team")
+        )
+        .filter(Q(requests__gt=0) | Q(extensions__gt=0))
+        .order_by("name")
+        .values("slug", "name", "requests", "extensions")
+    )
+    return list(teams)
+
+
+def _count_of(rows: QuerySet, *, by: str) -> Coalesce:
+    """The rows (all of one ``by``, the outer row's) counted, as a correlated subquery: 0 when none."""
+    counted = rows.order_by().values(by).annotate(count=Count("pk")).values("count")
+    return Coalesce(Subquery(counted), 0)
 
 
 def _requests_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[GpuRequest]:
@@ -458,12 +478,6 @@ def _requests_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[G
         .select_related("team", "requester", "sla_tier", "node_pool__cluster")
         .order_by("submitted_at", "created_at", "id")
     )
-
-
-# Every request, as an approver sees them (gpu_requests_visible_to's "all" scope).
-_PENDING_REQUESTS = CompiledRead(
-    GpuRequest, lambda status: _requests_queue(visible=GpuRequest.objects.all(), status=status)
-)
 
 
 # --- When a request held GPUs (billing's chargeback and capacity forecast read it here) -------------------------

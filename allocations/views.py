@@ -9,12 +9,13 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from allocations.approval_queue import approval_queue_page
 from allocations.extension_services import allocation_extension_decide, allocation_extension_request, hours_text
 from allocations.filtersets import GpuRequestFilterSet
 from allocations.forms import (
@@ -33,7 +34,6 @@ from allocations.models import (
 )
 from allocations.pages import (
     REQUEST_LIST_DEFAULT_SORT,
-    approval_queue,
     global_search,
     gpu_request_actions,
     gpu_request_clone_initial,
@@ -41,7 +41,6 @@ from allocations.pages import (
     gpu_request_live_status,
     gpu_request_manifests_yaml,
     label_request_rows,
-    pending_extension_rows,
     request_list_columns,
     request_list_ordering,
     request_list_rows_html,
@@ -367,14 +366,21 @@ def _require_approver(request: HttpRequest) -> None:
 
 @login_required
 def approval_list(request: HttpRequest) -> HttpResponse:
-    """Pending requests, oldest first, with quota headroom; approve or reject one by one or in bulk."""
+    """Pending requests and extensions, oldest first, a page at a time and by team if asked, with quota headroom;
+    approve or reject one by one or the ticked ones in bulk."""
     _require_approver(request)
-    rows = approval_queue(user=request.user)
-    extension_rows = pending_extension_rows(user=request.user)
-    # The teams of the pending requests: their month to date is read for all of them at once (the budget column).
-    teams = list({row["request"].team_id: row["request"].team for row in rows}.values())
-    context = {"rows": rows, "extension_rows": extension_rows, "pending_teams": teams}
+    context = approval_queue_page(user=request.user, params=request.GET)
+    # Each section's page links keep the filter and the other section's page.
+    context["requests_query"] = _without(request.GET, "page")
+    context["extensions_query"] = _without(request.GET, "ext_page")
     return render(request, "allocations/approval_queue.html", context)
+
+
+def _without(params: QueryDict, key: str) -> str:
+    """The query string of ``params`` less ``key``."""
+    query = params.copy()
+    query.pop(key, None)
+    return query.urlencode()
 
 
 def _review(request: HttpRequest, gpu_request: GpuRequest, decision: str, comment: str) -> str | None:

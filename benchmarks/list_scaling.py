@@ -2,12 +2,15 @@
 
 Issue #15: "list latency stays flat from 1,000 to 100,000 requests in the database". The demo organisation is seeded,
 then the table is topped up to each size with requests that ended two months ago (a short frozen spec each, so the
-100,000 rows load in seconds); at each size the database is analysed and every endpoint is asked ``--requests`` times
-in-process (Django test client, logged in as the demo member and approver), three runs. Printed: the median latency
-at each size (min/median/max of the runs' medians) and its ratio to the smallest size; flat is ~1x. No assertion on
-time. PostgreSQL when ``DATABASE_URL`` names one (a fresh ``<name>_bench`` database), else SQLite.
+100,000 rows load in seconds), 1 % of the table waiting for approval (``--pending-share``; at least a page more than the
+queue shows: 26, 100, then 1,000 requests); at each size the database is analysed and every endpoint is asked
+``--requests`` times in-process (Django test client, logged in as the demo member and approver), three runs.
+Printed: the median latency at each size (min/median/max of the runs' medians) and its ratio to the smallest size;
+flat is ~1x. No assertion on time. PostgreSQL when ``DATABASE_URL`` names one (a fresh ``<name>_bench`` database),
+else SQLite.
 
     .venv/bin/python benchmarks/list_scaling.py [--sizes 1000,10000,100000] [--requests 30] [--runs 3] [--only TEXT]
+        [--pending-share 0.01]
 """
 
 from __future__ import annotations
@@ -27,11 +30,13 @@ sys.path.insert(0, str(ROOT))
 CORE_SPEC_KEYS = ("strategy", "resource_name", "quantity", "replicas", "gpu_model", "mig_profile", "node_selector")
 
 
-def top_up(total: int) -> None:
-    """Add ended requests (copies of a demo request, a short spec) until the table holds ``total`` rows."""
+def top_up(total: int, pending_share: float) -> None:
+    """Add requests (copies of a demo request, a short spec) until the table holds ``total`` rows: ended two months
+    ago, but for ``pending_share`` of the table waiting for approval, so the approval queue grows with it."""
     from django.db import connection
     from django.utils import timezone
 
+    from allocations.approval_queue import QUEUE_PAGE_SIZE
     from allocations.models import GpuRequest, RequestStatus
 
     missing = total - GpuRequest.objects.count()
@@ -45,8 +50,23 @@ def top_up(total: int) -> None:
         ended_at=ended,
         created_at=ended - timedelta(hours=6),
     )
+    # At least one full page of the queue more than there is, so every size shows the same 25 rows.
+    wanted = max(int(total * pending_share), QUEUE_PAGE_SIZE + 1)
+    waiting = max(wanted - GpuRequest.objects.filter(status=RequestStatus.PENDING_APPROVAL).count(), 0)
+    submitted = timezone.now() - timedelta(days=1)
     for start in range(0, max(missing, 0), 5000):
-        batch = [GpuRequest(**{**columns, "name": f"scale-{start + n}"}) for n in range(min(5000, missing - start))]
+        batch = []
+        for n in range(start, min(start + 5000, missing)):
+            row = {**columns, "name": f"scale-{n}"}
+            if n < waiting:
+                row.update(
+                    status=RequestStatus.PENDING_APPROVAL,
+                    activated_at=None,
+                    ended_at=None,
+                    submitted_at=submitted + timedelta(seconds=n),
+                    created_at=submitted + timedelta(seconds=n),
+                )
+            batch.append(GpuRequest(**row))
         GpuRequest.objects.bulk_create(batch)
     if connection.vendor == "postgresql":
         # As autovacuum leaves a table in production: statistics, and a visibility map so that counting the
@@ -72,6 +92,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=30, help="requests per endpoint per run")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", default="", help="measure only the endpoints and pages whose names contain this")
+    parser.add_argument(
+        "--pending-share", type=float, default=0.01, help="share of the table waiting for approval (the queue's size)"
+    )
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
 
@@ -115,7 +138,7 @@ def main() -> None:
     endpoints = {name: endpoint for name, endpoint in endpoints.items() if args.only in name}
     figures: dict[str, dict[int, list[float]]] = {name: {} for name in endpoints}
     for size in sizes:
-        top_up(size)
+        top_up(size, args.pending_share)
         for client, url in endpoints.values():
             client.get(url)  # warm: caches, plans
         for name, (client, url) in endpoints.items():
@@ -126,8 +149,8 @@ def main() -> None:
 
     print(
         f"{database}; {os.cpu_count()} CPU cores (shared machines give noisy figures); Django test client in-process, "
-        f"{args.requests} requests per endpoint, {args.runs} runs; median ms (min/median/max of the runs), and the "
-        f"ratio of each size's median to {sizes[0]:,} rows"
+        f"{args.requests} requests per endpoint, {args.runs} runs; {args.pending_share:.0%} of the requests wait for "
+        f"approval; median ms (min/median/max of the runs), and the ratio of each size's median to {sizes[0]:,} rows"
     )
     print(f"{'endpoint':44} " + " ".join(f"{f'{size:,} rows':>22}" for size in sizes))
     for name in endpoints:

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from allocations.extension_services import allocation_extension_decide, allocation_extension_request
 from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus
-from allocations.selectors import _extensions_queue, gpu_requests_visible_to, pending_extensions_queue
+from allocations.selectors import pending_extensions_queue
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -197,9 +197,9 @@ def test_others_cannot_ask(demo_org: DemoOrg) -> None:
 # --- The approval queue -------------------------------------------------------------------------------------------
 
 
-def test_the_queues_compiled_read_answers_what_the_orm_does(demo_org: DemoOrg, django_assert_num_queries) -> None:
-    # The queue reads its pending extensions with SQL compiled once per process (issue #15): the same rows, columns
-    # and related objects as the ORM's query over the approver's scope, and what is decided since is gone at once.
+def test_the_queue_reads_pending_extensions_oldest_first_by_team(demo_org: DemoOrg, django_assert_num_queries) -> None:
+    # Pending ones only, of every team for an approver (of one when asked), with the request, its team and who asked
+    # read with the rows; what is decided since is gone at once.
     first = ask(demo_org, running(demo_org, name="first-job"), hours=12)
     other = GpuRequestFactory(
         team=demo_org.other_team,
@@ -211,22 +211,22 @@ def test_the_queues_compiled_read_answers_what_the_orm_does(demo_org: DemoOrg, d
     decided = ask(demo_org, running(demo_org, name="decided-job"))
     allocation_extension_decide(extension=decided, acting_user=demo_org.approver, approve=False, comment="No.")
     later = ask(demo_org, running(demo_org, name="later-job"), hours=2)
-    orm = list(
-        _extensions_queue(visible=gpu_requests_visible_to(user=demo_org.approver), status=ExtensionStatus.PENDING)
-    )
-    assert [ext.pk for ext in orm] == [first.pk, theirs.pk, later.pk]
 
-    def fields(ext: AllocationExtension) -> list[dict[str, object]]:
-        objects = (ext, ext.request, ext.request.team, ext.requested_by)
-        return [{k: v for k, v in vars(obj).items() if k != "_state"} for obj in objects]
-
+    queued = pending_extensions_queue(user=demo_org.approver)  # reads the approver's permissions (kept on the user)
     with django_assert_num_queries(1):  # the related objects come with the rows, none read later
-        compiled = pending_extensions_queue(user=demo_org.approver)
-        assert [fields(ext) for ext in compiled] == [fields(ext) for ext in orm]
+        rows = list(queued)
+        printed = [(ext.request.name, ext.request.team.slug, ext.requested_by.username) for ext in rows]
+    assert [ext.pk for ext in rows] == [first.pk, theirs.pk, later.pk]
+    assert printed[0] == ("first-job", demo_org.team.slug, demo_org.member.username)
+    assert printed[1] == (other.name, demo_org.other_team.slug, demo_org.outsider.username)
+    assert [ext.pk for ext in pending_extensions_queue(user=demo_org.approver, team=demo_org.team)] == [
+        first.pk,
+        later.pk,
+    ]
 
     allocation_extension_decide(extension=first, acting_user=demo_org.approver, approve=True)
     assert [ext.pk for ext in pending_extensions_queue(user=demo_org.approver)] == [theirs.pk, later.pk]
-    assert pending_extensions_queue(user=demo_org.member) == []
+    assert not pending_extensions_queue(user=demo_org.member).exists()
 
 
 def test_the_queue_lists_pending_extensions_oldest_first(demo_org: DemoOrg) -> None:
