@@ -1,20 +1,28 @@
 """Model rows read with SQL the ORM compiled once per process (issue #15).
 
-Some reads run on every view or API call with SQL that depends on one value only: a token and its user (each
+Some reads run on every view or API call with SQL that depends on a value or a few only: a token and its user (each
 token-authenticated call), a user's teams, their quotas and latest requests (every home page), the approval queue's
-pending extensions. Building and compiling such a query through the ORM cost ten times or more what PostgreSQL takes
-to run it, and the same on every call. A ``CompiledRead`` builds its queryset once per database for a stand-in value,
-keeps the SQL, and on each call runs it with the real value, turning every row into what ``QuerySet.__iter__`` gives:
-model instances through Django's own converters, ``from_db`` and ``select_related`` populators, or the dicts of a
-``values()`` queryset. Only the SQL is kept: every call reads the rows as they are now (a revoked token, a decided
-extension, a new membership hold at once). The tests compare each read with the ORM's own answer.
+pending extensions, a request page's utilization summary and ingest coverage. Building and compiling such a query
+through the ORM cost ten times or more what PostgreSQL takes to run it, and the same on every call. A ``CompiledRead``
+builds its queryset once per database for a stand-in value, keeps the SQL, and on each call runs it with the real value,
+turning every row into what ``QuerySet.__iter__`` gives: model instances through Django's own converters, ``from_db``
+and ``select_related`` populators, or the dicts of a ``values()`` queryset. Only the SQL is kept: every call reads the
+rows as they are now (a revoked token, a decided extension, a new membership hold at once). The tests compare each read
+with the ORM's own answer.
+
+A read takes one value (``stand_in``: a key or an id) or several by name (``stand_ins``: ids and a window's
+datetimes, as the request page's utilization reads). A datetime is looked for, and its value put in, as the backend
+adapts a ``DateTimeField``'s value: PostgreSQL keeps the datetime, SQLite and MySQL compile it to text in the
+connection's zone, so the stand-in's own datetime is not in their parameters and a real one would not match the column.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 from django.db import connections, router
@@ -26,13 +34,21 @@ _M = TypeVar("_M", bound=Model)
 # refuses NULs), and an id inside the integer range (so Django compiles it as a real one) that no row has.
 TEXT_STAND_IN = "\x00portal-compiled-read\x00"
 ID_STAND_IN = -1_987_654_323
+# A window's two ends, for named stand-ins (``stand_ins={"cluster": ID_STAND_IN, **WINDOW_STAND_INS}``): distinct, so
+# each is found again by its value, and long before any row.
+WINDOW_STAND_INS = MappingProxyType(
+    {"start": datetime(1901, 1, 1, tzinfo=UTC), "end": datetime(1901, 1, 2, tzinfo=UTC)}
+)
+# The name a read of one value gives it; positional-only arguments keep it apart from the names of ``stand_ins``.
+_ONE = "value"
+_ABSENT: Any = object()
 
 
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
     params: tuple[Any, ...]
-    slots: tuple[int, ...]  # the positions of the stand-in in params
+    slots: tuple[tuple[int, str], ...]  # (position in params, name of the stand-in found there)
     converters: list[tuple[int, tuple[list[Any], Any]]]
     # A model's rows: its class, the row's slice holding its own columns and their names, the related populators.
     model: type[Model] | None = None
@@ -41,6 +57,11 @@ class _Compiled:
     populators: tuple[Any, ...] = ()
     # A values() query's rows: the names of its columns.
     names: tuple[str, ...] = ()
+
+
+def _adapted(ops: Any, value: Any) -> Any:
+    # As the backend adapts a DateTimeField's value (see the module's docstring); other values go in as they are.
+    return ops.adapt_datetimefield_value(value) if isinstance(value, datetime) else value
 
 
 def converted_rows(fetched: Iterable[Sequence[Any]], converters: Iterable[Any], connection: Any) -> list[list[Any]]:
@@ -63,31 +84,55 @@ class CompiledRead(Generic[_M]):
     """``build(value)`` read with one query whose SQL is compiled once per database: the first instance
     (``first``), every instance with its ``select_related`` objects (``instances``), or the dicts of a ``values()``
     queryset (``values``). ``stand_in`` is what ``build`` is compiled with: ``TEXT_STAND_IN`` for a key,
-    ``ID_STAND_IN`` for an id; the value must be the query's only parameter that varies."""
+    ``ID_STAND_IN`` for an id; the value must be the query's only parameter that varies.
 
-    def __init__(self, model: type[_M], build: Callable[[Any], QuerySet[_M]], *, stand_in: Any = TEXT_STAND_IN):
+    With ``stand_ins`` (name -> stand-in, e.g. ``{"request": ID_STAND_IN, **WINDOW_STAND_INS}``) the read is
+    ``build(**stand_ins)`` and each call names its values the same way (``values(request=7, start=..., end=...)``);
+    they must be the query's only parameters that vary, and the stand-ins distinct from each other."""
+
+    def __init__(
+        self,
+        model: type[_M],
+        build: Callable[..., QuerySet[_M]],
+        *,
+        stand_in: Any = TEXT_STAND_IN,
+        stand_ins: Mapping[str, Any] | None = None,
+    ):
+        if stand_ins is not None and stand_in is not TEXT_STAND_IN:
+            raise TypeError("A CompiledRead takes a stand_in or named stand_ins, not both.")
         self._model = model  # the queryset is built on first use: models may not be ready when this is created
         self._build = build
-        self._stand_in = stand_in
+        self._named = stand_ins is not None
+        self._stand_ins = dict(stand_ins) if stand_ins is not None else {_ONE: stand_in}
         self._compiled: dict[tuple[str, bool], _Compiled] = {}
         self._lock = threading.Lock()
 
-    def first(self, value: Any) -> _M | None:
-        """The instance the ORM would answer for ``build(value).first()``, read now."""
-        found = self._instances(value, first=True)
+    def first(self, value: Any = _ABSENT, /, **named: Any) -> _M | None:
+        """The instance the ORM would answer for ``build(...).first()``, read now."""
+        found = self._instances(self._values_of(value, named), first=True)
         return found[0] if found else None
 
-    def instances(self, value: Any) -> list[_M]:
-        """What ``list(build(value))`` answers for a queryset of model instances, read now."""
-        return self._instances(value, first=False)
+    def instances(self, value: Any = _ABSENT, /, **named: Any) -> list[_M]:
+        """What ``list(build(...))`` answers for a queryset of model instances, read now."""
+        return self._instances(self._values_of(value, named), first=False)
 
-    def values(self, value: Any) -> list[dict[str, Any]]:
-        """What ``list(build(value))`` answers for a ``values()`` queryset, read now."""
-        _, compiled, rows = self._read(value, first=False)
+    def values(self, value: Any = _ABSENT, /, **named: Any) -> list[dict[str, Any]]:
+        """What ``list(build(...))`` answers for a ``values()`` queryset, read now."""
+        _, compiled, rows = self._read(self._values_of(value, named), first=False)
         return [dict(zip(compiled.names, row, strict=False)) for row in rows]
 
-    def _instances(self, value: Any, *, first: bool) -> list[_M]:
-        alias, compiled, rows = self._read(value, first=first)
+    def _values_of(self, value: Any, named: dict[str, Any]) -> dict[str, Any]:
+        """The call's values by stand-in name: one value, or exactly the names of ``stand_ins``."""
+        if not self._named:
+            if value is _ABSENT or named:
+                raise TypeError("This CompiledRead takes one value, by position.")
+            return {_ONE: value}
+        if value is not _ABSENT or named.keys() != self._stand_ins.keys():
+            raise TypeError(f"This CompiledRead takes its values by name: {', '.join(self._stand_ins)}.")
+        return named
+
+    def _instances(self, values: dict[str, Any], *, first: bool) -> list[_M]:
+        alias, compiled, rows = self._read(values, first=first)
         start, end = compiled.fields
         answer = []
         for row in rows:
@@ -97,28 +142,36 @@ class CompiledRead(Generic[_M]):
             answer.append(instance)
         return answer  # type: ignore[return-value]
 
-    def _read(self, value: Any, *, first: bool) -> tuple[str, _Compiled, list[list[Any]]]:
+    def _read(self, values: dict[str, Any], *, first: bool) -> tuple[str, _Compiled, list[list[Any]]]:
         alias = router.db_for_read(self._model)
         compiled = self._compiled.get((alias, first)) or self._compile(alias, first=first)
         connection = connections[alias]
         params = list(compiled.params)
-        for position in compiled.slots:
-            params[position] = value
+        for position, name in compiled.slots:
+            params[position] = _adapted(connection.ops, values[name])
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             fetched = cursor.fetchall()
         return alias, compiled, converted_rows(fetched, compiled.converters, connection)
 
     def _compile(self, alias: str, *, first: bool) -> _Compiled:
-        queryset = self._build(self._stand_in)
+        queryset = self._build(**self._stand_ins) if self._named else self._build(self._stand_ins[_ONE])
         if first:
             queryset = queryset[:1]
         compiler = queryset.query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
-        kind = type(self._stand_in)
-        slots = tuple(i for i, param in enumerate(params) if type(param) is kind and param == self._stand_in)
-        if not slots:
-            raise ValueError(f"The queryset does not take the value as a parameter: {params!r}")
+        ops = connections[alias].ops
+        adapted = {name: _adapted(ops, stand_in) for name, stand_in in self._stand_ins.items()}
+        slots = tuple(
+            (position, name)
+            for position, param in enumerate(params)
+            for name, stand_in in adapted.items()
+            if type(param) is type(stand_in) and param == stand_in
+        )
+        if len({position for position, _ in slots}) != len(slots):
+            raise ValueError(f"The stand-ins are not distinct from each other: {self._stand_ins!r}")
+        if missing := adapted.keys() - {name for _, name in slots}:
+            raise ValueError(f"The queryset does not take {', '.join(sorted(missing))} as a parameter: {params!r}")
         select, klass_info = compiler.select, compiler.klass_info
         converters = list(compiler.get_converters([column[0] for column in select[: compiler.col_count]]).items())
         if queryset._iterable_class is ValuesIterable:  # named as ValuesIterable names them

@@ -17,7 +17,8 @@ from billing.costs.budget import request_budget_effect, spec_budget_effect
 from billing.costs.budget_services import user_may_edit_budget
 from billing.costs.selectors import team_budget_states, team_month_to_date, teams_month_to_date
 from billing.costs.whatif import price_basis
-from billing.utilization.selectors import request_utilization_context, team_utilization_context
+from billing.utilization.request_utilization import request_utilization_context
+from billing.utilization.selectors import team_utilization_context
 from billing.utilization.series import TEAM_SERIES_DAYS, request_series, team_series
 from billing.utilization.troubleshooting import cluster_triage_context, request_triage_context
 from billing.utilization_charts import figure_json_script, utilization_timeseries_figure

@@ -1,35 +1,23 @@
-"""Reads for utilization alerts, right-sizing advice and capacity forecasts, computed from the hourly rollups on read.
+"""Reads for utilization alerts, usage summaries and capacity forecasts, computed from the hourly rollups on read.
 
-The rules are pure (gpucore.alerts, gpucore.advice, gpucore.forecast); this module only gathers their inputs (the
-rollups through ``billing.metering``, prices through ``billing.costs``) and the context of the pages and partials
-that show them (templates/billing/*utilization*). Figures are drawn by the views (``billing.charts``).
+The rules are pure (gpucore.alerts, gpucore.forecast); this module only gathers their inputs (the rollups through
+``billing.metering``) and the context of the team and platform pages and partials that show them
+(templates/billing/*utilization*); the request page's partial, with its right-sizing advice, is
+``billing.utilization.request_utilization``. Figures are drawn by the views (``billing.charts``).
 """
 
 from __future__ import annotations
 
-import functools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
-from django.db import NotSupportedError, connections, router
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
-from allocations.compiled_reads import converted_rows
-from allocations.models import Cluster, GpuModel, GpuRequest, NodePool, Team
-from allocations.placement import gpu_hourly_rates
-from allocations.selectors import (
-    User,
-    allocation_intervals,
-    gpu_requests_visible_to,
-    teams_visible_to,
-    user_is_approver,
-)
-from billing.costs.selectors import catalog_fallback_rates
+from allocations.models import Cluster, GpuRequest, NodePool, Team
+from allocations.selectors import User, allocation_intervals, teams_visible_to, user_is_approver
 from billing.metering.rollups_version import rollups_version
 from billing.metering.selectors import (
     MIB_PER_GB,
@@ -40,21 +28,12 @@ from billing.metering.selectors import (
     utilization_weighted_sum,
     weighted_utilization_pct,
 )
-from billing.models import (
-    GpuHealthHour,
-    IngestStatus,
-    UtilizationIngestHour,
-    UtilizationRollup,
-    UtilizationWatermark,
-)
+from billing.models import UtilizationRollup, UtilizationWatermark
 from billing.utilization.alert_groups import alert_group_rows
-from gpucore import advice as advice_rules
 from gpucore import alerts as alert_rules
 from gpucore import forecast as forecast_rules
-from gpucore.pricing import to_cents
 
 HOUR = timedelta(hours=1)
-REQUEST_WINDOW_DAYS = 30
 TEAM_WINDOW_DAYS = 7
 PLATFORM_WINDOW_DAYS = 7
 MAX_ALERTS_SHOWN = 50
@@ -128,7 +107,8 @@ def alerts_for(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.Alert]:
     return alert_rules.evaluate(device_hours(qs))
 
 
-def _summary_aggregates() -> dict[str, Any]:
+def summary_aggregates() -> dict[str, Any]:
+    """The aggregates ``summary_from`` reads, by name (for ``aggregate()`` or a grouped ``annotate()``)."""
     return {
         **rollup_usage_aggregates(),
         "complete_samples": Sum("sample_count", filter=Q(is_complete=True)),
@@ -139,16 +119,17 @@ def _summary_aggregates() -> dict[str, Any]:
 
 def usage_summary(qs: QuerySet[UtilizationRollup]) -> dict[str, Any]:
     """Device-hours, time-weighted utilization, peak memory (GB), energy and complete device-hours of rollups."""
-    return _summary(qs.aggregate(**_summary_aggregates()))
+    return summary_from(qs.aggregate(**summary_aggregates()))
 
 
 def usage_summaries_by_cluster(qs: QuerySet[UtilizationRollup]) -> dict[int, dict[str, Any]]:
     """``usage_summary`` per cluster id, in one query (a cluster without rollups has no entry)."""
-    rows = qs.values("cluster_id").annotate(**_summary_aggregates()).order_by()
-    return {row["cluster_id"]: _summary(row) for row in rows}
+    rows = qs.values("cluster_id").annotate(**summary_aggregates()).order_by()
+    return {row["cluster_id"]: summary_from(row) for row in rows}
 
 
-def _summary(row: dict[str, Any]) -> dict[str, Any]:
+def summary_from(row: dict[str, Any]) -> dict[str, Any]:
+    """The usage summary (``usage_summary``'s keys) of one row of ``summary_aggregates``."""
     return {
         "gpu_hours": round((row["samples"] or 0) / 60.0, 2),
         "complete_gpu_hours": (row["complete_samples"] or 0) / 60.0,
@@ -160,70 +141,9 @@ def _summary(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def gpu_rates() -> dict[str, Decimal]:
-    """Whole-GPU hourly price by folded model name: the price book in effect, else catalog reference prices."""
-    rates = dict(catalog_fallback_rates())
-    rates.update({str(name).casefold(): Decimal(rate) for name, rate in gpu_hourly_rates().items()})
-    return rates
-
-
-def profile_options(gpu_model: str) -> tuple[list[advice_rules.ProfileOption], int, int]:
-    """The model's recommendable partial-GPU MIG profiles, its compute slices and memory slices (none: no MIG)."""
-    model = GpuModel.objects.filter(name__iexact=gpu_model).first()
-    if model is None or not model.mig_capable or not model.mig_compute_slices:
-        return [], 0, 0
-    total = model.mig_compute_slices
-    options = [
-        advice_rules.ProfileOption(
-            name=p.name, memory_gb=float(p.memory_gb), compute_slices=p.compute_slices, memory_slices=p.memory_slices
-        )
-        for p in model.mig_profiles.filter(recommendable=True, compute_slices__lt=total).order_by("memory_gb")
-    ]
-    return options, total, model.mig_memory_slices or 0
-
-
-def request_advice(*, request: GpuRequest, summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """Right-sizing suggestions for a request from its measured use, with the monthly saving priced."""
-    spec = request.allocation_spec
-    model = spec.gpu_model
-    if not model:
-        return []
-    profiles, slices, memory_slices = profile_options(model)
-    rate = gpu_rates().get(model.casefold())
-    if rate is not None and request.sla_tier_id:
-        rate *= request.sla_tier.price_multiplier
-    units = request.resource_units or spec.quantity * spec.replicas
-    use = advice_rules.MeasuredUse(
-        strategy=spec.strategy.value,
-        gpu_model=model,
-        units=max(1, units),
-        quantity_per_replica=spec.quantity,
-        mig_profile=spec.mig_profile,
-        time_slice_replicas=spec.time_slice_replicas,
-        observed_hours=summary["complete_gpu_hours"] / max(1, units),
-        avg_utilization_pct=summary["avg_utilization_pct"],
-        peak_memory_used_gb=summary["peak_memory_used_gb"],
-        memory_pressure_hours=summary["memory_pressure_hours"],
-    )
-    found = advice_rules.right_size(
-        use, profiles=profiles, gpu_compute_slices=slices, gpu_memory_slices=memory_slices, gpu_hourly_rate=rate
-    )
-    return [
-        {
-            "advice": item,
-            "current_monthly": to_cents(item.current_monthly) if item.current_monthly is not None else None,
-            "suggested_monthly": to_cents(item.suggested_monthly) if item.suggested_monthly is not None else None,
-            "monthly_saving": to_cents(item.monthly_saving) if item.monthly_saving is not None else None,
-            "monthly_extra_cost": (
-                to_cents(-item.monthly_saving) if item.monthly_saving is not None and item.monthly_saving < 0 else None
-            ),
-            "currency": settings.PORTAL_CURRENCY,
-        }
-        for item in found
-    ]
-
-
-def _coverage(*, start: datetime, end: datetime, clusters: QuerySet[Cluster] | None = None) -> dict[str, Any]:
+def ingest_coverage(*, start: datetime, end: datetime, clusters: QuerySet[Cluster] | None = None) -> dict[str, Any]:
+    """How far the clusters' utilization was read: incomplete hours in [start, end), the hour ingested through, and
+    whether the window is complete (every read cluster when ``clusters`` is None)."""
     if clusters is None:
         # Clusters that are read: with a Prometheus, or with an ingest watermark (imported or demo history).
         clusters = Cluster.objects.filter(is_active=True).filter(
@@ -236,186 +156,6 @@ def _coverage(*, start: datetime, end: datetime, clusters: QuerySet[Cluster] | N
         "ingested_through": through,
         # The current hour (the last of the window) is still being written: it is shown, not required.
         "complete": not missing and through is not None and through >= end - HOUR,
-    }
-
-
-def _request_coverage(*, start: datetime, end: datetime, cluster_id: int | None) -> dict[str, Any]:
-    """``_coverage`` of the request's one cluster: its watermark read by id (the cluster exists: a foreign key)."""
-    if cluster_id is None:
-        return _coverage(start=start, end=end)
-    # How many hours incomplete_hours() would list (only their count is shown): counted, not listed and ordered.
-    counted = compiled_rows("incomplete", cluster=cluster_id, start=start, end=end)
-    marks = compiled_rows("watermark", cluster=cluster_id)
-    if counted is None or marks is None:  # the ORM's own path (see _statement)
-        missing = (
-            UtilizationIngestHour.objects.filter(cluster_id=cluster_id, hour__gte=start, hour__lt=end)
-            .exclude(status=IngestStatus.COMPLETE)
-            .count()
-        )
-        mark = UtilizationWatermark.objects.filter(cluster_id=cluster_id).values_list("last_complete_hour", flat=True)
-        through = mark[0] + HOUR if mark else None
-    else:
-        missing = counted[0]["hours"] if counted else 0
-        through = marks[0]["last_complete_hour"] + HOUR if marks else None  # as ingested_through() for one cluster
-    return {
-        "incomplete_hours": missing,
-        "ingested_through": through,
-        "complete": not missing and through is not None and through >= end - HOUR,
-    }
-
-
-# The request page's reads of one request's rollups and its cluster's ingest, as the ORM compiles them, with
-# stand-ins for the ids and the window: compiled once per process and run with the real values. Building and
-# compiling them was most of their cost (the summary's nine aggregates: ~0.8 ms a view, running it 0.05 ms; the
-# coverage's two reads 0.5 ms; issue #15).
-_STAND_INS: dict[str, Any] = {
-    "request": -1_987_654_323,
-    "cluster": -1_987_654_324,
-    "start": datetime(1901, 1, 1, tzinfo=UTC),
-    "end": datetime(1901, 1, 2, tzinfo=UTC),
-}
-_STATEMENTS: dict[str, Any] = {
-    # usage_summary's aggregates and the row count, grouped by the request: no row when it has none.
-    "summary": lambda s: (
-        UtilizationRollup.objects.filter(request_id=s["request"], hour__gte=s["start"], hour__lt=s["end"])
-        .order_by()
-        .values("request_id")
-        .annotate(**_summary_aggregates(), rows=Count("id"))
-    ),
-    # The cluster's hours not read completely in the window, counted (no row when none).
-    "incomplete": lambda s: (
-        UtilizationIngestHour.objects.filter(cluster_id=s["cluster"], hour__gte=s["start"], hour__lt=s["end"])
-        .exclude(status=IngestStatus.COMPLETE)
-        .order_by()
-        .values("cluster_id")
-        .annotate(hours=Count("id"))
-    ),
-    "watermark": lambda s: (
-        UtilizationWatermark.objects.filter(cluster_id=s["cluster"]).order_by().values("last_complete_hour")
-    ),
-    # troubleshooting.cluster_drivers of one cluster (DISTINCT ON: PostgreSQL only, as that function).
-    "drivers": lambda s: (
-        GpuHealthHour.objects.filter(cluster_id=s["cluster"], hour__gte=s["start"], hour__lt=s["end"])
-        .exclude(driver_version="")
-        .order_by("hostname", "-hour")
-        .distinct("hostname")
-        .values("hostname", "driver_version")
-    ),
-}
-
-
-@dataclass(frozen=True)
-class _Compiled:
-    sql: str
-    params: tuple[Any, ...]
-    slots: tuple[tuple[int, str], ...]  # (position in params, name of the stand-in)
-    names: tuple[str, ...]
-    converters: tuple[tuple[int, tuple[Any, ...]], ...]
-
-
-def _adapted(ops: Any, value: Any) -> Any:
-    # As the backend adapts a DateTimeField's value: kept on PostgreSQL, text in the connection's zone on SQLite.
-    return ops.adapt_datetimefield_value(value) if isinstance(value, datetime) else value
-
-
-@functools.cache
-def _statement(kind: str, using: str) -> _Compiled | None:
-    """One of ``_STATEMENTS`` compiled for a database; None when its parameters do not hold each stand-in it was
-    built with exactly once (its callers then take the ORM's own path)."""
-    query = _STATEMENTS[kind](_STAND_INS).using(using).query
-    compiler = query.get_compiler(using)
-    try:
-        sql, params = compiler.as_sql()
-    except NotSupportedError:  # DISTINCT ON elsewhere than on PostgreSQL: the queryset raises it itself
-        return None
-    ops = connections[using].ops
-    adapted = {name: _adapted(ops, value) for name, value in _STAND_INS.items()}
-    slots = tuple(
-        (position, name)
-        for position, value in enumerate(params)
-        for name, stand_in in adapted.items()
-        if type(value) is type(stand_in) and value == stand_in
-    )
-    names_used = [name for _, name in slots]
-    if len(names_used) != len(set(names_used)):
-        return None
-    names = (*query.extra_select, *query.values_select, *query.annotation_select)
-    selected = [column[0] for column in compiler.select[0 : compiler.col_count]]
-    converters = tuple(
-        (position, (tuple(functions), expression))
-        for position, (functions, expression) in compiler.get_converters(selected).items()
-    )
-    return _Compiled(sql, tuple(params), slots, names, converters)
-
-
-def compiled_rows(kind: str, **values: Any) -> list[dict[str, Any]] | None:
-    """The rows of one of ``_STATEMENTS`` (the request page's reads) for these ids and window, as its queryset's
-    ``values()`` gives them (the ORM's converters applied); None when it could not be compiled with stand-ins."""
-    using = router.db_for_read(UtilizationRollup)
-    statement = _statement(kind, using)
-    if statement is None or {name for _, name in statement.slots} != set(values):
-        return None
-    connection = connections[using]
-    params = list(statement.params)
-    for position, name in statement.slots:
-        params[position] = _adapted(connection.ops, values[name])
-    with connection.cursor() as cursor:
-        cursor.execute(statement.sql, params)
-        fetched = cursor.fetchall()
-    return [
-        dict(zip(statement.names, row, strict=True))
-        for row in converted_rows(fetched, statement.converters, connection)
-    ]
-
-
-def _request_rollup_summary(*, request_id: int, start: datetime, end: datetime) -> dict[str, Any]:
-    """What ``qs.aggregate(**_summary_aggregates(), rows=Count("id"))`` answers for the request's rollups in
-    [start, end), through the statement compiled once."""
-    rows = compiled_rows("summary", request=request_id, start=start, end=end)
-    if rows is None:
-        qs = UtilizationRollup.objects.filter(request_id=request_id, hour__gte=start, hour__lt=end)
-        return qs.aggregate(**_summary_aggregates(), rows=Count("id"))
-    if rows:
-        return rows[0]
-    # No rollups: what aggregate() answers over none (the sums and extremes NULL, the counts 0).
-    return {**dict.fromkeys(_summary_aggregates()), "pressure_hours": 0, "rows": 0}
-
-
-def request_utilization_context(
-    *,
-    user: User,
-    request: GpuRequest,
-    now: datetime | None = None,
-    days: int = REQUEST_WINDOW_DAYS,
-    visibility_checked: bool = False,
-) -> dict[str, Any]:
-    """Context of ``billing/_request_utilization.html``: ``{"utilization": {...}}`` (None when not visible).
-
-    ``visibility_checked``: the caller read ``request`` through ``gpu_requests_visible_to(user=user)`` (the request
-    page), so it is not read again."""
-    if not visibility_checked and not gpu_requests_visible_to(user=user).filter(pk=request.pk).exists():
-        return {"utilization": None}
-    start, end = window(days=days, now=now)
-    qs = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
-    row = _request_rollup_summary(request_id=request.pk, start=start, end=end)
-    summary = _summary(row)
-    has_data = summary["gpu_hours"] > 0
-    # Without rollups there is nothing to raise an alert on, and advice is shown only beside measured use: neither
-    # is read then (a request that ran before the window, or never ran, is most of them; issue #15).
-    alerts = alerts_for(qs) if row["rows"] else []
-    return {
-        "utilization": {
-            "request": request,
-            "start": start,
-            "end": end,
-            "days": days,
-            "has_data": has_data,
-            "rollups_in_window": row["rows"],
-            "summary": summary,
-            "alert_groups": alert_group_rows(alerts=alerts, team=request.team, now=now)[:MAX_ALERTS_SHOWN],
-            "advice": request_advice(request=request, summary=summary) if has_data else [],
-            **_request_coverage(start=start, end=end, cluster_id=request.cluster_id),
-        }
     }
 
 
@@ -462,7 +202,7 @@ def team_utilization_context(
             "alert_counts": alert_rules.count_by_kind(alerts),
             "alert_groups": alert_group_rows(alerts=alerts, team=team, now=now)[:MAX_ALERTS_SHOWN],
             "requests": per_request,
-            **_coverage(start=start, end=end),
+            **ingest_coverage(start=start, end=end),
         }
     }
 
@@ -591,7 +331,7 @@ def cluster_rows(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
     # One grouped query each, not one per cluster (issue #15: the page grew a query per cluster).
     summaries = usage_summaries_by_cluster(qs)
     marks = dict(UtilizationWatermark.objects.values_list("cluster_id", "last_complete_hour"))
-    nothing = _summary(dict.fromkeys(_summary_aggregates()))
+    nothing = summary_from(dict.fromkeys(summary_aggregates()))
     out = []
     for cluster in Cluster.objects.filter(is_active=True).order_by("name"):
         gpus = gpus_by_cluster.get(cluster.pk)
@@ -623,7 +363,7 @@ def platform_utilization(*, user: User, now: datetime | None = None, days: int =
         "alert_counts": alert_rules.count_by_kind(alerts),
         "alerts_total": len(alerts),
         "forecasts": forecasts,
-        **_coverage(start=start, end=end),
+        **ingest_coverage(start=start, end=end),
     }
 
 

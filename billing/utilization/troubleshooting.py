@@ -17,10 +17,11 @@ from typing import Any
 from django.db.models import Max, Q
 from django.utils import timezone
 
+from allocations.compiled_reads import ID_STAND_IN, WINDOW_STAND_INS, CompiledRead
 from allocations.models import Cluster, GpuRequest, RequestStatus
 from allocations.selectors import User, clusters_visible_to, gpu_requests_visible_to
 from billing.models import GpuHealthHour, UtilizationRollup
-from billing.utilization.selectors import compiled_rows, window
+from billing.utilization.selectors import window
 from gpucore.alerts import TEMPERATURE_LIMIT_C
 from gpucore.gpu_triage import GpuSignals, Message, triage
 
@@ -119,13 +120,27 @@ def cluster_drivers(*, cluster_ids: Iterable[int], start: datetime, end: datetim
     return dict(rows)
 
 
+# cluster_drivers of one cluster, compiled once per process: the request page reads it on every view (issue #15).
+# DISTINCT ON: PostgreSQL only, as cluster_drivers.
+_ONE_CLUSTER_DRIVERS = CompiledRead(
+    GpuHealthHour,
+    lambda cluster, start, end: (
+        GpuHealthHour.objects.filter(cluster_id=cluster, hour__gte=start, hour__lt=end)
+        .exclude(driver_version="")
+        .order_by("hostname", "-hour")
+        .distinct("hostname")
+        .values("hostname", "driver_version")
+    ),
+    stand_ins={"cluster": ID_STAND_IN, **WINDOW_STAND_INS},
+)
+
+
 def _drivers(*, cluster_ids: set[int], start: datetime, end: datetime) -> dict[str, str]:
     """``cluster_drivers``; for one cluster (a request's usual case) through the statement compiled once."""
     if len(cluster_ids) == 1:
         (cluster_id,) = cluster_ids
-        rows = compiled_rows("drivers", cluster=cluster_id, start=start, end=end)
-        if rows is not None:
-            return {row["hostname"]: row["driver_version"] for row in rows}
+        rows = _ONE_CLUSTER_DRIVERS.values(cluster=cluster_id, start=start, end=end)
+        return {row["hostname"]: row["driver_version"] for row in rows}
     return cluster_drivers(cluster_ids=cluster_ids, start=start, end=end)
 
 

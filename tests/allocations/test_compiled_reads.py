@@ -1,12 +1,23 @@
 """Reads through SQL compiled once per process (allocations.compiled_reads) answer what the ORM's querysets do."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Prefetch
+from django.utils import timezone
 
-from allocations.models import Quota
+from allocations.compiled_reads import ID_STAND_IN, WINDOW_STAND_INS, CompiledRead
+from allocations.models import GpuRequest, Quota, Team
 from allocations.selectors import teams_of, teams_with_quotas_of
-from tests.factories import MembershipFactory, NodePoolFactory, QuotaFactory, TeamFactory, UserFactory
+from tests.factories import (
+    GpuRequestFactory,
+    MembershipFactory,
+    NodePoolFactory,
+    QuotaFactory,
+    TeamFactory,
+    UserFactory,
+)
 
 
 def _orm_answer(user):
@@ -138,3 +149,72 @@ def test_quota_usage_of_teams_of_equals_quota_usage_by_quota(django_assert_num_q
     with django_assert_num_queries(1):
         assert quota_usage_of_teams_of(user=user, quotas=quotas) == expected
     assert quota_usage_of_teams_of(user=user, quotas=[]) == {}
+
+
+# A read with named stand-ins: a team id and a window's two datetimes in one statement.
+_SUBMITTED_IN_WINDOW = CompiledRead(
+    GpuRequest,
+    lambda team, start, end: GpuRequest.objects.filter(
+        team_id=team, submitted_at__gte=start, submitted_at__lt=end
+    ).order_by("submitted_at", "id"),
+    stand_ins={"team": ID_STAND_IN, **WINDOW_STAND_INS},
+)
+
+
+@pytest.mark.django_db
+def test_named_stand_ins_each_get_their_own_value(django_assert_num_queries):
+    vision, nlp = TeamFactory(), TeamFactory()
+    t0 = timezone.now().replace(microsecond=0) - timedelta(days=3)
+    hours = [t0 + timedelta(hours=n) for n in range(4)]
+    for hour in hours:
+        GpuRequestFactory(team=vision, submitted_at=hour)
+    GpuRequestFactory(team=nlp, submitted_at=hours[1])
+
+    def orm(team, start, end):
+        return list(
+            GpuRequest.objects.filter(team=team, submitted_at__gte=start, submitted_at__lt=end).order_by(
+                "submitted_at", "id"
+            )
+        )
+
+    for team, start, end in ((vision, hours[1], hours[3]), (nlp, hours[0], hours[2]), (vision, hours[0], t0)):
+        expected = orm(team, start, end)
+        with django_assert_num_queries(1):
+            found = _SUBMITTED_IN_WINDOW.instances(team=team.pk, start=start, end=end)
+        assert [(r.pk, r.team_id, r.submitted_at) for r in found] == [
+            (r.pk, r.team_id, r.submitted_at) for r in expected
+        ]
+    # The answers a swapped value would give differ from the right one: the window's ends, or the team.
+    expected = orm(vision, hours[1], hours[3])
+    assert len(expected) == 2 and orm(vision, hours[3], hours[1]) == [] and orm(nlp, hours[1], hours[3]) != expected
+    assert _SUBMITTED_IN_WINDOW.first(team=vision.pk, start=hours[1], end=hours[3]) == expected[0]
+    assert _SUBMITTED_IN_WINDOW.first(team=vision.pk, start=hours[3], end=hours[1]) is None
+
+
+def test_named_stand_ins_are_called_by_their_names():
+    with pytest.raises(TypeError, match="by name: team, start, end"):
+        _SUBMITTED_IN_WINDOW.values(1)
+    with pytest.raises(TypeError, match="by name"):
+        _SUBMITTED_IN_WINDOW.values(team=1, start=WINDOW_STAND_INS["start"])
+    with pytest.raises(TypeError, match="one value"):
+        CompiledRead(Team, lambda pk: Team.objects.filter(pk=pk), stand_in=ID_STAND_IN).values(pk=1)
+    with pytest.raises(TypeError, match="not both"):
+        CompiledRead(Team, lambda pk: Team.objects.filter(pk=pk), stand_in=ID_STAND_IN, stand_ins={"pk": 1})
+
+
+@pytest.mark.django_db
+def test_stand_ins_must_be_distinct_and_taken():
+    same = CompiledRead(
+        GpuRequest,
+        lambda start, end: GpuRequest.objects.filter(submitted_at__gte=start, submitted_at__lt=end),
+        stand_ins={"start": WINDOW_STAND_INS["start"], "end": WINDOW_STAND_INS["start"]},
+    )
+    with pytest.raises(ValueError, match="not distinct"):
+        same.values(start=timezone.now(), end=timezone.now())
+    unused = CompiledRead(
+        GpuRequest,
+        lambda team, start, end: GpuRequest.objects.filter(team_id=team),
+        stand_ins={"team": ID_STAND_IN, **WINDOW_STAND_INS},
+    )
+    with pytest.raises(ValueError, match="does not take end, start"):
+        unused.values(team=1, start=timezone.now(), end=timezone.now())

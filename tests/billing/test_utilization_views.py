@@ -15,14 +15,16 @@ from django.utils import timezone
 
 from allocations.models import Cluster, GpuRequest, RequestEvent, RequestStatus
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
-from billing.utilization.selectors import (
-    _coverage,
+from billing.utilization.request_utilization import (
     _request_coverage,
     _request_rollup_summary,
-    _summary_aggregates,
+    request_utilization_context,
+)
+from billing.utilization.selectors import (
+    ingest_coverage,
     platform_utilization,
     pool_forecasts,
-    request_utilization_context,
+    summary_aggregates,
     team_utilization_context,
     window,
 )
@@ -222,7 +224,7 @@ def test_the_request_summary_compiled_once_answers_what_the_orm_aggregate_does(d
             energy_kwh=0.1 * n,
         )
     rollup(cluster=demo_org.cluster, hour=hours[0], team=demo_org.team, request=other, sample_count=7)
-    aggregates = {**_summary_aggregates(), "rows": Count("id")}
+    aggregates = {**summary_aggregates(), "rows": Count("id")}
 
     for req, start, end in (
         (busy, *window(days=30, now=now)),
@@ -237,7 +239,7 @@ def test_the_request_summary_compiled_once_answers_what_the_orm_aggregate_does(d
 
 
 def test_the_request_coverage_compiled_once_answers_what_the_cluster_coverage_does(demo_org: DemoOrg) -> None:
-    """The request page's coverage of its one cluster (compiled once) agrees with ``_coverage`` of that cluster."""
+    """The request page's coverage of its one cluster (compiled once) agrees with ``ingest_coverage`` of it."""
     now = timezone.now()
     start, end = window(days=30, now=now)
     other = ClusterFactory()
@@ -253,7 +255,7 @@ def test_the_request_coverage_compiled_once_answers_what_the_cluster_coverage_do
         UtilizationIngestHour.objects.create(cluster=on, hour=when, status=status, updated_at=now)
 
     def both() -> tuple[dict, dict]:
-        expected = _coverage(start=start, end=end, clusters=Cluster.objects.filter(pk=cluster.pk))
+        expected = ingest_coverage(start=start, end=end, clusters=Cluster.objects.filter(pk=cluster.pk))
         return _request_coverage(start=start, end=end, cluster_id=cluster.pk), expected
 
     found, expected = both()
