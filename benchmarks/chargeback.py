@@ -1,6 +1,6 @@
 """Chargeback at scale: a month of 1,000 GPUs (hourly rollups, 30 days), 50 teams, against a raw SUM.
 
-Prints the time to compute every team's chargeback for the month (``billing.costs.selectors.month_chargeback``:
+Prints the time to compute every team's chargeback for the month (``billing.costs.chargeback.month_chargeback``:
 the requests' held spans, their measured use from the monthly usage totals the ingest keeps, price books, capacity
 and the pure arithmetic) as a ratio against a raw ``SELECT sum(sample_count)`` over the same month of the same
 rollup table, measured in the same run; each of ``--runs`` runs takes the best of ``--repeat`` calls of each, and
@@ -36,7 +36,7 @@ def main() -> None:
     setup_django("chargeback")
     from django.db import connection
 
-    from billing.costs.selectors import month_chargeback
+    from billing.costs.chargeback import month_chargeback
 
     start = datetime(MONTH.year, MONTH.month, 1, tzinfo=UTC)
     end = start + timedelta(days=args.days)

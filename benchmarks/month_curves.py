@@ -89,8 +89,8 @@ def main() -> None:
     from django.utils import timezone
 
     from allocations.models import GpuRequest, Team
+    from billing.costs.chargeback import build_month_curves
     from billing.costs.month_to_date import _shared_key, _shared_read, _shared_write
-    from billing.costs.selectors import _build_month_curves
 
     with override_settings(DEBUG=True):
         call_command("seed_demo", verbosity=0)
@@ -111,11 +111,11 @@ def main() -> None:
         team = Team.objects.get(slug="vision")
         rows = GpuRequest.objects.count()
         base = measure(raw_read, args.repeat)
-        org = measure(lambda: _build_month_curves(month=month, teams=None, share_idle=False), args.repeat)
-        shared = measure(lambda: _build_month_curves(month=month, teams=None, share_idle=True), args.repeat)
-        one = measure(lambda team=team: _build_month_curves(month=month, teams=[team], share_idle=False), args.repeat)
+        org = measure(lambda: build_month_curves(month=month, teams=None, share_idle=False), args.repeat)
+        shared = measure(lambda: build_month_curves(month=month, teams=None, share_idle=True), args.repeat)
+        one = measure(lambda team=team: build_month_curves(month=month, teams=[team], share_idle=False), args.repeat)
         scope, tokens = (None, month, False), ("bench",)
-        _shared_write(scope, tokens, _build_month_curves(month=month, teams=None, share_idle=False))
+        _shared_write(scope, tokens, build_month_curves(month=month, teams=None, share_idle=False))
         stored_kb = len(cache.get(_shared_key(scope))) / 1024
         from_cache = measure(lambda scope=scope, tokens=tokens: _shared_read(scope, tokens), args.repeat)
         b = statistics.median(base)
@@ -134,7 +134,7 @@ def main() -> None:
 
             profiler = Profiler()
             with profiler:
-                _build_month_curves(month=month, teams=None, share_idle=False)
+                build_month_curves(month=month, teams=None, share_idle=False)
             print(profiler.output_text(unicode=False, color=False, show_all=False))
     connection.creation.destroy_test_db(settings.DATABASES["default"]["NAME"], verbosity=0)
 

@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from billing.costs.budget_services import team_budget_update, user_may_edit_budget, user_may_set_budget_amount
-from billing.costs.selectors import cost_teams_visible_to
+from billing.costs.visibility import cost_teams_visible_to
 from billing.models import TeamBudget
 
 

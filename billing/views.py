@@ -24,14 +24,10 @@ from django.utils import timezone
 
 from billing import charts
 from billing.costs import dashboards
+from billing.costs.chargeback import month_chargeback
 from billing.costs.dashboard_query import GROUPS, DashboardQuery, DashboardQueryError, parse_dashboard_query
 from billing.costs.reports import live_report_payload, month_reports, report_csv, report_pdf
-from billing.costs.selectors import (
-    cost_teams_visible_to,
-    month_chargeback,
-    monthly_reports_visible_to,
-    user_can_view_all_costs,
-)
+from billing.costs.visibility import cost_teams_visible_to, monthly_reports_visible_to, user_can_view_all_costs
 from billing.utilization.selectors import capacity_forecast, platform_utilization, pool_forecasts
 from gpucore.exports import csv_text
 from gpucore.months import MonthError, add_months, parse_month, quarter_label

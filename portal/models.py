@@ -11,7 +11,7 @@ from django.db import models
 from allocations.choices import Role
 from allocations.models import Team
 from allocations.selectors import APPROVERS_GROUP
-from billing.costs.selectors import FINANCE_GROUP
+from billing.costs.visibility import FINANCE_GROUP
 from portal.group_claims import MappingRule, normalize_group
 
 # Platform groups single sign-on may grant: approving requests, and reading every team's costs.

@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from allocations.pages import home_overview
-from billing.costs.selectors import home_costs
+from billing.costs.month_spend import home_costs
 from billing.utilization.selectors import fleet_alerts_needing_action
 from portal.health import readiness
 from portal.sso.backends import password_login, sso_enabled

@@ -18,7 +18,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from allocations.api.permissions import IsActivePortalUser
-from billing.costs.selectors import cost_teams_visible_to, team_budget_states
+from billing.costs.month_spend import team_budget_states
+from billing.costs.visibility import cost_teams_visible_to
 from billing.models import BudgetNotice
 from gpucore.pricing import to_cents
 

@@ -24,12 +24,9 @@ from rest_framework.views import APIView
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.serializers import MoneySerializer
 from billing.costs.reports import month_reports, report_csv, stored_report_payload
-from billing.costs.selectors import (
-    cost_teams_visible_to,
-    monthly_reports_visible_to,
-    price_book_in_effect,
-)
+from billing.costs.selectors import price_book_in_effect
 from billing.costs.services import price_book_load
+from billing.costs.visibility import cost_teams_visible_to, monthly_reports_visible_to
 from billing.models import PriceBook
 from gpucore.months import MonthError, parse_month
 from gpucore.pricebook import TCO_FIELDS

@@ -1,7 +1,8 @@
 """``GET /api/v1/teams/{slug}/usage/``: a team's GPU use between two times or in a month (DESIGN.md "Other resources").
 
 Thin: the team comes from ``teams_visible_to`` (another team's is a 404, approvers see all) and the figures from
-``billing.costs.selectors.team_usage``; a bad parameter is a 400 naming it, in DRF's ``{"field": ["message"]}`` shape.
+``billing.metering.selectors.team_usage``; a bad parameter is a 400 naming it, in DRF's ``{"field": ["message"]}``
+shape.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rest_framework.views import APIView
 
 from allocations.api.permissions import IsActivePortalUser
 from allocations.selectors import teams_visible_to
-from billing.costs.selectors import month_bounds
+from billing.costs.chargeback import month_bounds
 from billing.metering.selectors import team_usage
 from gpucore.months import MonthError, parse_month
 

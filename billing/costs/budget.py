@@ -13,7 +13,8 @@ from typing import Any
 from django.utils import timezone
 
 from allocations.models import GpuRequest, Team
-from billing.costs.selectors import month_bounds, team_month_to_date
+from billing.costs.chargeback import month_bounds
+from billing.costs.month_spend import team_month_to_date
 from gpucore.budget import BudgetEffect, budget_effect
 
 

@@ -27,7 +27,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from allocations.models import Membership, Role, Team
-from billing.costs.selectors import month_bounds, team_budget_states
+from billing.costs.chargeback import month_bounds
+from billing.costs.month_spend import team_budget_states
 from billing.models import BudgetNotice, TeamBudget
 from gpucore.budget import MoneyBudgetState
 from gpucore.formatting import format_money

@@ -14,7 +14,7 @@ from django.db import transaction
 from allocations.models import Membership, Role, Team
 from allocations.selectors import User, user_is_platform_admin
 from audit.services import audit_record, audit_snapshot
-from billing.costs.selectors import VIEW_ALL_COSTS_PERMISSION
+from billing.costs.visibility import VIEW_ALL_COSTS_PERMISSION
 from billing.models import TeamBudget
 
 

@@ -21,8 +21,8 @@ from django.db.models import Count, Max, QuerySet, Sum
 
 from allocations.models import GpuModel, GpuRequest, NodePool, SharingMode, SlaTier, Team
 from allocations.selectors import allocation_intervals
+from billing.costs.chargeback import closed_reports, month_bounds, month_chargeback
 from billing.costs.dashboard_query import DashboardQuery
-from billing.costs.selectors import closed_reports, month_bounds, month_chargeback
 from billing.metering.selectors import usage_totals
 from billing.models import (
     ImportedUsage,

@@ -18,7 +18,7 @@ from django.utils import timezone
 from fpdf import FPDF
 
 from allocations.models import Team
-from billing.costs.selectors import closed_reports, month_bounds, month_chargeback
+from billing.costs.chargeback import closed_reports, month_bounds, month_chargeback
 from billing.models import MonthlyReport, OrganisationMonthSummary, ReportStatus
 from gpucore.chargeback import Chargeback, TeamCharge
 from gpucore.exports import SafeCsvWriter

@@ -20,7 +20,8 @@ from django.utils import timezone
 from allocations.models import SlaTier, Team
 from allocations.selectors import User
 from audit.services import audit_record
-from billing.costs.selectors import catalog_models_by_name, last_closed_month, month_bounds, month_chargeback
+from billing.costs.chargeback import last_closed_month, month_bounds, month_chargeback
+from billing.costs.selectors import catalog_models_by_name
 from billing.costs.tasks import email_monthly_reports as email_monthly_reports_task
 from billing.costs.usage_import import USAGE_HEADER, usage_import
 from billing.models import (

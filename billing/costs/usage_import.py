@@ -27,8 +27,9 @@ from django.utils.dateparse import parse_datetime
 
 from allocations.models import GpuModel, Team
 from allocations.selectors import User
+from billing.costs.chargeback import last_closed_month, month_bounds
 from billing.costs.month_to_date import month_to_date_changed
-from billing.costs.selectors import catalog_models_by_name, last_closed_month, month_bounds
+from billing.costs.selectors import catalog_models_by_name
 from billing.models import ImportedUsage
 from gpucore.catalog import CatalogError
 

@@ -21,7 +21,7 @@ from allocations.quotas import QuotaExceeded, quota_check
 from allocations.reference_cache import built_once
 from allocations.selectors import tiers_by_slug
 from billing.costs.budget import spec_budget_effect
-from billing.costs.selectors import team_month_to_date
+from billing.costs.month_spend import team_month_to_date
 from billing.models import PriceBook
 from gpucore.decision import WorkloadProfile
 from gpucore.decision.whatif import WhatIfOption, compare

@@ -15,7 +15,7 @@ from django.conf import settings
 from allocations.models import Cluster, GpuRequest, Team
 from billing.costs.budget import request_budget_effect, spec_budget_effect
 from billing.costs.budget_services import user_may_edit_budget
-from billing.costs.selectors import team_budget_states, team_month_to_date, teams_month_to_date
+from billing.costs.month_spend import team_budget_states, team_month_to_date, teams_month_to_date
 from billing.costs.whatif import price_basis
 from billing.utilization.request_utilization import request_utilization_context
 from billing.utilization.selectors import team_utilization_context

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from django.contrib.auth.models import Group, Permission
 
 from allocations.models import GpuModel, GpuRequest, RequestStatus, SlaTier
-from billing.costs.selectors import FINANCE_GROUP
 from billing.costs.services import price_book_load
+from billing.costs.visibility import FINANCE_GROUP
 from billing.metering.aggregates import refresh_usage_aggregates
 from billing.models import PriceBook, UtilizationRollup
 from tests.factories import GpuRequestFactory, UserFactory

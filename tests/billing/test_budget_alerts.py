@@ -13,7 +13,7 @@ from django.core import mail
 
 from allocations.models import GpuRequest, RequestStatus
 from billing.costs.budget_alerts import team_budgets_check
-from billing.costs.selectors import team_month_to_date
+from billing.costs.month_spend import team_month_to_date
 from billing.costs.tasks import check_team_budgets
 from billing.models import BudgetNotice, TeamBudget
 from gpucore.formatting import format_money

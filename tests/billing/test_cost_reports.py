@@ -14,8 +14,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from allocations.placement import gpu_hourly_rates
+from billing.costs.chargeback import month_chargeback
 from billing.costs.reports import report_csv, report_pdf
-from billing.costs.selectors import current_gpu_rates, month_chargeback
+from billing.costs.selectors import current_gpu_rates
 from billing.costs.services import monthly_reports_close, price_book_load, usage_import
 from billing.costs.tasks import email_monthly_reports
 from billing.models import ClosedReportError, ImportedUsage, MonthlyReport, MonthlyReportLine, OrganisationMonthSummary

@@ -11,7 +11,8 @@ import pytest
 
 from allocations.lifecycle import gpu_request_transition
 from allocations.models import RequestStatus, SlaTier
-from billing.costs.selectors import home_costs, month_chargeback, team_month_to_date
+from billing.costs.chargeback import month_chargeback
+from billing.costs.month_spend import home_costs, team_month_to_date
 from billing.costs.services import usage_import
 from gpucore.pricing import to_cents
 from tests.billing.cost_helpers import load_book

@@ -16,8 +16,8 @@ import pytest
 from django.db import connection
 
 from allocations.models import Team
+from billing.costs.chargeback import month_chargeback
 from billing.costs.reports import live_reports, organisation_csv, report_csv
-from billing.costs.selectors import month_chargeback
 from billing.costs.services import monthly_reports_close
 from billing.models import MonthlyReport
 from tests.billing.fixture_months import CLOSED_AT, NOVEMBER, NOVEMBER_NOW, OCTOBER, SEPTEMBER, build_fixture_months

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from django.core.exceptions import ValidationError
 
-from billing.costs.selectors import team_budget_states, team_month_to_date
+from billing.costs.month_spend import team_budget_states, team_month_to_date
 from gpucore.budget import BudgetLevel
 from tests.billing.test_team_month_to_date import active_since
 from tests.factories import TeamBudgetFactory

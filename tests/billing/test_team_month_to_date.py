@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from allocations.models import GpuRequest, RequestStatus
-from billing.costs.selectors import team_month_to_date
+from billing.costs.month_spend import team_month_to_date
 from tests.factories import GpuRequestFactory
 
 pytestmark = pytest.mark.django_db
@@ -66,7 +66,7 @@ def test_team_page_shows_the_month_so_far(client, demo_org) -> None:
 def test_one_teams_chargeback_is_its_part_of_the_whole_organisations(demo_org, share_idle) -> None:
     # Pages asking for one team's month read only its requests (issue #15) unless idle cost is shared, when its share
     # depends on every team's allocations: either way the team's figures are those of the whole chargeback.
-    from billing.costs.selectors import month_chargeback
+    from billing.costs.chargeback import month_chargeback
     from tests.billing.cost_helpers import load_book
 
     load_book({"H100-80GB": "2.00"}, effective_from="2026-01-01")
@@ -87,7 +87,7 @@ def test_one_teams_chargeback_is_its_part_of_the_whole_organisations(demo_org, s
 
 
 def test_several_teams_read_at_once_answer_as_one_each(demo_org) -> None:
-    from billing.costs.selectors import teams_month_to_date
+    from billing.costs.month_spend import teams_month_to_date
     from billing.models import BudgetNotice
     from tests.factories import TeamBudgetFactory
 

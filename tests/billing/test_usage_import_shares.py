@@ -8,7 +8,7 @@ from decimal import Decimal as D
 import pytest
 from django.core.exceptions import ValidationError
 
-from billing.costs.selectors import month_chargeback
+from billing.costs.chargeback import month_chargeback
 from billing.costs.services import usage_import
 from billing.models import ImportedUsage
 

@@ -20,7 +20,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
-from billing.costs.selectors import team_month_to_date
+from billing.costs.month_spend import team_month_to_date
 from tests.billing.cost_helpers import load_book
 from tests.billing.test_team_month_to_date import active_since
 from tests.factories import build_demo_org
@@ -44,7 +44,7 @@ django.setup()
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from allocations.models import Team
-from billing.costs.selectors import team_month_to_date
+from billing.costs.month_spend import team_month_to_date
 team = Team.objects.get(slug=sys.argv[1])
 with CaptureQueriesContext(connection) as queries:
     month = team_month_to_date(team=team, now=datetime.fromisoformat(sys.argv[2]))

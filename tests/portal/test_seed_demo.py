@@ -7,7 +7,7 @@ from django.test import RequestFactory, override_settings
 
 from allocations.models import Cluster, GpuRequest, Membership, NodePool, Quota, RequestEvent, Team
 from allocations.selectors import user_is_approver
-from billing.costs.selectors import user_can_view_all_costs
+from billing.costs.visibility import user_can_view_all_costs
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from allocations.models import Membership, Role
 from allocations.selectors import APPROVERS_GROUP, user_is_approver
-from billing.costs.selectors import FINANCE_GROUP
+from billing.costs.visibility import FINANCE_GROUP
 from portal.models import GroupMapping, GroupSyncPolicy
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 

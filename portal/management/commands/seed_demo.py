@@ -34,8 +34,8 @@ from allocations.services import (
     gpu_request_release,
     gpu_request_submit,
 )
-from billing.costs.selectors import FINANCE_GROUP
 from billing.costs.services import monthly_reports_close, previous_month, price_book_load
+from billing.costs.visibility import FINANCE_GROUP
 from billing.metering.demo_usage import generate_demo_usage
 from billing.models import PriceBook, TeamBudget
 
