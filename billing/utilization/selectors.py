@@ -104,7 +104,24 @@ def device_hours(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.DeviceHour
 
 def alerts_for(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.Alert]:
     """Alerts raised by the rollups of a queryset (most severe, then most recent, first)."""
-    return alert_rules.evaluate(device_hours(qs))
+    # Only an hour that breaches a rule can be part of an alert (the rules skip the others, and a gap breaks a run
+    # as a quiet hour does), so only those are read: a week of 1,000 GPUs was 168,000 hours built into Python on
+    # every platform page view (issue #15). The rules themselves still decide, on what is read.
+    return alert_rules.evaluate(device_hours(qs.filter(_MAY_BREACH_A_RULE)))
+
+
+# Every hour the alert rules (gpucore.alerts) could find a breach in, and fewer others: hotter than the limit, any
+# minute of memory pressure, or a held, complete hour of every minute under the idle threshold.
+_MAY_BREACH_A_RULE = (
+    Q(max_temperature_c__gt=alert_rules.TEMPERATURE_LIMIT_C)
+    | Q(memory_pressure_minutes__gt=0)
+    | Q(
+        team__isnull=False,
+        is_complete=True,
+        sample_count__gte=alert_rules.IDLE_FOR_MINUTES,
+        avg_utilization_pct__lt=alert_rules.IDLE_UTILIZATION_PCT,
+    )
+)
 
 
 def summary_aggregates() -> dict[str, Any]:
@@ -250,24 +267,28 @@ def _pool_by_rollup_key() -> tuple[dict[tuple[int, str], NodePool], dict[int, No
 
 
 def busy_gpus_by_pool(*, start: datetime, end: datetime) -> dict[int, list[tuple[datetime, float]]]:
-    """Per pool, the hourly busy-GPU equivalent (sum of utilization x time) over complete hours in [start, end)."""
+    """Per pool, the hourly busy-GPU equivalent (sum of utilization x time) over complete hours in [start, end).
+
+    A rollup counts for its request's pool, or (no request, or one with no pool) for the pool of its cluster that
+    runs its GPU model. Summed in SQL per (cluster, model, request's pool, hour): a row per pool and hour, not one per
+    device and hour (a week of 1,000 GPUs was 168,000 rows read into Python on every dashboards view; issue #15).
+    """
     by_model, pools = _pool_by_rollup_key()
-    request_pool = dict(GpuRequest.objects.filter(node_pool__isnull=False).values_list("pk", "node_pool_id"))
     busy: dict[int, dict[datetime, float]] = defaultdict(lambda: defaultdict(float))
     rows = (
         UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end, is_complete=True)
-        .values("cluster_id", "gpu_model_name", "request_id", "hour")
+        .values_list("cluster_id", "gpu_model_name", "request__node_pool_id", "hour")
         .annotate(weighted=utilization_weighted_sum())
         .order_by()
     )
-    for row in rows:
-        pool_id = request_pool.get(row["request_id"])
+    for cluster_id, gpu_model_name, request_pool_id, hour, weighted in rows:
+        pool_id = request_pool_id
         if pool_id is None:
-            pool = by_model.get((row["cluster_id"], (row["gpu_model_name"] or "").casefold()))
+            pool = by_model.get((cluster_id, (gpu_model_name or "").casefold()))
             pool_id = pool.pk if pool else None
         if pool_id is None or pool_id not in pools:
             continue
-        busy[pool_id][row["hour"]] += (row["weighted"] or 0.0) / 100.0 / 60.0
+        busy[pool_id][hour] += (weighted or 0.0) / 100.0 / 60.0
     return {pool_id: sorted(hours.items()) for pool_id, hours in busy.items()}
 
 

@@ -276,3 +276,35 @@ def test_team_partial_counts_alerts_per_request(busy_org: DemoOrg) -> None:
     html = render_to_string("billing/_team_utilization.html", context)
     assert "Idle (waste) alerts" in html and "GPU temperature above 83 °C" in html
     assert team_utilization_context(user=busy_org.outsider, team=busy_org.team) == {"team_utilization": None}
+
+
+def test_busy_gpus_are_summed_per_pool_from_the_requests_pool_or_the_clusters_model(demo_org: DemoOrg) -> None:
+    # A rollup counts for its request's pool; without one (no request, or a request with no pool) for the pool of
+    # its cluster running its GPU model; never for a pool of an inactive cluster. Incomplete hours never count.
+    from allocations.models import GpuModel, NodePool
+    from billing.utilization.selectors import busy_gpus_by_pool
+
+    a100 = GpuModel.objects.get(name="A100-40GB")
+    a100_name = a100.dcgm_model_names[0]
+    a100_pool = NodePool.objects.create(cluster=demo_org.cluster, name="a100", gpu_model=a100, node_count=1)
+    retired = ClusterFactory(is_active=False)
+    retired_pool = NodePool.objects.create(cluster=retired, name="old", gpu_model=a100, node_count=1)
+    on_h100 = GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE, node_pool=demo_org.pool)
+    no_pool = GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE, node_pool=None)
+    on_retired = GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE, node_pool=retired_pool)
+    first, second = hours_back(timezone.now(), 2)
+    for gpu in ("GPU-A", "GPU-B"):  # two devices of one request, the same hour: 2 x 50 % of an hour
+        rollup(cluster=demo_org.cluster, hour=first, gpu_uuid=gpu, request=on_h100, team=demo_org.team)
+    rollup(cluster=demo_org.cluster, hour=second, gpu_uuid="GPU-A", request=on_h100, avg_utilization_pct=25.0)
+    rollup(cluster=demo_org.cluster, hour=first, gpu_uuid="GPU-C", gpu_model_name=a100_name, avg_utilization_pct=30.0)
+    rollup(
+        cluster=demo_org.cluster, hour=first, gpu_uuid="GPU-D", gpu_model_name=a100_name, request=no_pool,
+        avg_utilization_pct=20.0, sample_count=30,
+    )  # fmt: skip
+    rollup(cluster=retired, hour=first, gpu_uuid="GPU-E", gpu_model_name=a100_name, request=on_retired)
+    rollup(cluster=demo_org.cluster, hour=second, gpu_uuid="GPU-F", request=on_h100, is_complete=False)
+
+    busy = busy_gpus_by_pool(start=first, end=second + timedelta(hours=1))
+    assert set(busy) == {demo_org.pool.pk, a100_pool.pk}
+    assert busy[demo_org.pool.pk] == [(first, pytest.approx(1.0)), (second, pytest.approx(0.25))]
+    assert busy[a100_pool.pk] == [(first, pytest.approx(0.3 + 0.1))]  # 30 % of an hour, 20 % of half an hour
