@@ -17,7 +17,7 @@ from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
 from allocations.models import Cluster, GpuRequest, NodePool, Team
-from allocations.selectors import User, allocation_intervals, teams_visible_to, user_is_approver
+from allocations.selectors import User, held_span_rows, teams_visible_to, user_is_approver
 from billing.metering.rollups_version import rollups_version
 from billing.metering.selectors import (
     MIB_PER_GB,
@@ -246,14 +246,16 @@ class PoolForecast:
 def holding_intervals(
     *, start: datetime, until: datetime
 ) -> dict[tuple[int, str], list[tuple[datetime, datetime | None, float]]]:
-    """Per (pool, resource), the spans in [start, until) each request held its units (``allocation_intervals``)."""
+    """Per (pool, resource), the spans in [start, until) each request held its units (``allocation_intervals``).
+
+    Read as plain rows (``held_span_rows``): three columns of every request of the week, not model instances with
+    their team, tier and pool (~0.13 s of a dashboards view at 750 running requests; issue #15)."""
     out: dict[tuple[int, str], list[tuple[datetime, datetime | None, float]]] = defaultdict(list)
-    for interval in allocation_intervals(start=start, end=until):
-        req = interval.request
-        if req.node_pool_id is None:
+    fields = ("node_pool_id", "resource_name", "resource_units")
+    for (pool_id, resource_name, units), began, finished in held_span_rows(start=start, end=until, fields=fields):
+        if pool_id is None:
             continue
-        key = (req.node_pool_id, req.resource_name or "nvidia.com/gpu")
-        out[key].append((interval.start, interval.end, float(req.resource_units or 0)))
+        out[(pool_id, resource_name or "nvidia.com/gpu")].append((began, finished, float(units or 0)))
     return out
 
 
