@@ -46,6 +46,7 @@ PAGES = {
     "carol": [  # platform approver and admin
         "/",
         "/approvals/",
+        "/approvals/?team=vision",
         "/requests/",
         "/requests/{bert-finetune}/",
         "/requests/{resnet50-training}/",
