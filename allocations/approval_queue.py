@@ -15,13 +15,9 @@ from django.db.models import QuerySet
 from allocations.extension_services import extension_decide_refusal
 from allocations.models import AllocationExtension, GpuRequest, Team
 from allocations.pagination import BoundedCountPaginator
+from allocations.pending_queues import pending_extensions_queue, pending_requests_queue, pending_work_by_team
 from allocations.quotas import quota_fit, quota_headroom_by_request
-from allocations.selectors import (
-    User,
-    pending_extensions_queue,
-    pending_requests_queue,
-    pending_work_by_team,
-)
+from allocations.selectors import User
 from allocations.services import approve_refusal
 
 QUEUE_PAGE_SIZE = 25

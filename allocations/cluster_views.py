@@ -8,8 +8,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
+from allocations.cluster_pages import cluster_detail_overview, cluster_overview_rows
 from allocations.models import Cluster, ClusterBackend
-from allocations.pages import cluster_detail_overview, cluster_overview_rows
 from allocations.selectors import clusters_visible_to
 from allocations.services import cluster_inventory_sync_queue
 from allocations.view_helpers import redirect_next, require_platform_admin

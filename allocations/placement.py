@@ -18,7 +18,7 @@ from django.utils.module_loading import import_string
 
 from allocations.models import Cluster, GpuModel, NodePool, SharingMode
 from allocations.reference_cache import built_once, one_version
-from allocations.selectors import catalog_from_db, tiers_by_slug
+from allocations.reference_data import catalog_from_db, tiers_by_slug
 from gpucore.decision import Catalog, NodePools, ProfileError, Recommendation, WorkloadProfile, recommend
 from gpucore.pricing import CATALOG_PRICE_BASIS
 

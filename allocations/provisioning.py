@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from allocations.cluster_workloads import cluster_gateway
 from allocations.gateways.base import ApplyResult, ClusterGateway, PermanentGatewayError, WorkloadStatus
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.mig_layouts import mig_node_configs_of_cluster
@@ -32,7 +33,7 @@ from allocations.models import (
     Team,
 )
 from allocations.notifications import notify_expiry_soon_on_commit
-from allocations.selectors import catalog_from_db, cluster_gateway, tier_spec
+from allocations.reference_data import catalog_from_db, tier_spec
 from gpucore.manifests import (
     ClusterContext,
     ClusterQueueContext,

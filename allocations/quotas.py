@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 from allocations.models import GpuRequest, NodePool, Quota, Team
-from allocations.selectors import quota_usage, quota_usage_by_quota
+from allocations.quota_usage import quota_usage, quota_usage_by_quota
 from gpucore.quota import CohortMember, admit
 
 

@@ -251,7 +251,7 @@ def _approve_locked(
 # --- Refusals: one predicate per action decides both the service's refusal and the button a page shows ----------
 # Each ``<action>_refusal(user=, request=)`` says why ``user`` may not do it now (who they are, or the request's
 # status), or None. The services raise PermissionDenied for the first kind and InvalidTransition for the second;
-# ``allocations.pages`` shows a button only where the predicate says None.
+# ``allocations.request_pages`` shows a button only where the predicate says None.
 
 
 def _reviewer_refusal(user: User, request: GpuRequest) -> str | None:

@@ -16,8 +16,8 @@ from django.views.decorators.http import require_POST
 from allocations.forms import TeamMemberAddForm, TeamMemberRoleForm
 from allocations.membership_services import team_member_add, team_member_remove, team_member_role_change
 from allocations.models import Membership, Team
-from allocations.pages import team_list_overview, team_overview
 from allocations.selectors import teams_visible_to
+from allocations.team_pages import team_list_overview, team_overview
 
 
 def _error_text(error: ValidationError) -> str:

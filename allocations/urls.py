@@ -2,27 +2,35 @@
 
 from django.urls import path
 
-from allocations import cluster_views, team_views, views, workload_views
+from allocations import (
+    approval_views,
+    cluster_views,
+    extension_views,
+    request_views,
+    search_views,
+    team_views,
+    workload_views,
+)
 from allocations.mig_plans import views as mig_views
 
 app_name = "allocations"
 urlpatterns = [
-    path("search/", views.search, name="search"),
-    path("requests/", views.request_list, name="request-list"),
-    path("requests/new/", views.request_new, name="request-new"),
-    path("requests/preview/", views.request_preview, name="request-preview"),
-    path("requests/<int:pk>/", views.request_detail, name="request-detail"),
-    path("requests/<int:pk>/cancel/", views.request_cancel, name="request-cancel"),
-    path("requests/<int:pk>/release/", views.request_release, name="request-release"),
-    path("requests/<int:pk>/reapply/", views.request_reapply, name="request-reapply"),
-    path("requests/<int:pk>/extend/", views.request_extend, name="request-extend"),
-    path("requests/<int:pk>/status/", views.request_status, name="request-status"),
+    path("search/", search_views.search, name="search"),
+    path("requests/", request_views.request_list, name="request-list"),
+    path("requests/new/", request_views.request_new, name="request-new"),
+    path("requests/preview/", request_views.request_preview, name="request-preview"),
+    path("requests/<int:pk>/", request_views.request_detail, name="request-detail"),
+    path("requests/<int:pk>/cancel/", request_views.request_cancel, name="request-cancel"),
+    path("requests/<int:pk>/release/", request_views.request_release, name="request-release"),
+    path("requests/<int:pk>/reapply/", request_views.request_reapply, name="request-reapply"),
+    path("requests/<int:pk>/extend/", extension_views.request_extend, name="request-extend"),
+    path("requests/<int:pk>/status/", request_views.request_status, name="request-status"),
     path("requests/<int:pk>/workload/", workload_views.request_workload, name="request-workload"),
-    path("requests/<int:pk>/manifests.yaml", views.request_manifests_download, name="request-manifests"),
-    path("approvals/", views.approval_list, name="approvals"),
-    path("approvals/bulk/", views.approval_bulk, name="approval-bulk"),
-    path("approvals/<int:pk>/", views.approval_review, name="approval-review"),
-    path("approvals/extensions/<int:pk>/", views.extension_review, name="extension-review"),
+    path("requests/<int:pk>/manifests.yaml", request_views.request_manifests_download, name="request-manifests"),
+    path("approvals/", approval_views.approval_list, name="approvals"),
+    path("approvals/bulk/", approval_views.approval_bulk, name="approval-bulk"),
+    path("approvals/<int:pk>/", approval_views.approval_review, name="approval-review"),
+    path("approvals/extensions/<int:pk>/", extension_views.extension_review, name="extension-review"),
     path("teams/", team_views.team_list, name="team-list"),
     path("teams/<slug:slug>/", team_views.team_detail, name="team-detail"),
     path("teams/<slug:slug>/members/", team_views.team_member_add_view, name="team-member-add"),

@@ -8,8 +8,9 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from allocations.cluster_workloads import gpu_request_workload_live
 from allocations.models import GpuRequest
-from allocations.selectors import gpu_request_workload_live, gpu_requests_visible_to
+from allocations.selectors import gpu_requests_visible_to
 
 
 @login_required

@@ -159,7 +159,7 @@ def main() -> None:
     from rest_framework.test import APIClient
 
     from allocations.placement import place
-    from allocations.selectors import catalog_from_db, tiers_by_slug
+    from allocations.reference_data import catalog_from_db, tiers_by_slug
     from gpucore.decision import ProfileError, WorkloadProfile, recommend
 
     client = APIClient()

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from allocations.pages import home_overview
+from allocations.home_pages import home_overview
 from billing.costs.month_spend import home_costs
 from billing.utilization.selectors import fleet_alerts_needing_action
 from portal.health import readiness

@@ -21,9 +21,7 @@ from allocations import extension_services
 from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.models import AllocationExtension
-from allocations.selectors import (
-    allocation_extensions_visible_to,
-)
+from allocations.selectors import allocation_extensions_visible_to
 
 
 def _extension_decision_schema(summary: str) -> Callable[[Any], Any]:

@@ -38,10 +38,7 @@ from allocations.api.request_rows import VisibleRequestRows, gpu_request_rows, g
 from allocations.filtersets import GpuRequestFilterSet
 from allocations.models import GpuRequest
 from allocations.placement import place
-from allocations.selectors import (
-    allocation_extensions_visible_to,
-    gpu_requests_visible_to,
-)
+from allocations.selectors import allocation_extensions_visible_to, gpu_requests_visible_to
 
 _PROFILE_EXAMPLE = {
     "workload_type": "realtime_inference",

@@ -10,7 +10,8 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from allocations.models import MigPlan, NodePool
-from allocations.selectors import catalog_from_db, clusters_visible_to, user_is_approver
+from allocations.reference_data import catalog_from_db
+from allocations.selectors import clusters_visible_to, user_is_approver
 from gpucore.catalog import CatalogError
 from gpucore.mig_planner import MigPlanError, plan, plan_summary_gpus
 

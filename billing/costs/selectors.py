@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from allocations.models import GpuModel
 from allocations.reference_cache import built_once
-from allocations.selectors import catalog_from_db
+from allocations.reference_data import catalog_from_db
 from billing.models import PriceBook
 from gpucore.chargeback import PricePeriod
 from gpucore.pricing import catalog_hourly_rate

@@ -19,7 +19,7 @@ from allocations.models import Cluster, NodePool, SharingMode, SlaTier, Team
 from allocations.placement import candidate_pools, catalog_for_pools, gpu_hourly_rates, pool_for, pool_offers
 from allocations.quotas import QuotaExceeded, quota_check
 from allocations.reference_cache import built_once
-from allocations.selectors import tiers_by_slug
+from allocations.reference_data import tiers_by_slug
 from billing.costs.budget import spec_budget_effect
 from billing.costs.month_spend import team_month_to_date
 from billing.models import PriceBook

@@ -16,8 +16,9 @@ from typing import Any
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
+from allocations.held_intervals import held_span_rows
 from allocations.models import Cluster, GpuRequest, NodePool, Team
-from allocations.selectors import User, held_span_rows, teams_visible_to, user_is_approver
+from allocations.selectors import User, teams_visible_to, user_is_approver
 from billing.metering.rollups_version import rollups_version
 from billing.metering.selectors import (
     MIB_PER_GB,

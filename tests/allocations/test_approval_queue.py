@@ -14,7 +14,7 @@ from django.utils import timezone
 from allocations.approval_queue import QUEUE_PAGE_SIZE
 from allocations.extension_services import allocation_extension_request
 from allocations.models import AllocationExtension, GpuRequest, Quota, RequestStatus
-from allocations.selectors import pending_requests_queue, pending_work_by_team
+from allocations.pending_queues import pending_requests_queue, pending_work_by_team
 from allocations.services import gpu_request_submit
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory
 

@@ -8,8 +8,9 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from allocations.compiled_reads import ID_STAND_IN, WINDOW_STAND_INS, CompiledRead
+from allocations.home_reads import teams_with_quotas_of
 from allocations.models import GpuRequest, Quota, Team
-from allocations.selectors import teams_of, teams_with_quotas_of
+from allocations.selectors import teams_of
 from tests.factories import (
     GpuRequestFactory,
     MembershipFactory,
@@ -91,7 +92,8 @@ def test_no_team_no_rows(django_assert_num_queries):
 def test_latest_requests_equal_the_orms_rows(approver, django_assert_num_queries):
     from django.contrib.auth.models import Permission
 
-    from allocations.selectors import HOME_REQUEST_COLUMNS, gpu_requests_visible_to, latest_requests_of_teams_of
+    from allocations.home_reads import HOME_REQUEST_COLUMNS, latest_requests_of_teams_of
+    from allocations.selectors import gpu_requests_visible_to
     from tests.factories import GpuRequestFactory
 
     user, other = UserFactory(), UserFactory()
@@ -120,8 +122,9 @@ def test_latest_requests_equal_the_orms_rows(approver, django_assert_num_queries
 
 @pytest.mark.django_db
 def test_quota_usage_of_teams_of_equals_quota_usage_by_quota(django_assert_num_queries):
+    from allocations.home_reads import quota_usage_of_teams_of
     from allocations.models import RequestStatus
-    from allocations.selectors import quota_usage_by_quota, quota_usage_of_teams_of
+    from allocations.quota_usage import quota_usage_by_quota
     from tests.factories import GpuRequestFactory
 
     user, other = UserFactory(), UserFactory()

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from allocations.extension_services import allocation_extension_decide, allocation_extension_request
 from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus
-from allocations.selectors import pending_extensions_queue
+from allocations.pending_queues import pending_extensions_queue
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -19,8 +19,8 @@ from allocations.extension_services import (
 )
 from allocations.lifecycle import InvalidTransition
 from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus
-from allocations.pages import gpu_request_actions
 from allocations.provisioning import gpu_requests_expire
+from allocations.request_pages import gpu_request_actions
 from allocations.services import gpu_request_release
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
 

@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from allocations.models import GpuModel, NodePool, RequestEvent, SharingMode, SlaTier
-from allocations.selectors import catalog_from_db, tiers_by_slug
+from allocations.reference_data import catalog_from_db, tiers_by_slug
 from gpucore.catalog import BUILTIN_CATALOG
 from gpucore.sla import DEFAULT_TIERS
 from tests.factories import ClusterFactory, GpuRequestFactory, QuotaFactory, TeamFactory

@@ -1,9 +1,10 @@
-"""The list pages' links built from one reverse (allocations.pages.id_url_maker, slug_url_maker) are reverse()'s."""
+"""The list pages' links built from one reverse (allocations.request_tables.id_url_maker, slug_url_maker) are
+reverse()'s."""
 
 import pytest
 from django.urls import reverse, set_script_prefix
 
-from allocations.pages import id_url_maker, slug_url_maker
+from allocations.request_tables import id_url_maker, slug_url_maker
 
 
 @pytest.mark.parametrize("prefix", ["/", "/portal/"])
@@ -23,7 +24,7 @@ def test_links_equal_reverse(prefix):
 @pytest.mark.django_db
 def test_labelled_rows_read_as_the_models_display_and_links(demo_org):
     from allocations.models import GpuRequest
-    from allocations.pages import label_request_rows
+    from allocations.request_tables import label_request_rows
     from tests.factories import GpuRequestFactory
 
     GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
@@ -46,7 +47,7 @@ def test_labelled_rows_carry_the_created_texts_the_filters_gave(demo_org, settin
     from django.utils import timezone
 
     from allocations.models import GpuRequest
-    from allocations.pages import label_request_rows
+    from allocations.request_tables import label_request_rows
     from tests.factories import GpuRequestFactory
 
     settings.TIME_ZONE = zone
@@ -60,7 +61,7 @@ def test_labelled_rows_carry_the_created_texts_the_filters_gave(demo_org, settin
     assert "+01:00" in expected or zone == "UTC"
 
 
-# The my-requests table's rows as the template printed them before allocations.pages.request_list_rows_html.
+# The my-requests table's rows as the template printed them before allocations.request_tables.request_list_rows_html.
 _ROWS_AS_THE_TEMPLATE_PRINTED_THEM = """{% for r in rows %}
       <tr>
         <td>{{ r.id }}</td>
@@ -81,8 +82,8 @@ def test_request_list_rows_html_is_what_the_template_printed(demo_org):
     from django.template import Context, Template
 
     from allocations.models import GpuRequest, SlaTier
-    from allocations.pages import label_request_rows, request_list_rows_html
-    from allocations.views import REQUEST_TABLE_COLUMNS
+    from allocations.request_tables import label_request_rows, request_list_rows_html
+    from allocations.request_views import REQUEST_TABLE_COLUMNS
     from tests.factories import GpuRequestFactory
 
     GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name='<b>"odd" & name</b>')

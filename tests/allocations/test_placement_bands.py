@@ -13,7 +13,7 @@ from django.conf import settings
 
 from allocations.models import GpuModel, NodePool
 from allocations.placement import catalog_for_pools, gpu_hourly_rates, place, pool_for, pool_offers
-from allocations.selectors import tiers_by_slug
+from allocations.reference_data import tiers_by_slug
 from gpucore.decision import ProfileError, WorkloadProfile, recommend
 from tests.factories import NodePoolFactory
 

@@ -11,7 +11,7 @@ from django.core.cache import cache
 from allocations.models import GpuModel, MigProfileDefinition, NodePool, SlaTier
 from allocations.placement import candidate_pools
 from allocations.reference_cache import VERSION_KEY
-from allocations.selectors import catalog_from_db, tiers_by_slug
+from allocations.reference_data import catalog_from_db, tiers_by_slug
 
 pytestmark = pytest.mark.django_db
 

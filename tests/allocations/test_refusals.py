@@ -12,7 +12,7 @@ from django.utils import timezone
 from allocations.extension_services import allocation_extension_decide, allocation_extension_request
 from allocations.lifecycle import InvalidTransition
 from allocations.models import AllocationExtension, RequestStatus
-from allocations.pages import gpu_request_actions, gpu_request_extension_rows
+from allocations.request_pages import gpu_request_actions, gpu_request_extension_rows
 from allocations.services import (
     approve_refusal,
     gpu_request_approve,

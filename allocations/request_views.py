@@ -1,4 +1,5 @@
-"""Browser pages of the allocations app: thin views over forms, selectors (reads) and services (writes)."""
+"""Browser pages of GPU requests: the new-request form and its live preview, the list, a request's page with its
+status refresh and manifests download, and the requester's actions (cancel, release, reapply)."""
 
 from __future__ import annotations
 
@@ -9,82 +10,49 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from allocations.approval_queue import approval_queue_page
-from allocations.extension_services import allocation_extension_decide, allocation_extension_request, hours_text
+from allocations.cluster_workloads import ON_CLUSTER_STATUSES, gpu_request_access, gpu_request_workload_unread
 from allocations.filtersets import GpuRequestFilterSet
-from allocations.forms import (
-    BulkReviewForm,
-    CommentForm,
-    ExtensionRequestForm,
-    GpuRequestForm,
-    RecommendationPreviewForm,
-    ReviewForm,
-)
+from allocations.forms import CommentForm, GpuRequestForm, RecommendationPreviewForm
 from allocations.lifecycle import InvalidTransition
-from allocations.models import (
-    AllocationExtension,
-    GpuRequest,
-    RequestStatus,
-)
-from allocations.pages import (
-    REQUEST_LIST_DEFAULT_SORT,
-    global_search,
+from allocations.models import GpuRequest
+from allocations.pagination import BoundedCountPaginator
+from allocations.placement import place
+from allocations.reference_data import tiers_by_slug
+from allocations.request_pages import (
     gpu_request_actions,
     gpu_request_clone_initial,
     gpu_request_extension_rows,
     gpu_request_live_status,
     gpu_request_manifests_yaml,
+)
+from allocations.request_tables import (
+    REQUEST_LIST_DEFAULT_SORT,
     label_request_rows,
     request_list_columns,
     request_list_ordering,
     request_list_rows_html,
 )
-from allocations.pagination import BoundedCountPaginator
-from allocations.placement import place
-from allocations.selectors import (
-    ON_CLUSTER_STATUSES,
-    allocation_extensions_visible_to,
-    gpu_request_access,
-    gpu_request_detail,
-    gpu_request_workload_unread,
-    gpu_requests_visible_to,
-    teams_of,
-    teams_visible_to,
-    tiers_by_slug,
-    user_is_approver,
-)
+from allocations.selectors import gpu_requests_visible_to, teams_of, teams_visible_to, user_is_approver
 from allocations.services import (
     form_submission_claim,
     form_submission_done,
-    gpu_request_approve,
     gpu_request_cancel,
     gpu_request_reapply,
-    gpu_request_reject,
     gpu_request_release,
     gpu_request_submit,
 )
-from allocations.view_helpers import redirect_next, require_platform_admin
+from allocations.view_helpers import error_text, require_platform_admin, visible_request
 from gpucore.decision import ProfileError, WorkloadProfile
 
 PAGE_SIZE = 25
 # The request page's one-click extension asks for this many more hours (the full form takes any number up to 720).
 QUICK_EXTENSION_HOURS = 24
-
-
-def _error_text(error: Exception) -> str:
-    """One readable sentence from a service error (ValidationError lists, PermissionDenied, InvalidTransition)."""
-    if isinstance(error, ValidationError):
-        return " ".join(error.messages)
-    return str(error) or "You are not allowed to do that."
-
-
-# --- Requests ----------------------------------------------------------------------------------------------------
 
 
 @login_required
@@ -233,7 +201,7 @@ def request_list(request: HttpRequest) -> HttpResponse:
         ),
         # The SLA tiers of the filter, from the reference data kept per process: not a query per page.
         "tier_options": [(tier.slug, tier.name) for tier in tiers_by_slug().values()],
-        # The table's rows as HTML, built in one pass (allocations.pages.request_list_rows_html).
+        # The table's rows as HTML, built in one pass (allocations.request_tables.request_list_rows_html).
         "rows_html": request_list_rows_html(page.object_list) if valid else "",
         # Read only when the list is empty (the template's last branches): not a query on every page.
         "has_teams": lambda: teams_of(user).exists() or user_is_approver(user),
@@ -241,21 +209,10 @@ def request_list(request: HttpRequest) -> HttpResponse:
     return render(request, "allocations/request_list.html", context)
 
 
-def _visible_request(request: HttpRequest, pk: int, *, with_events: bool = False) -> GpuRequest:
-    """The request if the user may see it, else a 404 (other teams' requests do not exist for them); its events
-    fetched too for the page (the status refresh, the download and the actions do not read them)."""
-    try:
-        if with_events:
-            return gpu_request_detail(user=request.user, pk=pk)
-        return gpu_requests_visible_to(user=request.user).get(pk=pk)
-    except GpuRequest.DoesNotExist as exc:
-        raise Http404("No such request in your teams.") from exc
-
-
 @login_required
 def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One request: profile, frozen spec, live cluster status with fixes, manifests, timeline, and the actions."""
-    gpu_request = _visible_request(request, pk, with_events=True)
+    gpu_request = visible_request(request, pk, with_events=True)
     context = {
         "gpu_request": gpu_request,
         # Read through gpu_requests_visible_to for this user: billing's panels on the page need not read it again.
@@ -282,7 +239,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def request_status(request: HttpRequest, pk: int) -> JsonResponse:
     """The request's live status as JSON for the detail page's refresh: fields, the rendered panel, the manifests."""
-    gpu_request = _visible_request(request, pk)
+    gpu_request = visible_request(request, pk)
     live = gpu_request_live_status(request=gpu_request)
     html = render_to_string("allocations/_live_status.html", {"live": live, "gpu_request": gpu_request}, request)
     observed_at = live["observed_at"]
@@ -309,7 +266,7 @@ def request_status(request: HttpRequest, pk: int) -> JsonResponse:
 @require_GET
 def request_manifests_download(request: HttpRequest, pk: int) -> HttpResponse:
     """The request's rendered objects as ``gpr-<id>.yaml``, ready for ``kubectl apply -f``; 404 before rendering."""
-    gpu_request = _visible_request(request, pk)
+    gpu_request = visible_request(request, pk)
     text = gpu_request_manifests_yaml(request=gpu_request)
     if not text:
         raise Http404("The manifests of this request are not rendered yet: they are rendered once it is approved.")
@@ -320,7 +277,7 @@ def request_manifests_download(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _act_on_request(request: HttpRequest, pk: int, service: Callable[..., GpuRequest], done: str) -> HttpResponse:
     """Run a user action (cancel, release) through its service and come back to the detail page with a message."""
-    gpu_request = _visible_request(request, pk)
+    gpu_request = visible_request(request, pk)
     form = CommentForm(request.POST)
     comment = form.cleaned_data["comment"] if form.is_valid() else ""
     try:
@@ -328,7 +285,7 @@ def _act_on_request(request: HttpRequest, pk: int, service: Callable[..., GpuReq
     except PermissionDenied:
         raise
     except (ValidationError, InvalidTransition) as exc:
-        messages.error(request, _error_text(exc))
+        messages.error(request, error_text(exc))
     else:
         messages.success(request, f"Request #{gpu_request.pk} {done}.")
     return redirect("allocations:request-detail", pk=pk)
@@ -354,160 +311,3 @@ def request_reapply(request: HttpRequest, pk: int) -> HttpResponse:
     """Platform approvers: hand a failed or active request back to provisioning (objects applied again)."""
     require_platform_admin(request)
     return _act_on_request(request, pk, gpu_request_reapply, "was handed back to provisioning")
-
-
-# --- Approvals ---------------------------------------------------------------------------------------------------
-
-
-def _require_approver(request: HttpRequest) -> None:
-    if not user_is_approver(request.user):
-        raise PermissionDenied("Only platform approvers can see the approval queue.")
-
-
-@login_required
-def approval_list(request: HttpRequest) -> HttpResponse:
-    """Pending requests and extensions, oldest first, a page at a time and by team if asked, with quota headroom;
-    approve or reject one by one or the ticked ones in bulk."""
-    _require_approver(request)
-    context = approval_queue_page(user=request.user, params=request.GET)
-    # Each section's page links keep the filter and the other section's page.
-    context["requests_query"] = _without(request.GET, "page")
-    context["extensions_query"] = _without(request.GET, "ext_page")
-    return render(request, "allocations/approval_queue.html", context)
-
-
-def _without(params: QueryDict, key: str) -> str:
-    """The query string of ``params`` less ``key``."""
-    query = params.copy()
-    query.pop(key, None)
-    return query.urlencode()
-
-
-def _review(request: HttpRequest, gpu_request: GpuRequest, decision: str, comment: str) -> str | None:
-    """Approve or reject through the services; returns the error to show, or None when it worked."""
-    try:
-        if decision == "approve":
-            gpu_request_approve(request=gpu_request, acting_user=request.user, comment=comment)
-        else:
-            gpu_request_reject(request=gpu_request, acting_user=request.user, comment=comment)
-    except (PermissionDenied, ValidationError, InvalidTransition) as exc:
-        return f"#{gpu_request.pk} {gpu_request.name}: {_error_text(exc)}"
-    return None
-
-
-def _pending(request: HttpRequest) -> Any:
-    return gpu_requests_visible_to(user=request.user).filter(status=RequestStatus.PENDING_APPROVAL)
-
-
-def _after_review(request: HttpRequest) -> HttpResponse:
-    return redirect_next(request, "allocations:approvals")
-
-
-@login_required
-@require_POST
-def approval_review(request: HttpRequest, pk: int) -> HttpResponse:
-    """Approve or reject one pending request with an optional comment (a rejection needs one)."""
-    _require_approver(request)
-    try:
-        gpu_request = gpu_requests_visible_to(user=request.user).get(pk=pk)
-    except GpuRequest.DoesNotExist as exc:
-        raise Http404("No such request.") from exc
-    form = ReviewForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Choose approve or reject.")
-        return _after_review(request)
-    decision = form.cleaned_data["decision"]
-    error = _review(request, gpu_request, decision, form.cleaned_data["comment"])
-    if error:
-        messages.error(request, error)
-    else:
-        verb = "approved" if decision == "approve" else "rejected"
-        messages.success(request, f"Request #{gpu_request.pk} “{gpu_request.name}” was {verb}.")
-    return _after_review(request)
-
-
-@login_required
-@require_POST
-def approval_bulk(request: HttpRequest) -> HttpResponse:
-    """Approve or reject the ticked requests with one comment; each one goes through the service on its own."""
-    _require_approver(request)
-    pending = _pending(request)
-    form = BulkReviewForm(request.POST, pending_ids=list(pending.values_list("pk", flat=True)))
-    if not form.is_valid():
-        for errors in form.errors.values():
-            for error in errors:
-                messages.error(request, error)
-        return redirect("allocations:approvals")
-    decision, comment = form.cleaned_data["decision"], form.cleaned_data["comment"]
-    done, failed = [], []
-    for gpu_request in pending.filter(pk__in=form.cleaned_data["ids"]).order_by("submitted_at", "id"):
-        error = _review(request, gpu_request, decision, comment)
-        (failed if error else done).append(error or f"#{gpu_request.pk}")
-    if done:
-        verb = "Approved" if decision == "approve" else "Rejected"
-        messages.success(request, f"{verb} {len(done)} request{'s' if len(done) != 1 else ''}: {', '.join(done)}.")
-    for error in failed:
-        messages.error(request, error)
-    return redirect("allocations:approvals")
-
-
-# --- Allocation extensions ---------------------------------------------------------------------------------------
-
-
-@login_required
-@require_POST
-def request_extend(request: HttpRequest, pk: int) -> HttpResponse:
-    """Ask for more hours on an approved or running allocation (requester, team lead, approver); approvers are told."""
-    gpu_request = _visible_request(request, pk)
-    form = ExtensionRequestForm(request.POST)
-    if not form.is_valid():
-        for field, errors in form.errors.items():
-            for error in errors:
-                messages.error(request, f"{form[field].label}: {error}")
-        return redirect("allocations:request-detail", pk=pk)
-    try:
-        extension = allocation_extension_request(request=gpu_request, acting_user=request.user, **form.cleaned_data)
-    except PermissionDenied:
-        raise
-    except (ValidationError, InvalidTransition) as exc:
-        messages.error(request, _error_text(exc))
-    else:
-        messages.success(
-            request,
-            f"Extension of {hours_text(extension.hours)} h asked for request #{gpu_request.pk}: "
-            "a platform approver decides it.",
-        )
-    return redirect("allocations:request-detail", pk=pk)
-
-
-@login_required
-@require_POST
-def extension_review(request: HttpRequest, pk: int) -> HttpResponse:
-    """Approve or reject one pending extension with an optional comment (a rejection needs one)."""
-    _require_approver(request)
-    try:
-        extension = allocation_extensions_visible_to(user=request.user).get(pk=pk)
-    except AllocationExtension.DoesNotExist as exc:
-        raise Http404("No such extension.") from exc
-    form = ReviewForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Choose approve or reject.")
-        return _after_review(request)
-    approve = form.cleaned_data["decision"] == "approve"
-    label = f"Extension of {hours_text(extension.hours)} h of request #{extension.request_id}"
-    try:
-        allocation_extension_decide(
-            extension=extension, acting_user=request.user, approve=approve, comment=form.cleaned_data["comment"]
-        )
-    except (PermissionDenied, ValidationError, InvalidTransition) as exc:
-        messages.error(request, f"{label}: {_error_text(exc)}")
-    else:
-        messages.success(request, f"{label} was {'approved' if approve else 'rejected'}.")
-    return _after_review(request)
-
-
-@login_required
-@require_GET
-def search(request: HttpRequest) -> HttpResponse:
-    """The header's search box: requests, teams and clusters the user may see, by name (requests also by id)."""
-    return render(request, "allocations/search.html", global_search(user=request.user, query=request.GET.get("q", "")))

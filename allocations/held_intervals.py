@@ -1,0 +1,145 @@
+"""When a request held GPUs: its spans of holding them, as model instances or plain rows (billing's chargeback and
+capacity forecast read them here; ``GpuRequest.allocation_spec`` says what it held)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.db.models import Case, Func, OuterRef, Q, QuerySet, Subquery, TextField, When
+from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import Cast, JSONObject
+
+from allocations.models import TERMINAL_STATUSES, GpuRequest, RequestEvent, RequestStatus, Team
+
+# Statuses after which a request with no ended_at holds nothing any more: its last status change ended it.
+_HELD_NOTHING_SINCE_LAST_CHANGE = TERMINAL_STATUSES | {RequestStatus.FAILED}
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationInterval:
+    """A span during which a request held GPUs: ``[start, end)``, ``end`` None while it still holds them."""
+
+    request: GpuRequest
+    start: datetime
+    end: datetime | None
+
+    def overlaps(self, start: datetime, end: datetime) -> bool:
+        """Whether the span meets ``[start, end)``."""
+        return self.start < end and (self.end is None or self.end > start)
+
+
+def _requests_holding(*, start: datetime, end: datetime, teams: Iterable[Team] | None) -> QuerySet[GpuRequest]:
+    """Requests that may have held GPUs in ``[start, end)``, in request order, each with ``provisioning_started``
+    (``_held_span`` decides, from the columns it names, whether and when they did)."""
+    provisioning = (
+        RequestEvent.objects.filter(request=OuterRef("pk"), to_status=RequestStatus.PROVISIONING)
+        .order_by("at")
+        .values("at")[:1]
+    )
+    requests = (
+        # Only a request never activated needs its first provisioning: a CASE spares the subquery for every other
+        # row (it was most of the statement's time at 50,000 requests held in a month; issue #15).
+        GpuRequest.objects.annotate(
+            provisioning_started=Case(When(activated_at__isnull=True, then=Subquery(provisioning)))
+        )
+        .filter(Q(activated_at__lt=end) | Q(activated_at__isnull=True, provisioning_started__lt=end))
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+        .order_by("pk")
+    )
+    if teams is not None:
+        requests = requests.filter(team__in=list(teams))
+    return requests
+
+
+# The columns (and the annotation) ``_held_span`` reads, in its argument order.
+_SPAN_COLUMNS = ("activated_at", "provisioning_started", "ended_at", "status", "updated_at")
+
+
+def _held_span(
+    activated_at: datetime | None,
+    provisioning_started: datetime | None,
+    ended_at: datetime | None,
+    status: str,
+    updated_at: datetime,
+) -> tuple[datetime, datetime | None]:
+    """When a request held GPUs: from its activation or, never activated, its first entry into provisioning, until
+    ``ended_at``, else, failed, rejected, released or expired without one, its last status change."""
+    finished = ended_at or (updated_at if status in _HELD_NOTHING_SINCE_LAST_CHANGE else None)
+    return activated_at or provisioning_started, finished
+
+
+def allocation_intervals(
+    *, start: datetime, end: datetime, teams: Iterable[Team] | None = None
+) -> list[AllocationInterval]:
+    """Every request's spans of holding GPUs that meet ``[start, end)``, in request order (the one definition).
+
+    A request holds GPUs from its activation or, never activated, from the first time it entered provisioning (its
+    pods may hold GPUs while pending), until it ended: ``ended_at``, else, for a request failed, rejected, released
+    or expired without one, its last status change. Approval alone holds quota, not GPUs. The requests come with
+    team, SLA tier and pool (and the pool's GPU model) loaded; ``teams`` keeps only theirs.
+
+    Read for every request of a month, the frozen spec (about 4 KB of rationale and alternatives each) and the
+    manifests (as much again) are not loaded:
+    each request carries ``held_spec``, the keys ``allocation_spec_of`` reads (``GpuRequest.ALLOCATION_SPEC_KEYS``),
+    and reading ``spec`` itself costs a query per request (issue #15: the JSON was half of a home page's time).
+    A reader that needs only some columns of many requests reads ``held_span_rows`` (no model instances).
+    """
+    requests = (
+        _requests_holding(start=start, end=end, teams=teams)
+        .select_related("team", "sla_tier", "node_pool__gpu_model")
+        .defer("spec", "manifests", "purpose", "command", "status_detail")
+        .annotate(held_spec=_HELD_SPEC)
+    )
+    intervals = []
+    for request in requests:
+        began, finished = _held_span(*(getattr(request, column) for column in _SPAN_COLUMNS))
+        interval = AllocationInterval(request=request, start=began, end=finished)
+        if interval.overlaps(start, end):  # a request failed before the window, without ended_at, held nothing in it
+            intervals.append(interval)
+    return intervals
+
+
+# The spec keys ``GpuRequest.allocation_spec_of`` reads, as one JSON object (``held_spec``).
+_HELD_SPEC = JSONObject(**{key: KeyTransform(key, "spec") for key in GpuRequest.ALLOCATION_SPEC_KEYS})
+
+
+class _SpecKeysJson(Func):
+    """PostgreSQL: the keys named in ``keys`` of a jsonb object, as one object's text ('{}' when none)."""
+
+    template = (
+        "COALESCE((SELECT jsonb_object_agg(key, value) FROM jsonb_each(%(expressions)s) WHERE key IN (%(keys)s)), "
+        "'{}')::text"
+    )
+    output_field = TextField()
+
+
+def _held_spec_json() -> Func:
+    """The spec's allocation keys (``GpuRequest.ALLOCATION_SPEC_KEYS``) as JSON text, equal texts for equal keys."""
+    if connection.vendor == "postgresql":
+        # The spec (about 4 KB) is stored compressed: each spec -> 'key' decompresses it again, 8 times a row, half
+        # of reading 50,000 requests (issue #15); jsonb_each decompresses it once. jsonb's text is canonical.
+        return _SpecKeysJson("spec", keys=", ".join(f"'{key}'" for key in GpuRequest.ALLOCATION_SPEC_KEYS))
+    return Cast(_HELD_SPEC, TextField())
+
+
+def held_span_rows(
+    *, start: datetime, end: datetime, fields: Sequence[str], teams: Iterable[Team] | None = None
+) -> list[tuple[tuple[Any, ...], datetime, datetime | None]]:
+    """``allocation_intervals`` as plain rows: for each request's span that meets ``[start, end)``, in request
+    order, the ``fields`` asked for (``values_list`` names; ``held_spec_json`` is ``held_spec`` as JSON text, which
+    a reader of many requests parses once per distinct text) and the span's start and end. No model instances: a
+    month's chargeback curves read tens of thousands (issue #15)."""
+    requests = _requests_holding(start=start, end=end, teams=teams)
+    if "held_spec_json" in fields:
+        requests = requests.annotate(held_spec_json=_held_spec_json())
+    width = len(fields)
+    rows = []
+    for row in requests.values_list(*fields, *_SPAN_COLUMNS):
+        began, finished = _held_span(*row[width:])
+        if began < end and (finished is None or finished > start):  # AllocationInterval.overlaps
+            rows.append((row[:width], began, finished))
+    return rows

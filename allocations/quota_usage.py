@@ -1,0 +1,73 @@
+"""Units held now (approved, provisioning, active requests) against quotas and node pools: reads, no locks
+(``allocations.quotas`` checks them under a row lock)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import Q, Sum
+
+from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, Quota, Team
+
+
+def quota_usage(*, team: Team, resource_name: str, quota: Quota | None = None) -> int:
+    """Units of a resource the team holds now (approved, provisioning or active), within the quota's scope."""
+    qs = GpuRequest.objects.filter(team=team, resource_name=resource_name, status__in=QUOTA_HOLDING_STATUSES)
+    if quota is not None and quota.node_pool_id:
+        qs = qs.filter(node_pool_id=quota.node_pool_id)
+    elif quota is not None and quota.cluster_id:
+        qs = qs.filter(Q(cluster_id=quota.cluster_id) | Q(node_pool__cluster_id=quota.cluster_id))
+    return int(qs.aggregate(total=Sum("resource_units"))["total"] or 0)
+
+
+def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA_HOLDING_STATUSES) -> dict[int, int]:
+    """Units each quota's team holds against it now, by quota id, in one query (counted as ``quota_usage`` does).
+
+    ``statuses`` narrows the count, e.g. to what is running (active) rather than everything approved.
+    """
+    if not quotas:
+        return {}
+    held = (
+        GpuRequest.objects.filter(
+            team_id__in={quota.team_id for quota in quotas},
+            resource_name__in={quota.resource_name for quota in quotas},
+            status__in=list(statuses),
+        )
+        .values("team_id", "resource_name", "cluster_id", "node_pool_id", "node_pool__cluster_id")
+        .annotate(units=Sum("resource_units"))
+        .order_by()
+    )
+    return usage_by_quota(quotas=quotas, rows=list(held))
+
+
+def usage_by_quota(*, quotas: list[Quota], rows: list[dict[str, Any]]) -> dict[int, int]:
+    """Units held against each quota, by quota id, from ``rows`` of units held per team, resource name, cluster and
+    pool (``team_id``, ``resource_name``, ``cluster_id``, ``node_pool_id``, ``node_pool__cluster_id``, ``units``)."""
+    usage: dict[int, int] = {}
+    for quota in quotas:
+        total = 0
+        for row in rows:
+            if row["team_id"] != quota.team_id or row["resource_name"] != quota.resource_name:
+                continue
+            if quota.node_pool_id and row["node_pool_id"] != quota.node_pool_id:
+                continue
+            if quota.cluster_id and quota.cluster_id not in (row["cluster_id"], row["node_pool__cluster_id"]):
+                continue
+            total += int(row["units"] or 0)
+        usage[quota.pk] = total
+    return usage
+
+
+def units_allocated_by_pool(*, cluster_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Units held now (approved, provisioning, active) per node pool and resource name, in one query."""
+    rows = (
+        GpuRequest.objects.filter(node_pool__cluster_id__in=cluster_ids, status__in=QUOTA_HOLDING_STATUSES)
+        .values("node_pool_id", "resource_name")
+        .annotate(units=Sum("resource_units"))
+        .order_by()
+    )
+    held: dict[int, dict[str, int]] = {}
+    for row in rows:
+        held.setdefault(row["node_pool_id"], {})[row["resource_name"]] = int(row["units"] or 0)
+    return held

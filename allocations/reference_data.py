@@ -1,0 +1,48 @@
+"""The GPU catalog and the SLA tiers as the pure core takes them, built once per process and rebuilt after a change
+(``allocations.reference_cache``)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from allocations.models import GpuModel, SlaTier
+from allocations.reference_cache import built_once
+from gpucore.catalog import Catalog
+from gpucore.sla import SlaTierSpec
+from gpucore.vocabulary import IsolationFloor
+
+
+def catalog_from_db() -> Catalog:
+    """The GPU catalog as the decision framework takes it, from the GpuModel table (admins may edit it).
+
+    Built once per process and rebuilt after a change (``allocations.reference_cache``); the Catalog is frozen.
+    """
+    return built_once("catalog", _read_catalog)
+
+
+def _read_catalog() -> Catalog:
+    rows = GpuModel.objects.prefetch_related("mig_profiles").order_by("name")
+    return Catalog(tuple(row.to_spec() for row in rows))
+
+
+def tier_spec(tier: SlaTier) -> SlaTierSpec:
+    """An SlaTier row as the pure SlaTierSpec the decision framework and manifests take."""
+    return SlaTierSpec(
+        slug=tier.slug,
+        name=tier.name,
+        isolation_floor=IsolationFloor(tier.isolation_floor),
+        priority_class_name=tier.priority_class_name,
+        priority_value=tier.priority_value,
+        price_multiplier=Decimal(tier.price_multiplier),
+        latency_p99_ms=tier.latency_p99_ms,
+        availability_pct=tier.availability_pct,
+        preemptible=tier.preemptible,
+        default_time_slice_replicas=tier.default_time_slice_replicas,
+        description=tier.description,
+    )
+
+
+def tiers_by_slug() -> dict[str, SlaTierSpec]:
+    """Every SLA tier, keyed by slug (built once per process and rebuilt after a change, as the catalog)."""
+    frozen = built_once("tiers", lambda: tuple((tier.slug, tier_spec(tier)) for tier in SlaTier.objects.all()))
+    return dict(frozen)  # a fresh dict: callers may change theirs

@@ -1,0 +1,163 @@
+"""The request tables of the pages: rows read with ``values()`` labelled with their links and display texts (the
+home and the request list), the my-requests rows as HTML, and the request list's sortable columns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import quote, urlencode
+
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import escape
+from django.utils.http import RFC3986_SUBDELIMS
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.timesince import timesince
+
+from allocations.models import RequestStatus, WorkloadType
+
+# --- Links of list pages ----------------------------------------------------------------------------------------
+
+# Stand-ins reversed once per page; each row's link is then the same URL with its own id or slug (issue #15: a
+# ``{% url %}`` per row of a 25-row table cost as much as the table's query).
+_ID_STAND_IN = 987654321987
+_SLUG_STAND_IN = "url-stand-in-slug"
+
+
+def id_url_maker(viewname: str) -> Callable[[int], str]:
+    """A function giving ``reverse(viewname, args=[pk])`` for any integer ``pk``, at the cost of one ``reverse``."""
+    head, _, tail = reverse(viewname, args=[_ID_STAND_IN]).partition(str(_ID_STAND_IN))
+    return lambda pk: f"{head}{int(pk)}{tail}"
+
+
+def slug_url_maker(viewname: str) -> Callable[[str], str]:
+    """A function giving ``reverse(viewname, args=[slug])`` for any slug, at the cost of one ``reverse``."""
+    head, _, tail = reverse(viewname, args=[_SLUG_STAND_IN]).partition(_SLUG_STAND_IN)
+    # Quoted as reverse() quotes its arguments (a slug's letters, digits, - and _ are left as they are).
+    return lambda slug: f"{head}{quote(str(slug), safe=RFC3986_SUBDELIMS + '/~:@')}{tail}"
+
+
+WORKLOAD_LABELS = dict(WorkloadType.choices)
+STATUS_LABELS = dict(RequestStatus.choices)
+
+
+def label_request_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Request rows read with ``values()`` given what their tables print: ``url`` (and ``team_url`` when the row has
+    ``team__slug``), ``workload_label`` and ``status_label`` as ``get_*_display`` gives them, and when the row has
+    ``created_at`` the texts of ``{{ created_at|date:'c' }}`` (``created_iso``) and ``{{ created_at|timesince }}``
+    (``created_ago``, against one clock reading for the page); the rows themselves."""
+    request_url = id_url_maker("allocations:request-detail")
+    team_url = slug_url_maker("allocations:team-detail")
+    now = timezone.now()
+    for row in rows:
+        if "created_at" in row:
+            # Built here, not by the template's filters per row (~1 ms of a 25-row table: issue #15).
+            created = row["created_at"]
+            row["created_iso"] = timezone.localtime(created).isoformat() if created else ""
+            row["created_ago"] = timesince(created, now) if created else ""
+        row["url"] = request_url(row["id"])
+        if "team__slug" in row:
+            row["team_url"] = team_url(row["team__slug"])
+        row["workload_label"] = WORKLOAD_LABELS.get(row["workload_type"], row["workload_type"])
+        row["status_label"] = STATUS_LABELS.get(row["status"], row["status"])
+    return rows
+
+
+# One row of the my-requests table, as templates/allocations/request_list.html printed it with a {% for %} over the
+# page: filled here, every value escaped as {{ }} escapes it (the engine's twelve variables and two tags per row cost
+# ~0.75 ms of a 25-row page: issue #15). Change the markup here, not in the template.
+_REQUEST_LIST_ROW = (
+    "\n      <tr>"
+    "\n        <td>{id}</td>"
+    '\n        <td><a href="{url}">{name}</a></td>'
+    '\n        <td><a href="{team_url}">{team}</a></td>'
+    "\n        <td>{requester}</td>"
+    "\n        <td>{workload}</td>"
+    "\n        <td>{allocation}</td>"
+    "\n        <td>{tier}</td>"
+    '\n        <td><span class="status status-{status}">{status_label}</span></td>'
+    '\n        <td title="{created_iso}">{created_ago} ago</td>'
+    "\n      </tr>\n    "
+)
+
+
+def request_list_rows_html(rows: list[dict[str, object]]) -> SafeString:
+    """The my-requests table's body rows as HTML, from rows of ``label_request_rows`` with the list's columns."""
+    parts = []
+    for row in rows:
+        units = row["resource_units"]
+        allocation = (
+            f"<code>{escape(row['resource_name'])}</code> \N{MULTIPLICATION SIGN} {escape(units)}"
+            if row["resource_name"]
+            else '<span class="muted">—</span>'
+        )
+        parts.append(
+            _REQUEST_LIST_ROW.format(
+                id=escape(row["id"]),
+                url=escape(row["url"]),
+                name=escape(row["name"]),
+                team_url=escape(row["team_url"]),
+                team=escape(row["team__name"]),
+                requester=escape(row["requester__username"]),
+                workload=escape(row["workload_label"]),
+                allocation=allocation,
+                tier=escape(row["sla_tier__name"]) if row["sla_tier__name"] else "—",
+                status=escape(row["status"]),
+                status_label=escape(row["status_label"]),
+                created_iso=escape(row["created_iso"]),
+                created_ago=escape(row["created_ago"]),
+            )
+        )
+    return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped
+
+
+# The request list's sortable columns, ``?sort=<key>`` or ``?sort=-<key>``: an allow-list of keys mapped to
+# fields (the URL never names a field), each ending on the id so pages do not shuffle rows that tie.
+REQUEST_LIST_SORTS: dict[str, tuple[str, ...]] = {
+    "id": ("id",),
+    "name": ("name", "id"),
+    "team": ("team__name", "id"),
+    "requester": ("requester__username", "id"),
+    "workload": ("workload_type", "id"),
+    "tier": ("sla_tier__name", "id"),
+    "status": ("status", "id"),
+    "created": ("created_at", "id"),
+}
+REQUEST_LIST_DEFAULT_SORT = "-created"
+REQUEST_LIST_COLUMNS: list[tuple[str, str | None]] = [
+    ("#", "id"),
+    ("Name", "name"),
+    ("Team", "team"),
+    ("Requester", "requester"),
+    ("Workload", "workload"),
+    ("Allocation", None),
+    ("Tier", "tier"),
+    ("Status", "status"),
+    ("Created", "created"),
+]
+
+
+def request_list_ordering(sort: str) -> list[str]:
+    """The ``order_by`` fields of a ``?sort=`` value; ValueError naming the allowed keys for any other value."""
+    key = sort.removeprefix("-")
+    if key not in REQUEST_LIST_SORTS:
+        raise ValueError(f"sort: Sort by one of {', '.join(REQUEST_LIST_SORTS)} (with a leading - for descending).")
+    direction = "-" if sort.startswith("-") else ""
+    return [direction + field for field in REQUEST_LIST_SORTS[key]]
+
+
+def request_list_columns(*, sort: str, query: list[tuple[str, str]]) -> list[dict[str, str | None]]:
+    """The list's header cells: label, the link that sorts by the column (flipping it when it is the current one)
+    with the other filters kept (``query``: the URL's name/value pairs), and ``aria-sort`` for the current column."""
+    columns: list[dict[str, str | None]] = []
+    for label, key in REQUEST_LIST_COLUMNS:
+        if key is None:
+            columns.append({"label": label, "href": None, "aria_sort": None})
+            continue
+        current = sort.removeprefix("-") == key
+        descending = sort.startswith("-")
+        next_sort = (key if descending else f"-{key}") if current else key
+        aria_sort = ("descending" if descending else "ascending") if current else None
+        kept = [(name, value) for name, value in query if name not in ("sort", "page")]
+        href = "?" + urlencode([*kept, ("sort", next_sort)])
+        columns.append({"label": label, "href": href, "aria_sort": aria_sort})
+    return columns
