@@ -1,5 +1,10 @@
 """The approval queue's reads: pending requests and extensions, oldest first, and the teams with work waiting
-(approvers only; ``allocations.approval_queue`` builds the page from them)."""
+(approvers only; ``allocations.approval_queue`` builds the page from them).
+
+The queue opens on its first page, so that page is read with SQL compiled once per process (``CompiledRead``; building
+and compiling the five-join query cost more than PostgreSQL takes to run it, issue #15); later pages go through the
+querysets. Either way the rows are read as they are now.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +13,35 @@ from typing import Any
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
+from allocations.compiled_reads import ID_STAND_IN, TEXT_STAND_IN, CompiledRead
 from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus, Team
 from allocations.selectors import User, user_is_approver
 
+# Rows on a page of the queue (each section's).
+QUEUE_PAGE_SIZE = 25
 
-def pending_extensions_queue(*, user: User, team: Team | None = None) -> QuerySet[AllocationExtension]:
+
+def pending_extensions_queue(*, user: User, team_id: int | None = None) -> QuerySet[AllocationExtension]:
     """Pending extensions, oldest first, for the approval queue (approvers only), of one team's requests when
-    ``team`` is given. A queryset: the queue pages it (a burst of asks must not make one unbounded page)."""
+    ``team_id`` is given. A queryset: the queue pages it (a burst of asks must not make one unbounded page)."""
     if not user_is_approver(user):
         return AllocationExtension.objects.none()
-    pending = _extensions_queue(visible=GpuRequest.objects.all(), status=ExtensionStatus.PENDING)
-    return pending if team is None else pending.filter(request__team=team)
+    return _pending_extensions(ExtensionStatus.PENDING, team_id)
+
+
+def first_pending_extensions(*, user: User, team_id: int | None = None) -> list[AllocationExtension]:
+    """The first ``QUEUE_PAGE_SIZE`` of ``pending_extensions_queue``, read with SQL compiled once per process."""
+    if not user_is_approver(user):
+        return []
+    if team_id is None:
+        return _FIRST_PENDING_EXTENSIONS.instances(ExtensionStatus.PENDING.value)
+    return _FIRST_PENDING_EXTENSIONS_OF_TEAM.instances(status=ExtensionStatus.PENDING.value, team=team_id)
+
+
+def _pending_extensions(status: str, team_id: int | None) -> QuerySet[AllocationExtension]:
+    # An approver sees every request: the statement depends on the status and the team alone.
+    pending = _extensions_queue(visible=GpuRequest.objects.all(), status=status)
+    return pending if team_id is None else pending.filter(request__team_id=team_id)
 
 
 def _extensions_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[AllocationExtension]:
@@ -32,19 +55,34 @@ def _extensions_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet
     )
 
 
-def pending_requests_queue(*, user: User, team: Team | None = None) -> QuerySet[GpuRequest]:
+def pending_requests_queue(*, user: User, team_id: int | None = None) -> QuerySet[GpuRequest]:
     """Requests pending approval, oldest first, with what the approval queue prints of them (approvers only), of
-    one team when ``team`` is given. A queryset: the queue pages it (400 pending requests were one 1 MB page that
+    one team when ``team_id`` is given. A queryset: the queue pages it (400 pending requests were one 1 MB page that
     took 0.6 s to build)."""
     if not user_is_approver(user):
         return GpuRequest.objects.none()
-    pending = _requests_queue(visible=GpuRequest.objects.all(), status=RequestStatus.PENDING_APPROVAL)
-    return pending if team is None else pending.filter(team=team)
+    return _pending_requests(RequestStatus.PENDING_APPROVAL, team_id)
+
+
+def first_pending_requests(*, user: User, team_id: int | None = None) -> list[GpuRequest]:
+    """The first ``QUEUE_PAGE_SIZE`` of ``pending_requests_queue``, read with SQL compiled once per process."""
+    if not user_is_approver(user):
+        return []
+    if team_id is None:
+        return _FIRST_PENDING_REQUESTS.instances(RequestStatus.PENDING_APPROVAL.value)
+    return _FIRST_PENDING_REQUESTS_OF_TEAM.instances(status=RequestStatus.PENDING_APPROVAL.value, team=team_id)
+
+
+def _pending_requests(status: str, team_id: int | None) -> QuerySet[GpuRequest]:
+    # An approver sees every request: the statement depends on the status and the team alone.
+    pending = _requests_queue(visible=GpuRequest.objects.all(), status=status)
+    return pending if team_id is None else pending.filter(team_id=team_id)
 
 
 def pending_work_by_team(*, user: User) -> list[dict[str, Any]]:
-    """The teams with requests or extensions waiting for approval, by name, each with ``requests`` and
-    ``extensions`` pending (approvers only): the approval queue's team filter, in one query."""
+    """The teams with requests or extensions waiting for approval, by name, each with its ``id``, ``slug``,
+    ``name`` and ``requests`` and ``extensions`` pending (approvers only): the approval queue's team filter and its
+    sections' counts, in one query."""
     if not user_is_approver(user):
         return []
     # A count per team on the (team, status) index: not a join over every request the team ever made.
@@ -56,7 +94,7 @@ def pending_work_by_team(*, user: User) -> list[dict[str, Any]]:
         )
         .filter(Q(requests__gt=0) | Q(extensions__gt=0))
         .order_by("name")
-        .values("slug", "name", "requests", "extensions")
+        .values("id", "slug", "name", "requests", "extensions")
     )
     return list(teams)
 
@@ -77,3 +115,18 @@ def _requests_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[G
         .select_related("team", "requester", "sla_tier", "node_pool__cluster")
         .order_by("submitted_at", "created_at", "id")
     )
+
+
+_TEAM_STAND_INS = {"status": TEXT_STAND_IN, "team": ID_STAND_IN}
+_FIRST_PENDING_REQUESTS = CompiledRead(GpuRequest, lambda status: _pending_requests(status, None)[:QUEUE_PAGE_SIZE])
+_FIRST_PENDING_REQUESTS_OF_TEAM = CompiledRead(
+    GpuRequest, lambda status, team: _pending_requests(status, team)[:QUEUE_PAGE_SIZE], stand_ins=_TEAM_STAND_INS
+)
+_FIRST_PENDING_EXTENSIONS = CompiledRead(
+    AllocationExtension, lambda status: _pending_extensions(status, None)[:QUEUE_PAGE_SIZE]
+)
+_FIRST_PENDING_EXTENSIONS_OF_TEAM = CompiledRead(
+    AllocationExtension,
+    lambda status, team: _pending_extensions(status, team)[:QUEUE_PAGE_SIZE],
+    stand_ins=_TEAM_STAND_INS,
+)

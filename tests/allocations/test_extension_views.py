@@ -219,7 +219,7 @@ def test_the_queue_reads_pending_extensions_oldest_first_by_team(demo_org: DemoO
     assert [ext.pk for ext in rows] == [first.pk, theirs.pk, later.pk]
     assert printed[0] == ("first-job", demo_org.team.slug, demo_org.member.username)
     assert printed[1] == (other.name, demo_org.other_team.slug, demo_org.outsider.username)
-    assert [ext.pk for ext in pending_extensions_queue(user=demo_org.approver, team=demo_org.team)] == [
+    assert [ext.pk for ext in pending_extensions_queue(user=demo_org.approver, team_id=demo_org.team.pk)] == [
         first.pk,
         later.pk,
     ]
