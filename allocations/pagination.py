@@ -51,9 +51,9 @@ class RowSource(abc.ABC):
 class BoundedCountPaginator(Paginator):
     """Django's paginator counting at most ``COUNT_LIMIT`` rows, or up to the page asked for when it lies deeper.
 
-    ``read`` turns the page's slice of the queryset into its rows (``.values(...)``, or the slice itself for model
-    instances); with it, the page and its count are read in one query. ``object_list`` may also be a ``RowSource``,
-    which reads the page and its count in one query its own way (``read`` is then not used).
+    ``read`` turns the page's slice of the queryset into its rows (``.values(...)``); with it, the page and its count
+    are read in one query. ``object_list`` may also be a ``RowSource``, which reads the page and its count in one
+    query its own way (``read`` is then not used).
     """
 
     def __init__(self, object_list: QuerySet | RowSource, per_page: int, *, read: RowReader | None = None) -> None:
@@ -126,9 +126,7 @@ class BoundedCountPaginator(Paginator):
         counted = RawSQL(f"SELECT COUNT(*) FROM ({sql}) AS bounded", params)  # noqa: S608, S611
         rows = list(self.read(self.object_list[start : start + self.per_page]).annotate(**{COUNTED: counted}))
         if rows:
-            first = rows[0]
-            # A values() row carries it as a key, a model instance as an attribute.
-            self.__dict__["count"] = first[COUNTED] if isinstance(first, dict) else getattr(first, COUNTED)
+            self.__dict__["count"] = rows[0][COUNTED]
             self.rows = rows
 
     def _get_page(self, object_list: Any, number: int, paginator: Paginator) -> Any:
