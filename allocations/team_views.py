@@ -18,10 +18,7 @@ from allocations.membership_services import team_member_add, team_member_remove,
 from allocations.models import Membership, Team
 from allocations.selectors import teams_visible_to
 from allocations.team_pages import team_list_overview, team_overview
-
-
-def _error_text(error: ValidationError) -> str:
-    return " ".join(error.messages)
+from allocations.view_helpers import error_text
 
 
 @login_required
@@ -64,7 +61,7 @@ def _members_done(request: HttpRequest, team: Team, action: Callable[[], str]) -
     except PermissionDenied:
         raise
     except ValidationError as exc:
-        messages.error(request, _error_text(exc))
+        messages.error(request, error_text(exc))
     else:
         messages.success(request, done)
     return HttpResponseRedirect(reverse("allocations:team-detail", args=[team.slug]) + "#members")
