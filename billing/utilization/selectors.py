@@ -8,10 +8,11 @@ The rules are pure (gpucore.alerts, gpucore.forecast); this module only gathers 
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
@@ -33,6 +34,8 @@ from billing.models import UtilizationRollup, UtilizationWatermark
 from billing.utilization.alert_groups import alert_group_rows
 from gpucore import alerts as alert_rules
 from gpucore import forecast as forecast_rules
+
+_T = TypeVar("_T")
 
 HOUR = timedelta(hours=1)
 TEAM_WINDOW_DAYS = 7
@@ -301,7 +304,8 @@ def pool_forecasts(*, now: datetime | None = None) -> list[PoolForecast]:
     end = now.replace(minute=0, second=0, microsecond=0) + HOUR
     start = end - timedelta(days=forecast_rules.HISTORY_DAYS)
     intervals = holding_intervals(start=start, until=end)
-    busy = busy_gpus_by_pool(start=start, end=end)
+    # Kept per process until a rollup is written: the dashboards and the platform page both read the week's.
+    busy = _derived_from_rollups("busy", start, end, lambda: busy_gpus_by_pool(start=start, end=end))
     out = []
     for pool in NodePool.objects.filter(cluster__is_active=True).select_related("cluster", "gpu_model"):
         util_hourly = [(hour, 100.0 * value / pool.gpu_total) for hour, value in busy.get(pool.pk, [])]
@@ -373,7 +377,7 @@ def platform_utilization(*, user: User, now: datetime | None = None, days: int =
         raise PermissionError("Only platform approvers see platform utilization.")
     start, end = window(days=days, now=now)
     qs = UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end)
-    alerts = alerts_for(qs)
+    alerts = fleet_alerts_between(start=start, end=end)
     forecasts = pool_forecasts(now=now)
     return {
         "start": start,
@@ -441,18 +445,31 @@ def fleet_alerts_needing_action(*, user: User, now: datetime | None = None) -> d
     return {"count": len(pending), "top": pending[:3], "days": HOME_ALERT_WINDOW_DAYS}
 
 
-# The fleet's alerts of the latest window asked for, with the rollups' version token they were derived under.
-_fleet_alerts_kept: dict[str, tuple[tuple[str, datetime, datetime], list[alert_rules.Alert]]] = {}
-
-
 def fleet_alerts_between(*, start: datetime, end: datetime) -> list[alert_rules.Alert]:
     """``alerts_for`` every rollup of the fleet in [start, end), kept per process until a rollup is written
-    (``billing.metering.rollups_version``) or the window moves: the approver's home read every rollup of the last
-    day on each view (issue #15). Callers must never change the list."""
-    key = (rollups_version(), start, end)
-    kept = _fleet_alerts_kept.get("fleet")
-    if kept is not None and kept[0] == key:
-        return kept[1]
-    alerts = alerts_for(UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end))
-    _fleet_alerts_kept["fleet"] = (key, alerts)
-    return alerts
+    (``billing.metering.rollups_version``) or the window moves: the approver's home and the platform page read every
+    breaching rollup of their window on each view (issue #15). Callers must never change the list."""
+    return _derived_from_rollups(
+        "alerts", start, end, lambda: alerts_for(UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end))
+    )
+
+
+# What the fleet's pages derive from the rollups alone (alerts, busy GPUs per pool), per kind and window, with the
+# rollups' version token it was derived under; the windows used last, a few at most (the home's day, the platform
+# page's week, its other lengths).
+_KEPT_WINDOWS = 6
+_derived_kept: OrderedDict[tuple[str, datetime, datetime], tuple[str, Any]] = OrderedDict()
+
+
+def _derived_from_rollups(kind: str, start: datetime, end: datetime, derive: Callable[[], _T]) -> _T:
+    # The token is read before the rollups: a write in between leaves the answer under the older token, read again.
+    version = rollups_version()
+    slot = (kind, start, end)
+    kept = _derived_kept.get(slot)
+    if kept is None or kept[0] != version:
+        kept = (version, derive())
+        _derived_kept[slot] = kept
+    _derived_kept.move_to_end(slot)
+    while len(_derived_kept) > _KEPT_WINDOWS:
+        _derived_kept.popitem(last=False)
+    return kept[1]

@@ -308,3 +308,25 @@ def test_busy_gpus_are_summed_per_pool_from_the_requests_pool_or_the_clusters_mo
     assert set(busy) == {demo_org.pool.pk, a100_pool.pk}
     assert busy[demo_org.pool.pk] == [(first, pytest.approx(1.0)), (second, pytest.approx(0.25))]
     assert busy[a100_pool.pk] == [(first, pytest.approx(0.3 + 0.1))]  # 30 % of an hour, 20 % of half an hour
+
+
+def test_the_platform_page_keeps_what_it_derives_from_rollups_until_one_is_written(
+    client: Client, demo_org: DemoOrg
+) -> None:
+    # The week's alerts and busy GPUs per pool are kept per process under the rollups' version token, beside the
+    # approver's home's day (neither evicts the other); a rollup written is read on the next view.
+    hour = hours_back(timezone.now(), 2)[0]
+    rollup(cluster=demo_org.cluster, hour=hour, gpu_uuid="GPU-COOL", team=demo_org.team)
+    client.force_login(demo_org.approver)
+    assert "GPU-HOT" not in client.get(URL).content.decode()
+    client.get("/")  # the home's own window
+    with CaptureQueriesContext(connection) as kept:
+        client.get(URL)
+    derived = [
+        q["sql"] for q in kept.captured_queries if '"max_temperature_c" >' in q["sql"] or "node_pool_id" in q["sql"]
+    ]
+    assert not [sql for sql in derived if "billing_utilizationrollup" in sql]
+
+    rollup(cluster=demo_org.cluster, hour=hour, gpu_uuid="GPU-HOT", max_temperature_c=90.0, team=demo_org.team)
+    html = client.get(URL).content.decode()
+    assert 'data-alert-kind="temperature"' in html and "GPU-HOT" in html
