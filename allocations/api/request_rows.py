@@ -28,6 +28,7 @@ from django.utils import timezone
 from rest_framework import ISO_8601, serializers
 
 from allocations.api.serializers import GpuRequestSerializer
+from allocations.compiled_reads import converted_rows
 from allocations.models import GpuRequest
 from allocations.pagination import COUNTED as _COUNTED
 from allocations.pagination import RowSource
@@ -191,18 +192,8 @@ class _Statement:
                 cursor.cursor.adapters.register_loader("timestamptz", _timestamptz_loader())
             cursor.execute(self.sql, params)
             fetched = cursor.fetchall()
-        names, converters = self.names, self.converters
-        answer = []
-        for row in fetched:
-            if converters:
-                row = list(row)
-                for position, (functions, expression) in converters:
-                    value = row[position]
-                    for convert in functions:
-                        value = convert(value, expression, connection)
-                    row[position] = value
-            answer.append(dict(zip(names, row, strict=True)))
-        return answer
+        names = self.names
+        return [dict(zip(names, row, strict=True)) for row in converted_rows(fetched, self.converters, connection)]
 
 
 # Digits as "9", everything else as a space: a run of 19 nines is a number orjson would read otherwise than json.
