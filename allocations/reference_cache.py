@@ -17,21 +17,19 @@ request on. Outside requests (Celery, commands) every call reads the cache, as b
 
 from __future__ import annotations
 
-import threading
-import uuid
 from collections.abc import Callable
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, TypeVar
 
-from django.core.cache import cache
 from django.core.signals import request_finished, request_started
 from django.db import transaction
 
+from allocations.version_tokens import KeptUnderTokens, current_token, replace_tokens
+
 VERSION_KEY = "allocations:reference-data-version"
 _T = TypeVar("_T")
-_built: dict[str, tuple[str, Any]] = {}
-_lock = threading.Lock()
+_built = KeptUnderTokens()
 # The token as the current web request read it ({} until it is read; None outside a request).
 _request_memo: ContextVar[dict[str, str] | None] = ContextVar("reference_version_of_request", default=None)
 
@@ -53,10 +51,7 @@ def reference_version() -> str:
     memo = _request_memo.get()
     if memo is not None and VERSION_KEY in memo:
         return memo[VERSION_KEY]
-    token = cache.get(VERSION_KEY)
-    if token is None:
-        cache.add(VERSION_KEY, uuid.uuid4().hex, timeout=None)
-        token = cache.get(VERSION_KEY)
+    token = current_token(VERSION_KEY)
     if memo is not None:
         memo[VERSION_KEY] = token
     return token
@@ -82,24 +77,23 @@ class one_version:  # lower case: read as ``with one_version():``
 
 def bump_reference_version(**_: Any) -> None:
     """Invalidate every process's copies now and once more when the current transaction commits."""
+    replace_tokens([VERSION_KEY])
+    _forget_request_token()
+    transaction.on_commit(_forget_request_token)
 
-    def bump() -> None:
-        cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
-        memo = _request_memo.get()
-        if memo is not None:
-            memo.pop(VERSION_KEY, None)
 
-    bump()
-    transaction.on_commit(bump)
+def _forget_request_token() -> None:
+    # The request that changed the data reads the new token, not the one it read before.
+    memo = _request_memo.get()
+    if memo is not None:
+        memo.pop(VERSION_KEY, None)
 
 
 def built_once(name: str, build: Callable[[], _T]) -> _T:
     """``build()``'s value, reused while the version token is unchanged; callers must never change the value."""
     token = reference_version()
-    hit = _built.get(name)
-    if hit is not None and hit[0] == token:
-        return hit[1]
-    value = build()
-    with _lock:
-        _built[name] = (token, value)
+    value = _built.get(name, token)
+    if value is None:
+        value = build()
+        _built.put(name, token, value)
     return value

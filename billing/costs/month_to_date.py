@@ -15,7 +15,7 @@ one entry per team or organisation and month, overwritten, so stale builds do no
 own copy is missing or outdated reads them instead of building its own (at 50,000 requests held in a month a build
 takes seconds, and every gunicorn worker and Celery process used to build it after each change).
 
-As in ``allocations.reference_cache``, a token is replaced at once and again when the transaction commits (a process
+The tokens are ``allocations.version_tokens``': replaced at once and again when the transaction commits (a process
 that rebuilt in between from rows not yet committed rebuilds once more); a cleared cache is a new token. Writes that
 bypass ``save()`` (a queryset ``update``, raw SQL) must call ``month_to_date_changed`` themselves.
 """
@@ -24,18 +24,15 @@ from __future__ import annotations
 
 import logging
 import pickle
-import threading
-import uuid
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import date
 from typing import Any
 
 from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
-from django.db import transaction
 
+from allocations.version_tokens import KeptUnderTokens, current_tokens, replace_tokens
 from gpucore.month_curves import MonthCurves
 
 _PREFIX = "billing:month-to-date:"
@@ -44,22 +41,11 @@ ORGANISATION_KEY = _PREFIX + "organisation"
 _MAX_KEPT = 256  # (scope, month) entries per process: teams x the months people look at
 # How long built curves stay in the shared cache unread: past the month's end they are only read for its last day.
 _SHARED_TIMEOUT = 40 * 24 * 3600
-_built: OrderedDict[tuple[Any, ...], tuple[tuple[str, ...], MonthCurves]] = OrderedDict()
-_lock = threading.Lock()
+_built = KeptUnderTokens(limit=_MAX_KEPT)
 
 
 def _team_key(team_id: int) -> str:
     return f"{_PREFIX}team:{team_id}"
-
-
-def _tokens(keys: list[str]) -> tuple[str, ...]:
-    """The current token of each key (one round trip), creating those the cache lacks."""
-    found = cache.get_many(keys)
-    for key in keys:
-        if key not in found:
-            cache.add(key, uuid.uuid4().hex, timeout=None)
-            found[key] = cache.get(key)
-    return tuple(found[key] for key in keys)
 
 
 logger = logging.getLogger(__name__)
@@ -96,37 +82,25 @@ def month_curves(
     their inputs changed (this process's copy, else the shared cache's, else built and shared); callers must never
     change them."""
     keys = [PRICING_KEY, ORGANISATION_KEY if team_id is None else _team_key(team_id)]
-    tokens = _tokens(keys)
+    tokens = current_tokens(keys)
     name = (team_id, month, share_idle)
-    hit = _built.get(name)
-    if hit is not None and hit[0] == tokens:
-        return hit[1]
+    kept = _built.get(name, tokens)
+    if kept is not None:
+        return kept
     curves = _shared_read(name, tokens)
     if curves is None:
         curves = build()
         _shared_write(name, tokens, curves)
-    with _lock:
-        _built[name] = (tokens, curves)
-        _built.move_to_end(name)
-        while len(_built) > _MAX_KEPT:
-            _built.popitem(last=False)
+    _built.put(name, tokens, curves)
     return curves
-
-
-def _replace(keys: list[str]) -> None:
-    def replace() -> None:
-        cache.set_many({key: uuid.uuid4().hex for key in keys}, timeout=None)
-
-    replace()
-    transaction.on_commit(replace)
 
 
 def month_to_date_changed(*, team_ids: Iterable[int] | None = None) -> None:
     """The requests, events or imported usage of these teams changed (None: anything that prices allocations)."""
     if team_ids is None:
-        _replace([PRICING_KEY])
+        replace_tokens([PRICING_KEY])
     else:
-        _replace([ORGANISATION_KEY, *(_team_key(team_id) for team_id in set(team_ids))])
+        replace_tokens([ORGANISATION_KEY, *(_team_key(team_id) for team_id in set(team_ids))])
 
 
 def team_inputs_changed(sender: type, instance: Any, **_: Any) -> None:

@@ -8,7 +8,7 @@ The rules are pure (gpucore.alerts, gpucore.forecast); this module only gathers 
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,6 +20,7 @@ from django.utils import timezone
 from allocations.held_intervals import held_span_rows
 from allocations.models import Cluster, GpuRequest, NodePool, Team
 from allocations.selectors import User, teams_visible_to, user_is_approver
+from allocations.version_tokens import KeptUnderTokens
 from billing.metering.rollups_version import rollups_version
 from billing.metering.selectors import (
     MIB_PER_GB,
@@ -454,22 +455,17 @@ def fleet_alerts_between(*, start: datetime, end: datetime) -> list[alert_rules.
     )
 
 
-# What the fleet's pages derive from the rollups alone (alerts, busy GPUs per pool), per kind and window, with the
-# rollups' version token it was derived under; the windows used last, a few at most (the home's day, the platform
-# page's week, its other lengths).
-_KEPT_WINDOWS = 6
-_derived_kept: OrderedDict[tuple[str, datetime, datetime], tuple[str, Any]] = OrderedDict()
+# What the fleet's pages derive from the rollups alone (alerts, busy GPUs per pool), per kind and window, under the
+# rollups' version token; the windows used last, a few at most (the home's day, the platform page's week, its other
+# lengths).
+_derived = KeptUnderTokens(limit=6)
 
 
 def _derived_from_rollups(kind: str, start: datetime, end: datetime, derive: Callable[[], _T]) -> _T:
     # The token is read before the rollups: a write in between leaves the answer under the older token, read again.
     version = rollups_version()
-    slot = (kind, start, end)
-    kept = _derived_kept.get(slot)
-    if kept is None or kept[0] != version:
-        kept = (version, derive())
-        _derived_kept[slot] = kept
-    _derived_kept.move_to_end(slot)
-    while len(_derived_kept) > _KEPT_WINDOWS:
-        _derived_kept.popitem(last=False)
-    return kept[1]
+    kept = _derived.get((kind, start, end), version)
+    if kept is None:
+        kept = derive()
+        _derived.put((kind, start, end), version, kept)
+    return kept
