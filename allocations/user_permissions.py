@@ -12,6 +12,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connections, router
 from django.utils.module_loading import import_string
 
+from allocations.compiled_reads import prepared_cursor
+
 
 def read_permissions(user: AbstractBaseUser) -> None:
     """Read the permissions of an active, non-superuser user, held directly and through groups, in one query, into
@@ -23,7 +25,7 @@ def read_permissions(user: AbstractBaseUser) -> None:
     """
     if not _permissions_are_model_backends(user.__class__):  # __class__ sees through a lazy user
         return
-    with connections[router.db_for_read(Permission)].cursor() as cursor:
+    with prepared_cursor(connections[router.db_for_read(Permission)]) as cursor:
         cursor.execute(_permissions_sql(), [user.pk, user.pk])
         rows = cursor.fetchall()
     held: dict[str, set[str]] = {"user": set(), "group": set()}

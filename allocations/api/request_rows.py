@@ -28,7 +28,7 @@ from django.utils import timezone
 from rest_framework import ISO_8601, serializers
 
 from allocations.api.serializers import GpuRequestSerializer
-from allocations.compiled_reads import converted_rows
+from allocations.compiled_reads import converted_rows, prepared_cursor
 from allocations.models import GpuRequest
 from allocations.pagination import COUNTED as _COUNTED
 from allocations.pagination import RowSource
@@ -184,7 +184,7 @@ class _Statement:
         """The rows, run with each stand-in replaced by its id."""
         params = [ids.get(value, value) if type(value) is int else value for value in self.params]
         connection = connections[self.using]
-        with connection.cursor() as cursor:
+        with prepared_cursor(connection) as cursor:
             if connection.vendor == "postgresql" and connection.timezone is not None:
                 # Django's timestamptz loader is a Python subclass of psycopg's that parses each value in Python, then
                 # sets the time zone the session already has: psycopg's own (C) loader gives the same datetimes, and

@@ -107,6 +107,14 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # An unreachable database fails a request (and the readiness probe) in seconds instead of hanging a worker.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT", 5))
+    # Reads that run on every call with other values (allocations/compiled_reads.prepared_cursor) are prepared on the
+    # connection after this many runs, so PostgreSQL plans them once. Django's own queries bind parameters client-side
+    # and are never prepared. "off" for a pooler that cannot keep prepared statements (PgBouncer in transaction mode
+    # before 1.21).
+    _prepare_off = (env_str("DB_PREPARE_THRESHOLD") or "").strip().lower() == "off"
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "prepare_threshold", None if _prepare_off else env_int("DB_PREPARE_THRESHOLD", 5)
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # SQLite cannot enforce NULLS NOT DISTINCT on Quota; model validation does, and PostgreSQL does in the database.
 SILENCED_SYSTEM_CHECKS = ["models.W047"]

@@ -178,3 +178,21 @@ def test_secret_references_resolve_from_env_or_file_and_never_take_a_value(tmp_p
     ]:
         with pytest.raises(ImproperlyConfigured, match=message.replace("(", r"\(")):
             secret_from_ref(ref, what="X")
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, 5), ("0", 0), ("20", 20), ("off", None), ("OFF", None)])
+def test_prepared_statements_threshold_comes_from_the_environment(value: str | None, expected: int | None) -> None:
+    env = {"DATABASE_URL": "postgres://alice:pw@db.example.com:6543/gpu_portal"}
+    if value is not None:
+        env["DB_PREPARE_THRESHOLD"] = value
+    probe = "from django.conf import settings; print(settings.DATABASES['default']['OPTIONS']['prepare_threshold'])"
+    result = _run(["-c", probe], {"DJANGO_SETTINGS_MODULE": "portal.settings.base", **env})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == str(expected)
+
+
+def test_a_prepared_statements_threshold_that_is_no_number_names_the_variable() -> None:
+    env = {"DATABASE_URL": "postgres://alice:pw@db.example.com:6543/gpu_portal", "DB_PREPARE_THRESHOLD": "often"}
+    result = _run(["-c", "import django; django.setup()"], {"DJANGO_SETTINGS_MODULE": "portal.settings.base", **env})
+    assert result.returncode != 0
+    assert "DB_PREPARE_THRESHOLD='often' is not an integer" in result.stderr

@@ -1,0 +1,75 @@
+"""The hot reads are prepared on PostgreSQL (allocations.compiled_reads.prepared_cursor): planned once per connection,
+still logged as queries, and read through Django's cursor wherever prepared statements are off."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from allocations.compiled_reads import ID_STAND_IN, CompiledRead, prepared_cursor
+from allocations.models import Team
+from allocations.user_permissions import read_permissions
+from tests.factories import TeamFactory, UserFactory
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.django_db]
+
+_TEAM = CompiledRead(Team, lambda pk: Team.objects.filter(pk=pk), stand_in=ID_STAND_IN)
+
+
+def _prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _threshold() -> int:
+    threshold = connection.settings_dict["OPTIONS"]["prepare_threshold"]
+    assert isinstance(threshold, int), "the test settings keep prepared statements on (DB_PREPARE_THRESHOLD)"
+    return threshold
+
+
+def test_a_compiled_read_is_prepared_once_it_has_run_the_threshold_times_and_answers_the_same():
+    teams = [TeamFactory(name=f"Team {n}") for n in range(3)]
+    table = Team._meta.db_table
+    before = [s for s in _prepared_statements() if table in s]
+    answers = [_TEAM.first(team.pk) for team in teams * (_threshold() + 1)]
+    prepared = [s for s in _prepared_statements() if table in s]
+    assert len(prepared) == len(before) + 1, prepared
+    assert "$1" in prepared[-1]  # bound on the server: the value is a parameter, not text in the statement
+    # The runs after it was prepared answer as the ones before did, each with its own team.
+    assert [t.name for t in answers] == [t.name for t in teams * (_threshold() + 1)]
+
+
+def test_a_users_permissions_are_read_by_a_prepared_statement():
+    approver = UserFactory()
+    for _ in range(_threshold() + 1):
+        read_permissions(approver)
+    assert any("auth_user_user_permissions" in s for s in _prepared_statements())
+
+
+def test_a_prepared_read_is_still_one_logged_query(django_assert_num_queries):
+    team = TeamFactory()
+    for _ in range(_threshold() + 1):
+        _TEAM.first(team.pk)
+    with django_assert_num_queries(1):
+        assert _TEAM.first(team.pk) == team
+
+
+def test_with_prepared_statements_off_the_read_goes_through_djangos_client_side_cursor(monkeypatch):
+    options = dict(connection.settings_dict["OPTIONS"], prepare_threshold=None)
+    monkeypatch.setitem(connection.settings_dict, "OPTIONS", options)
+    with prepared_cursor(connection) as cursor:
+        assert type(cursor.cursor).__name__ == "Cursor"  # Django's ClientCursor: nothing is prepared
+    monkeypatch.undo()
+    with prepared_cursor(connection) as cursor:
+        assert type(cursor.cursor).__name__ == "ServerBindingCursor"
+
+
+def test_a_server_bound_read_in_a_failed_transaction_raises_djangos_error():
+    from django.db import DatabaseError, transaction
+
+    with pytest.raises(DatabaseError), transaction.atomic(), prepared_cursor(connection) as cursor:
+        cursor.execute("SELECT 1 / %s", [0])
+    with CaptureQueriesContext(connection) as queries, prepared_cursor(connection) as cursor:
+        cursor.execute("SELECT %s::int + 1", [1])
+        assert cursor.fetchone() == (2,)
+    assert len(queries) == 1
