@@ -116,7 +116,9 @@ def list_queries(token: str) -> dict[int, int]:
             # Three more of every row, copied in the database (reading them into Python took minutes).
             table = connection.ops.quote_name(GpuRequest._meta.db_table)
             names = ", ".join(
-                connection.ops.quote_name(f.column) for f in GpuRequest._meta.concrete_fields if not f.primary_key
+                connection.ops.quote_name(f.column)
+                for f in GpuRequest._meta.concrete_fields
+                if not f.primary_key and not f.generated
             )
             with connection.cursor() as cursor:
                 copies = "CROSS JOIN (VALUES (1), (2), (3)) AS n(k)"

@@ -14,7 +14,46 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from gpucore.manifests import to_yaml
 
-_DRF_ENCODER = JSONEncoder()
+
+class JsonText:
+    """A value already encoded as JSON text (a request's spec as the database keeps it): written into the answer as it
+    is, without parsing and encoding it again (issue #15). Renderers that indent (the browsable API,
+    ``Accept: application/json; indent=4``) parse it first."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JsonText) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"JsonText({self.text!r})"
+
+
+class _Encoder(JSONEncoder):
+    """DRF's encoder, with JSON text parsed into the value it encodes."""
+
+    def default(self, obj: Any) -> Any:
+        if isinstance(obj, JsonText):
+            return json.loads(obj.text)
+        return super().default(obj)
+
+
+_DRF_ENCODER = _Encoder()
+
+
+def _orjson_default(obj: Any) -> Any:
+    # JSON text goes in as it is; anything else orjson cannot encode is encoded as DRF's encoder would.
+    if type(obj) is JsonText:
+        return orjson.Fragment(obj.text)
+    return _DRF_ENCODER.default(obj)
+
+
 # Dates and times go to DRF's encoder (orjson's own form differs: "+00:00" for "Z", microseconds kept).
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME
 _LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
@@ -27,7 +66,10 @@ class FastJSONRenderer(JSONRenderer):
     own ``JSONEncoder.default``; anything orjson refuses (a non-string key, an integer over 64 bits) and any indented
     answer (``Accept: application/json; indent=4``, the browsable API) is rendered by DRF itself. One difference is
     left: a float that is NaN or infinite is written ``null`` where DRF's strict JSON fails the request with a 500.
+    ``JsonText`` is written as it is (DRF's renderer, for an indented answer, parses it).
     """
+
+    encoder_class = _Encoder
 
     def render(
         self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping[str, Any] | None = None
@@ -39,7 +81,7 @@ class FastJSONRenderer(JSONRenderer):
         if indent is not None or not self.compact or self.ensure_ascii or not self.strict:  # DRF's settings: theirs
             return super().render(data, accepted_media_type, renderer_context)
         try:
-            rendered = orjson.dumps(data, default=_DRF_ENCODER.default, option=_ORJSON_OPTIONS)
+            rendered = orjson.dumps(data, default=_orjson_default, option=_ORJSON_OPTIONS)
         except orjson.JSONEncodeError:
             return super().render(data, accepted_media_type, renderer_context)
         if _LINE_SEPARATORS[0] in rendered or _LINE_SEPARATORS[1] in rendered:

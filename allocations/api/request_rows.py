@@ -27,6 +27,7 @@ from django.http import Http404
 from django.utils import timezone
 from rest_framework import ISO_8601, serializers
 
+from allocations.api.renderers import JsonText
 from allocations.api.serializers import GpuRequestSerializer
 from allocations.compiled_reads import converted_rows, prepared_cursor
 from allocations.models import GpuRequest
@@ -49,6 +50,8 @@ GPU_REQUEST_COLUMNS: dict[str, str] = {
     **{name: name for name in GpuRequestSerializer.Meta.fields},
     **{name: alias for name, (alias, _) in _RELATED_COLUMNS.items()},
     "gpu_model": "gpu_model_requested",
+    # The frozen spec as the database keeps its JSON text (GpuRequest.spec_text), written into the answer as it is.
+    "spec": "spec_text",
 }
 
 
@@ -72,8 +75,9 @@ def _related_subqueries() -> dict[str, tuple[str, Subquery]]:
     return answer
 
 
-# Fields whose value is the column as read (a slug, the frozen spec): the others go through their DRF field.
-_AS_READ = frozenset({*_RELATED_COLUMNS, "spec"})
+# Fields whose value is the column as read (a slug): the others go through their DRF field, and the spec's text
+# goes into the answer as JSON text.
+_AS_READ = frozenset(_RELATED_COLUMNS)
 
 
 @functools.cache
@@ -131,7 +135,9 @@ def gpu_request_rows(rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -
     plan = []
     for name in fields:
         field = prototype[name]
-        if name in _AS_READ or _shown_as_read(name):
+        if name == "spec":
+            convert = JsonText
+        elif name in _AS_READ or _shown_as_read(name):
             convert = None
         elif isinstance(field, serializers.DateTimeField) and getattr(field, "format", ISO_8601) == ISO_8601:
             convert = _iso_datetime(field, zone)

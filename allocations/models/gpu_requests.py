@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Cast
 
 from allocations.choices import RequestStatus, SharingMode, WorkloadType
 from allocations.models.clusters import Cluster, NodePool
@@ -84,6 +85,11 @@ class GpuRequest(models.Model):
         NodePool, on_delete=models.PROTECT, null=True, blank=True, related_name="gpu_requests"
     )
     spec = models.JSONField(default=dict, blank=True, help_text="The recommendation frozen at submission.")
+    # The spec as JSON text, kept by the database: the requests API writes it into its answers as it is, where turning
+    # ~4 KB of jsonb into text, parsing it and encoding it again was most of a list page's cost (issue #15).
+    spec_text = models.GeneratedField(
+        expression=Cast("spec", output_field=models.TextField()), output_field=models.TextField(), db_persist=True
+    )
     resource_name = models.CharField(max_length=63, blank=True)
     resource_units = models.PositiveIntegerField(
         default=0, help_text="Units of resource_name the request holds: quantity per replica x replicas."

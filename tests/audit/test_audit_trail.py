@@ -266,3 +266,12 @@ def test_the_list_and_the_page_stay_within_a_query_budget(demo_org: DemoOrg, dja
         assert len(admin.get(API, {"format": "csv"}).content.decode().splitlines()) == 31
     with django_assert_max_num_queries(12):
         assert browser.get(PAGE).status_code == 200
+
+
+def test_a_snapshot_leaves_out_the_databases_generated_copies(demo_org: DemoOrg) -> None:
+    from audit.services import audit_snapshot
+    from tests.factories import GpuRequestFactory
+
+    snapshot = audit_snapshot(GpuRequestFactory(team=demo_org.team, spec={"strategy": "mig"}))
+    assert snapshot["spec"] == {"strategy": "mig"}
+    assert "spec_text" not in snapshot  # the spec again, as text: it would double every request's record

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import ipaddress
+import json
 import uuid
 from typing import Any
 
@@ -14,7 +15,7 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
-from allocations.api.renderers import FastJSONRenderer
+from allocations.api.renderers import FastJSONRenderer, JsonText
 
 UTC = datetime.UTC
 CASES: list[Any] = [
@@ -63,3 +64,22 @@ def test_it_is_the_apis_json_renderer(client_as: Any) -> None:
     response = client_as("member").post("/api/v1/recommendations/", {"workload_type": "training"}, format="json")
     assert response.status_code == 400
     assert type(response.accepted_renderer) is FastJSONRenderer
+
+
+def test_json_text_is_written_as_it_is_and_parsed_for_an_indented_answer() -> None:
+    text = '{"strategy": "mig", "alternatives": [{"cost": 1.5e-07}, null], "note": "caf\u00e9\u2028"}'
+    data = {"id": 7, "spec": JsonText(text)}
+    compact = FastJSONRenderer().render(data, "application/json")
+    # The text's own spacing and numbers, with U+2028 escaped as DRF escapes it everywhere else.
+    assert compact == b'{"id":7,"spec":' + text.replace("\u2028", "\\u2028").encode() + b"}"
+    assert json.loads(compact) == {"id": 7, "spec": json.loads(text)}
+    parsed = {"id": 7, "spec": json.loads(text)}
+    for media_type, context in (("application/json; indent=4", {}), ("application/json", {"indent": 2})):
+        assert FastJSONRenderer().render(data, media_type, context) == JSONRenderer().render(
+            parsed, media_type, context
+        )
+
+
+def test_json_text_beside_what_orjson_refuses_is_parsed_by_drfs_renderer() -> None:
+    data = {1: "int key", "spec": JsonText('{"a": [1, 2]}')}
+    assert FastJSONRenderer().render(data) == JSONRenderer().render({1: "int key", "spec": {"a": [1, 2]}})

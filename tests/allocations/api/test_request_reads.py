@@ -5,6 +5,7 @@ role, field selection, page and keyset window."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from decimal import Decimal
 
@@ -191,3 +192,27 @@ def test_a_view_with_another_filter_or_scope_reads_through_its_querysets(demo_or
 
     assert viewset.as_view({"get": "list"})(listed).data["results"] == []
     assert viewset.as_view({"get": "retrieve"})(detail, pk=str(requests[0].pk)).status_code == 404
+
+
+def test_the_spec_is_the_databases_json_text_written_as_it_is(client_as, demo_org):
+    obj = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, spec={"b": [1, 2.5], "a": {"x": None}})
+    stored = GpuRequest.objects.values_list("spec_text", flat=True).get(pk=obj.pk)
+    client = client_as("member")
+    for path in (f"{URL}{obj.pk}/", f"{URL}?fields=id,spec", f"{URL}?fields=id,spec&{DEFAULT_ORDER}"):
+        response = client.get(path)
+        assert b'"spec":' + stored.encode() in response.content, path
+    # Indented and browsable answers parse it.
+    indented = client.get(f"{URL}{obj.pk}/", HTTP_ACCEPT="application/json; indent=2")
+    assert b"\n" in indented.content and indented.json()["spec"] == {"b": [1, 2.5], "a": {"x": None}}
+    browsable = client.get(f"{URL}{obj.pk}/?format=api", HTTP_ACCEPT="text/html")
+    assert browsable.status_code == 200 and b"&quot;x&quot;: null" in browsable.content
+
+
+def test_the_spec_text_follows_the_spec_however_it_is_written(demo_org):
+    obj = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, spec={"v": 1})
+    GpuRequest.objects.filter(pk=obj.pk).update(spec={"v": 2, "w": "é"})
+    assert json.loads(GpuRequest.objects.values_list("spec_text", flat=True).get(pk=obj.pk)) == {"v": 2, "w": "é"}
+    obj.refresh_from_db()
+    obj.spec = {"v": 3}
+    obj.save()
+    assert json.loads(GpuRequest.objects.values_list("spec_text", flat=True).get(pk=obj.pk)) == {"v": 3}
