@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Case, Func, OuterRef, Q, QuerySet, Subquery, TextField, When
+from django.db.models import Case, F, Func, OuterRef, Q, QuerySet, Subquery, TextField, When
 from django.db.models.fields.json import KeyTransform
-from django.db.models.functions import Cast, JSONObject
+from django.db.models.functions import JSONObject
 
 from allocations.models import TERMINAL_STATUSES, GpuRequest, RequestEvent, RequestStatus, Team
 
@@ -117,13 +117,16 @@ class _SpecKeysJson(Func):
     output_field = TextField()
 
 
-def _held_spec_json() -> Func:
-    """The spec's allocation keys (``GpuRequest.ALLOCATION_SPEC_KEYS``) as JSON text, equal texts for equal keys."""
+def _held_spec_json() -> Func | F:
+    """The spec's allocation keys (``GpuRequest.ALLOCATION_SPEC_KEYS``) as JSON text, equal texts for equal keys on
+    PostgreSQL; elsewhere the whole spec's text (``allocation_spec_of`` reads only those keys)."""
     if connection.vendor == "postgresql":
         # The spec (about 4 KB) is stored compressed: each spec -> 'key' decompresses it again, 8 times a row, half
         # of reading 50,000 requests (issue #15); jsonb_each decompresses it once. jsonb's text is canonical.
         return _SpecKeysJson("spec", keys=", ".join(f"'{key}'" for key in GpuRequest.ALLOCATION_SPEC_KEYS))
-    return Cast(_HELD_SPEC, TextField())
+    # Not JSON_OBJECT over the keys: SQLite's key transforms give a JSON null as the text 'null' and an object as
+    # text, which JSON_OBJECT then writes as strings (a dedicated request held a MIG profile "null").
+    return F("spec_text")
 
 
 def held_span_rows(

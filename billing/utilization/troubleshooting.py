@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import connection
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -114,10 +115,13 @@ def cluster_drivers(*, cluster_ids: Iterable[int], start: datetime, end: datetim
         GpuHealthHour.objects.filter(cluster_id__in=list(cluster_ids), hour__gte=start, hour__lt=end)
         .exclude(driver_version="")
         .order_by("hostname", "-hour")
-        .distinct("hostname")
-        .values_list("hostname", "driver_version")
     )
-    return dict(rows)
+    if connection.vendor == "postgresql":
+        rows = rows.distinct("hostname")  # DISTINCT ON; elsewhere the first row of each host is kept below
+    latest: dict[str, str] = {}
+    for hostname, version in rows.values_list("hostname", "driver_version"):
+        latest.setdefault(hostname, version)
+    return latest
 
 
 # cluster_drivers of one cluster, compiled once per process: the request page reads it on every view (issue #15).
@@ -137,7 +141,7 @@ _ONE_CLUSTER_DRIVERS = CompiledRead(
 
 def _drivers(*, cluster_ids: set[int], start: datetime, end: datetime) -> dict[str, str]:
     """``cluster_drivers``; for one cluster (a request's usual case) through the statement compiled once."""
-    if len(cluster_ids) == 1:
+    if len(cluster_ids) == 1 and connection.vendor == "postgresql":
         (cluster_id,) = cluster_ids
         rows = _ONE_CLUSTER_DRIVERS.values(cluster=cluster_id, start=start, end=end)
         return {row["hostname"]: row["driver_version"] for row in rows}
@@ -203,8 +207,9 @@ def cluster_triage_context(*, user: User, cluster: Cluster, now: datetime | None
         return {"triage": None}
     start, end = window(days=CLUSTER_WINDOW_DAYS, now=now or timezone.now())
     health = GpuHealthHour.objects.filter(cluster=cluster, hour__gte=start, hour__lt=end)
-    # Only GPUs with an XID need their hours read; the others count and give their driver version below.
-    xid_rows = health.exclude(xid_codes=[]).order_by("hour").values(*_HEALTH_FIELDS)
+    # Only GPUs with an XID need their hours read; the others count and give their driver version below. An hour has
+    # codes exactly when it has XID minutes (gpucore.xid.xid_hours); the minutes compare on every database.
+    xid_rows = health.filter(xid_minutes__gt=0).order_by("hour").values(*_HEALTH_FIELDS)
     gpus = _signals(
         xid_rows, _hot_gpus(UtilizationRollup.objects.filter(cluster=cluster, hour__gte=start, hour__lt=end))
     )
