@@ -18,6 +18,7 @@ connection's zone, so the stand-in's own datetime is not in their parameters and
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,7 +88,26 @@ def prepared_cursor(connection: Any) -> Any:
         if connection.timezone != loader.timezone:
             register_tzloader(connection.timezone, cursor)
     connection.validate_thread_sharing()
-    return connection.make_debug_cursor(cursor) if connection.queries_logged else connection.make_cursor(cursor)
+    return (
+        _server_bound_debug_wrapper()(cursor, connection)
+        if connection.queries_logged
+        else connection.make_cursor(cursor)
+    )
+
+
+@functools.cache
+def _server_bound_debug_wrapper() -> type:
+    """Django's debug cursor (``connection.queries``, ``CaptureQueriesContext``) for a server-binding cursor: it logs
+    the statement with its values put in, as Django logs its own, where Django's would log None."""
+    from django.db.backends.postgresql.base import CursorDebugWrapper
+    from django.db.backends.utils import CursorWrapper
+
+    class ServerBoundDebugWrapper(CursorDebugWrapper):
+        def execute(self, sql: str, params: Any = None) -> Any:
+            with self.debug_sql(self.db.ops.compose_sql(sql, params) if params is not None else sql):
+                return CursorWrapper.execute(self, sql, params)
+
+    return ServerBoundDebugWrapper
 
 
 def converted_rows(fetched: Iterable[Sequence[Any]], converters: Iterable[Any], connection: Any) -> list[list[Any]]:

@@ -46,12 +46,14 @@ def test_a_users_permissions_are_read_by_a_prepared_statement():
     assert any("auth_user_user_permissions" in s for s in _prepared_statements())
 
 
-def test_a_prepared_read_is_still_one_logged_query(django_assert_num_queries):
+def test_a_prepared_read_is_still_one_logged_query_with_its_values(django_assert_num_queries):
     team = TeamFactory()
     for _ in range(_threshold() + 1):
         _TEAM.first(team.pk)
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(1), CaptureQueriesContext(connection) as queries:
         assert _TEAM.first(team.pk) == team
+    # Logged as Django logs its own queries: the SQL with the values in (debug pages, failing query budgets).
+    assert queries[0]["sql"].startswith("SELECT") and f"= {team.pk}" in queries[0]["sql"]
 
 
 def test_with_prepared_statements_off_the_read_goes_through_djangos_client_side_cursor(monkeypatch):
