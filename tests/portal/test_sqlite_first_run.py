@@ -1,5 +1,6 @@
 """The README's first two commands on SQLite, as a laptop runs them (``make run``: migrate, seed the demo organisation,
-serve): every page of the demo answers for each of its users, and the requests API lists the demo's requests.
+serve): every page of the demo answers for each of its users, the requests API lists the demo's requests, and a
+request goes from the notebook's recommendation through approval and provisioning (tasks in-process) to release.
 
 The rest of the suite runs on PostgreSQL in CI, so a SQLite-only fault (a JSON key read that SQLite answers otherwise)
 would break ``make run`` unseen; this runs in a fresh interpreter with its own SQLite file."""
@@ -47,8 +48,26 @@ listed.force_login(User.objects.get(username="alice"))
 body = listed.get("/api/v1/requests/").json()
 specs = {row["id"]: row["spec"] for row in body["results"]}
 stored = dict(GpuRequest.objects.filter(pk__in=specs).values_list("pk", "spec"))
+
+# The README's notebook steps, then an approver's: recommend, submit, approve (tasks run in-process), release.
+profile = {"workload_type": "realtime_inference", "gpu_memory_gb": 8, "sla_tier": "tier2_batch"}
+lifecycle = {"recommend": listed.post("/api/v1/recommendations/", profile, content_type="application/json")}
+submitted = listed.post("/api/v1/requests/", {**profile, "team": "vision", "name": "sqlite-check",
+                        "duration_hours": 2}, content_type="application/json")
+lifecycle["submit"] = submitted
+approver = Client()
+approver.force_login(User.objects.get(username="carol"))
+new_id = submitted.json().get("id")
+lifecycle["approve"] = approver.post(f"/api/v1/requests/{new_id}/approve/", {"comment": "ok"},
+                                     content_type="application/json")
+lifecycle["page"] = listed.get(f"/requests/{new_id}/")
+status_after_approval = GpuRequest.objects.get(pk=new_id).status
+lifecycle["release"] = listed.post(f"/api/v1/requests/{new_id}/release/", {}, content_type="application/json")
 print(json.dumps({"vendor": connection.vendor, "answers": answers, "count": body["count"],
-                  "specs_equal": specs == stored}))
+                  "specs_equal": specs == stored,
+                  "lifecycle": {step: response.status_code for step, response in lifecycle.items()},
+                  "status_after_approval": status_after_approval,
+                  "final_status": GpuRequest.objects.get(pk=new_id).status}))
 """
 
 
@@ -65,3 +84,6 @@ def test_make_runs_first_steps_on_sqlite_serve_every_page(tmp_path: Path) -> Non
     assert report["vendor"] == "sqlite"
     assert {page: code for page, code in report["answers"].items() if code != 200} == {}
     assert report["count"] > 0 and report["specs_equal"]
+    assert report["lifecycle"] == {"recommend": 200, "submit": 201, "approve": 202, "page": 200, "release": 200}
+    assert report["status_after_approval"] == "active"  # provisioned in-process, to the demo cluster's GitOps tree
+    assert report["final_status"] == "released"
