@@ -4,6 +4,7 @@ multi-document YAML stream."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,6 +58,8 @@ def _orjson_default(obj: Any) -> Any:
 # Dates and times go to DRF's encoder (orjson's own form differs: "+00:00" for "Z", microseconds kept).
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME
 _LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
+# Either separator in one scan: two `in` scans were 160 us of a 116 KB list page (issue #15).
+_ANY_LINE_SEPARATOR = re.compile(b"\xe2\x80[\xa8\xa9]")
 
 
 class FastJSONRenderer(JSONRenderer):
@@ -84,7 +87,7 @@ class FastJSONRenderer(JSONRenderer):
             rendered = orjson.dumps(data, default=_orjson_default, option=_ORJSON_OPTIONS)
         except orjson.JSONEncodeError:
             return super().render(data, accepted_media_type, renderer_context)
-        if _LINE_SEPARATORS[0] in rendered or _LINE_SEPARATORS[1] in rendered:
+        if _ANY_LINE_SEPARATOR.search(rendered):
             rendered = rendered.replace(_LINE_SEPARATORS[0], b"\\u2028").replace(_LINE_SEPARATORS[1], b"\\u2029")
         return rendered
 
