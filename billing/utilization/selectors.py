@@ -9,7 +9,7 @@ The rules are pure (gpucore.alerts, gpucore.forecast); this module only gathers 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -146,8 +146,31 @@ def usage_summary(qs: QuerySet[UtilizationRollup]) -> dict[str, Any]:
 
 def usage_summaries_by_cluster(qs: QuerySet[UtilizationRollup]) -> dict[int, dict[str, Any]]:
     """``usage_summary`` per cluster id, in one query (a cluster without rollups has no entry)."""
-    rows = qs.values("cluster_id").annotate(**summary_aggregates()).order_by()
-    return {row["cluster_id"]: summary_from(row) for row in rows}
+    return {row["cluster_id"]: summary_from(row) for row in usage_rows_by_cluster(qs)}
+
+
+def usage_rows_by_cluster(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
+    """The rows of ``summary_aggregates`` per cluster (``cluster_id`` and each aggregate), in one grouped query."""
+    return list(qs.values("cluster_id").annotate(**summary_aggregates()).order_by())
+
+
+def combined_aggregates(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """One row of ``summary_aggregates`` from rows of it over rollups that do not overlap (one per cluster): what the
+    aggregates over all of those rollups give, sums added up and maxima taken. The platform page sums its clusters'
+    rows instead of reading the week's rollups once more (issue #15)."""
+    rows = list(rows)
+    combined: dict[str, Any] = {}
+    for name, aggregate in summary_aggregates().items():
+        values = [row[name] for row in rows if row[name] is not None]
+        if isinstance(aggregate, Max):
+            combined[name] = max(values) if values else None
+        elif isinstance(aggregate, Count):  # COUNT of no rows is 0
+            combined[name] = sum(values)
+        elif isinstance(aggregate, Sum):  # SUM of no rows is NULL
+            combined[name] = sum(values) if values else None
+        else:
+            raise TypeError(f"{name}: {type(aggregate).__name__} does not combine from per-cluster rows")
+    return combined
 
 
 def summary_from(row: dict[str, Any]) -> dict[str, Any]:
@@ -349,8 +372,9 @@ def unallocated_usage(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
     ]
 
 
-def cluster_rows(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
-    """Per active cluster: GPUs in its pools, device-hours, utilization and how far it has been ingested."""
+def cluster_rows(rows_by_cluster: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per active cluster: GPUs in its pools, device-hours, utilization (from ``usage_rows_by_cluster``) and how far it
+    has been ingested."""
     gpus_by_cluster = dict(
         NodePool.objects.values("cluster_id")
         .annotate(n=Sum(F("node_count") * F("gpus_per_node")))
@@ -358,7 +382,7 @@ def cluster_rows(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
         .values_list("cluster_id", "n")
     )
     # One grouped query each, not one per cluster (issue #15: the page grew a query per cluster).
-    summaries = usage_summaries_by_cluster(qs)
+    summaries = {row["cluster_id"]: summary_from(row) for row in rows_by_cluster}
     marks = dict(UtilizationWatermark.objects.values_list("cluster_id", "last_complete_hour"))
     nothing = summary_from(dict.fromkeys(summary_aggregates()))
     out = []
@@ -380,12 +404,13 @@ def platform_utilization(*, user: User, now: datetime | None = None, days: int =
     qs = UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end)
     alerts = fleet_alerts_between(start=start, end=end)
     forecasts = pool_forecasts(now=now)
+    by_cluster = usage_rows_by_cluster(qs)
     return {
         "start": start,
         "end": end,
         "days": days,
-        "summary": usage_summary(qs),
-        "clusters": cluster_rows(qs),
+        "summary": summary_from(combined_aggregates(by_cluster)),
+        "clusters": cluster_rows(by_cluster),
         "unallocated": unallocated_usage(qs),
         "alert_groups": (groups := alert_group_rows(alerts=alerts, team=None, now=now))[:MAX_ALERTS_SHOWN],
         "alert_groups_total": len(groups),

@@ -330,3 +330,41 @@ def test_the_platform_page_keeps_what_it_derives_from_rollups_until_one_is_writt
     rollup(cluster=demo_org.cluster, hour=hour, gpu_uuid="GPU-HOT", max_temperature_c=90.0, team=demo_org.team)
     html = client.get(URL).content.decode()
     assert 'data-alert-kind="temperature"' in html and "GPU-HOT" in html
+
+
+def test_the_platform_summary_summed_from_its_clusters_equals_the_aggregate_of_every_rollup(demo_org: DemoOrg) -> None:
+    from billing.utilization.selectors import (
+        combined_aggregates,
+        summary_from,
+        usage_rows_by_cluster,
+        usage_summary,
+    )
+
+    other = ClusterFactory(name="second")
+    third = ClusterFactory(name="third")
+    hours = hours_back(timezone.now(), 3)
+    # Clusters with unequal sums, a missing utilization, no energy, memory pressure and the hottest GPU elsewhere.
+    for n, hour in enumerate(hours):
+        rollup(cluster=demo_org.cluster, hour=hour, gpu_uuid="GPU-a", avg_utilization_pct=30.0 + n, energy_kwh=0.5)
+        rollup(cluster=other, hour=hour, gpu_uuid="GPU-b", sample_count=45, avg_utilization_pct=None, energy_kwh=None)
+        rollup(
+            cluster=third,
+            hour=hour,
+            gpu_uuid="GPU-c",
+            is_complete=n != 1,
+            memory_pressure_minutes=n,
+            max_temperature_c=80.0 + n,
+            peak_memory_used_mib=70000.0 - n,
+        )
+    start, end = hours[0], hours[-1] + timedelta(hours=1)
+    qs = UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end)
+    assert len(usage_rows_by_cluster(qs)) == 3
+    assert summary_from(combined_aggregates(usage_rows_by_cluster(qs))) == usage_summary(qs)
+    # Only what one cluster has, and nothing at all.
+    just_other = qs.filter(cluster=other)
+    assert summary_from(combined_aggregates(usage_rows_by_cluster(just_other))) == usage_summary(just_other)
+    nothing = qs.none()
+    assert summary_from(combined_aggregates(usage_rows_by_cluster(nothing))) == usage_summary(nothing)
+    assert platform_utilization(user=demo_org.approver)["summary"] == usage_summary(
+        UtilizationRollup.objects.filter(hour__gte=window(days=7)[0], hour__lt=window(days=7)[1])
+    )
