@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 HISTORY_DAYS = 7
 HORIZON_DAYS = 30
 DAY = timedelta(days=1)
+HOUR = timedelta(hours=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,12 +138,34 @@ def step_series(
 ) -> list[tuple[datetime, float]]:
     """An hourly series of the amount held at each hour start in [start, end) from (from, until, amount) holdings.
 
-    ``until`` None means still held.
+    ``until`` None means still held. Each holding adds its amount where it starts to count and takes it away where it
+    stops, and the hours read the running total: linear in holdings plus hours, where summing every holding at every
+    hour took 0.3 s for a pool's week of 20,000 requests (issue #15). Whole amounts (units, as the pools hold) add up
+    exactly; any other amount is summed per hour, in the holdings' order, as before.
     """
+    count = max(0, -((start - end) // HOUR))  # the hour starts in [start, end)
+    if not all(float(amount).is_integer() for _, _, amount in intervals):
+        return _summed_per_hour(intervals, start=start, count=count)
+    changes = [0] * (count + 1)
+    for since, until, amount in intervals:
+        first = max(0, -((start - since) // HOUR))  # the first hour start at or after `since`
+        stop = count if until is None else min(count, max(0, -((start - until) // HOUR)))  # hour starts before `until`
+        if first < stop:
+            changes[first] += int(amount)
+            changes[stop] -= int(amount)
+    series, held = [], 0
+    for index in range(count):
+        held += changes[index]
+        series.append((start + HOUR * index, float(held)))
+    return series
+
+
+def _summed_per_hour(
+    intervals: Sequence[tuple[datetime, datetime | None, float]], *, start: datetime, count: int
+) -> list[tuple[datetime, float]]:
     series = []
-    hour = start
-    while hour < end:
+    for index in range(count):
+        hour = start + HOUR * index
         held = sum(amount for since, until, amount in intervals if since <= hour and (until is None or until > hour))
         series.append((hour, float(held)))
-        hour += timedelta(hours=1)
     return series

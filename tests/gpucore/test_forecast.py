@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpucore.forecast import daily_means, forecast, linear_trend, run_out, step_series
 
@@ -72,3 +74,43 @@ def test_forecast_without_history_has_no_trend() -> None:
     result = forecast([], now=T0, capacity=10)
     assert result.trend is None and result.projection == () and result.run_out_at is None
     assert result.current is None and result.days_to_run_out is None
+
+
+def _held_at_every_hour(spans, *, start, end):
+    """The definition: at each hour start, the sum of what every holding holds then."""
+    series, hour = [], start
+    while hour < end:
+        held = sum(amount for since, until, amount in spans if since <= hour and (until is None or until > hour))
+        series.append((hour, float(held)))
+        hour += timedelta(hours=1)
+    return series
+
+
+_MINUTES = st.integers(min_value=-3 * 24 * 60, max_value=10 * 24 * 60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    spans=st.lists(
+        st.tuples(_MINUTES, st.one_of(st.none(), _MINUTES), st.integers(min_value=-4, max_value=64)), max_size=40
+    ),
+    offset=st.integers(min_value=0, max_value=59),
+    hours=st.integers(min_value=0, max_value=8 * 24),
+)
+def test_step_series_equals_the_sum_at_every_hour(spans, offset, hours) -> None:
+    # Holdings starting and ending on and off the hour, before, inside and after the window, some ending before they
+    # start; whole amounts (as pools hold units), negative ones included.
+    start = T0 + timedelta(minutes=offset)
+    end = start + timedelta(hours=hours, minutes=offset)
+    held = [
+        (T0 + timedelta(minutes=since), None if until is None else T0 + timedelta(minutes=until), float(amount))
+        for since, until, amount in spans
+    ]
+    assert step_series(held, start=start, end=end) == _held_at_every_hour(held, start=start, end=end)
+
+
+def test_step_series_with_fractional_amounts_sums_them_per_hour_as_the_definition() -> None:
+    spans = [(T0, None, 0.1), (T0 + timedelta(hours=1), T0 + timedelta(hours=3), 0.2), (T0, None, float("nan"))]
+    got = step_series(spans[:2], start=T0, end=T0 + DAY)
+    assert got == _held_at_every_hour(spans[:2], start=T0, end=T0 + DAY)
+    assert all(value != value for _, value in step_series(spans, start=T0, end=T0 + timedelta(hours=2)))  # NaN
