@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections, router
 from django.db.models import Model, QuerySet
 from django.db.models.query import ValuesIterable, get_related_populators
@@ -108,6 +109,32 @@ def _server_bound_debug_wrapper() -> type:
                 return CursorWrapper.execute(self, sql, params)
 
     return ServerBoundDebugWrapper
+
+
+def psycopg_timestamps(cursor: Any, connection: Any) -> None:
+    """Read this cursor's timestamps with psycopg's own (C) loader on PostgreSQL. Django's is a Python subclass that
+    parses each value in Python, then sets the time zone the session already has: the same datetimes, and over a
+    third of reading a full page of requests (issue #15)."""
+    if connection.vendor == "postgresql" and connection.timezone is not None:
+        from psycopg.types.datetime import TimestamptzLoader  # PostgreSQL only
+
+        cursor.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
+
+
+def values_list_rows(queryset: QuerySet) -> list[tuple[Any, ...]]:
+    """What ``list(queryset)`` answers for a ``values_list()`` queryset, with the timestamps read by psycopg's own
+    loader (``psycopg_timestamps``): for reads of tens of thousands of rows (a month's holding spans)."""
+    compiler = queryset.query.get_compiler(queryset.db)
+    try:
+        sql, params = compiler.as_sql()
+    except EmptyResultSet:
+        return []
+    connection = connections[queryset.db]
+    with connection.cursor() as cursor:
+        psycopg_timestamps(cursor, connection)
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    return list(compiler.results_iter(results=[fetched], tuple_expected=True))
 
 
 def converted_rows(fetched: Iterable[Sequence[Any]], converters: Iterable[Any], connection: Any) -> list[list[Any]]:

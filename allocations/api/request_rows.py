@@ -29,7 +29,7 @@ from rest_framework import ISO_8601, serializers
 
 from allocations.api.renderers import JsonText
 from allocations.api.serializers import GpuRequestSerializer
-from allocations.compiled_reads import converted_rows, prepared_cursor
+from allocations.compiled_reads import converted_rows, prepared_cursor, psycopg_timestamps
 from allocations.models import GpuRequest
 from allocations.pagination import COUNTED as _COUNTED
 from allocations.pagination import RowSource
@@ -191,11 +191,7 @@ class _Statement:
         params = [ids.get(value, value) if type(value) is int else value for value in self.params]
         connection = connections[self.using]
         with prepared_cursor(connection) as cursor:
-            if connection.vendor == "postgresql" and connection.timezone is not None:
-                # Django's timestamptz loader is a Python subclass of psycopg's that parses each value in Python, then
-                # sets the time zone the session already has: psycopg's own (C) loader gives the same datetimes, and
-                # the Python one was over a third of reading a full page (issue #15).
-                cursor.cursor.adapters.register_loader("timestamptz", _timestamptz_loader())
+            psycopg_timestamps(cursor, connection)
             cursor.execute(self.sql, params)
             fetched = cursor.fetchall()
         names = self.names
@@ -227,13 +223,6 @@ def _through_orjson(convert: Callable[..., Any]) -> Callable[..., Any]:
         return convert(value, expression, connection)
 
     return loads
-
-
-@functools.cache
-def _timestamptz_loader() -> type:
-    from psycopg.types.datetime import TimestamptzLoader  # PostgreSQL only
-
-    return TimestamptzLoader
 
 
 def _requests_in(scope: str) -> QuerySet[GpuRequest]:

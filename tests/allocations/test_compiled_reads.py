@@ -221,3 +221,23 @@ def test_stand_ins_must_be_distinct_and_taken():
     )
     with pytest.raises(ValueError, match="does not take end, start"):
         unused.values(team=1, start=timezone.now(), end=timezone.now())
+
+
+@pytest.mark.django_db
+def test_values_list_rows_answer_what_the_queryset_does():
+    from django.db.models import F, Value
+    from django.db.models.functions import Concat
+
+    from allocations.compiled_reads import values_list_rows
+
+    now = timezone.now()
+    for n in range(3):
+        GpuRequestFactory(
+            submitted_at=now - timedelta(hours=n, microseconds=n), expires_at=None if n else now, command=["a", n]
+        )
+    queryset = GpuRequest.objects.annotate(label=Concat(F("name"), Value("!"))).order_by("pk")
+    fields = ("label", "pk", "submitted_at", "expires_at", "gpu_memory_gb", "command", "team__slug", "created_at")
+    assert values_list_rows(queryset.values_list(*fields)) == list(queryset.values_list(*fields))
+    with timezone.override("Asia/Kolkata"):
+        assert values_list_rows(queryset.values_list(*fields)) == list(queryset.values_list(*fields))
+    assert values_list_rows(queryset.none().values_list(*fields)) == []
