@@ -55,6 +55,14 @@ _POOL_STRATEGY = {
 }
 
 
+class GpuRequestManager(models.Manager["GpuRequest"]):
+    """Requests load without ``spec_text``, the spec again as text: only the requests API's reads name it (a request
+    read as an instance would otherwise carry its ~4 KB spec twice)."""
+
+    def get_queryset(self) -> models.QuerySet[GpuRequest]:
+        return super().get_queryset().defer("spec_text")
+
+
 class GpuRequest(models.Model):
     """A team's request for GPUs: the workload profile, the allocation spec frozen at submission, and its status."""
 
@@ -115,7 +123,11 @@ class GpuRequest(models.Model):
     activated_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 
+    objects = GpuRequestManager()
+
     class Meta:
+        # Related objects (an event's request, an extension's) load without spec_text too.
+        base_manager_name = "objects"
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["team", "status"]),

@@ -216,3 +216,20 @@ def test_the_spec_text_follows_the_spec_however_it_is_written(demo_org):
     obj.spec = {"v": 3}
     obj.save()
     assert json.loads(GpuRequest.objects.values_list("spec_text", flat=True).get(pk=obj.pk)) == {"v": 3}
+
+
+def test_a_request_read_as_an_instance_leaves_the_spec_text_out(demo_org, django_assert_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from allocations.models import RequestEvent
+
+    obj = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, spec={"strategy": "mig"})
+    RequestEvent.objects.create(request=obj, from_status="", to_status=obj.status, actor=demo_org.member)
+    with CaptureQueriesContext(connection) as queries:
+        fetched = GpuRequest.objects.get(pk=obj.pk)
+        related = RequestEvent.objects.filter(request=obj).first().request  # through the base manager
+    assert all("spec_text" not in query["sql"] for query in queries), [q["sql"] for q in queries]
+    assert fetched.spec == related.spec == {"strategy": "mig"}
+    # Asked for by name it is read, as the requests API reads it.
+    assert json.loads(GpuRequest.objects.values_list("spec_text", flat=True).get(pk=obj.pk)) == {"strategy": "mig"}
