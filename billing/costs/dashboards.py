@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, QuerySet, Sum
 
-from allocations.held_intervals import allocation_intervals
+from allocations.held_intervals import held_span_rows
 from allocations.models import GpuModel, GpuRequest, NodePool, SharingMode, SlaTier, Team
 from billing.costs.chargeback import closed_reports, month_bounds, month_chargeback
 from billing.costs.dashboard_query import DashboardQuery
@@ -248,12 +248,13 @@ def range_rows(
 
 
 def _active_months(months: list[date]) -> set[date]:
-    """Those of ``months`` in which any request held GPUs (``allocation_intervals``) or imported usage falls: two
-    queries over the whole span, not two a month."""
+    """Those of ``months`` in which any request held GPUs (``held_span_rows``) or imported usage falls: two queries
+    over the whole span, not two a month."""
     if not months:
         return set()
     start, end = month_bounds(min(months))[0], month_bounds(max(months))[1]
-    spans = [(i.start, i.end) for i in allocation_intervals(start=start, end=end)]
+    # Only when each request held GPUs: plain rows, not a model instance (and its spec's keys) per request of a year.
+    spans = [(began, finished) for _, began, finished in held_span_rows(start=start, end=end, fields=())]
     spans += list(ImportedUsage.objects.filter(start__lt=end, end__gt=start).values_list("start", "end"))
     active = set()
     for month in months:

@@ -142,3 +142,24 @@ def test_teams_and_tiers_are_named_in_the_legends_not_by_slug(october, client) -
     assert set(allocation["data"][0]["x"]) <= names
     link = cost["data"][0]["customdata"][0]  # the click-through still filters by slug
     assert any(f"tier={slug}" in link for slug in slugs)
+
+
+@pytest.mark.django_db
+def test_the_months_anyone_held_gpus_in_are_those_a_held_span_meets(demo_org) -> None:
+    from datetime import UTC, date, datetime
+
+    from billing.costs.dashboards import _active_months
+    from tests.billing.cost_helpers import held_request
+
+    held_request(team=demo_org.team, start=datetime(2031, 2, 27, 22, tzinfo=UTC), end=datetime(2031, 3, 1, tzinfo=UTC))
+    held_request(team=demo_org.team, start=datetime(2031, 5, 31, 23, tzinfo=UTC), end=None)  # still held
+    months = [date(2031, month, 1) for month in range(1, 9)]
+    # February only: the first span ends at March's first instant. May on, for the span still held.
+    assert _active_months(months) == {
+        date(2031, 2, 1),
+        date(2031, 5, 1),
+        date(2031, 6, 1),
+        date(2031, 7, 1),
+        date(2031, 8, 1),
+    }
+    assert _active_months([]) == set()
