@@ -273,11 +273,6 @@ def approve_refusal(*, user: User, request: GpuRequest) -> str | None:
     return _reviewer_refusal(user, request) or _pending_refusal(request, RequestStatus.APPROVED)
 
 
-def reject_refusal(*, user: User, request: GpuRequest) -> str | None:
-    """Why ``user`` may not reject ``request`` now (as for approving; the comment is checked on submit), or None."""
-    return _reviewer_refusal(user, request) or _pending_refusal(request, RequestStatus.REJECTED)
-
-
 class RoleNotRead:
     """The default of ``role`` below: the predicate reads the user's role itself."""
 

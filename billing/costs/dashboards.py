@@ -44,16 +44,6 @@ NO_TIER = "(no tier)"
 CLOSED_MONTH_CACHE_SECONDS = 7 * 24 * 3600
 
 
-def months_back(month: date, count: int) -> list[date]:
-    """``count`` first-of-month dates ending with ``month``, oldest first."""
-    out = []
-    year, mon = month.year, month.month
-    for _ in range(count):
-        out.append(date(year, mon, 1))
-        year, mon = (year - 1, 12) if mon == 1 else (year, mon - 1)
-    return out[::-1]
-
-
 @dataclass
 class MonthRows:
     """A month's chargeback lines for the visible teams, one per team and request (or import), with their groups."""
