@@ -32,11 +32,7 @@ def current_tokens(keys: Sequence[str]) -> tuple[str, ...]:
 
 def current_token(key: str) -> str:
     """The current token of one key, creating it when the cache has none."""
-    token = cache.get(key)
-    if token is None:
-        cache.add(key, uuid.uuid4().hex, timeout=None)
-        token = cache.get(key)
-    return token
+    return current_tokens([key])[0]
 
 
 def replace_tokens(keys: Sequence[str]) -> None:
