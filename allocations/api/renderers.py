@@ -26,12 +26,6 @@ class JsonText:
     def __init__(self, text: str) -> None:
         self.text = text
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, JsonText) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
     def __repr__(self) -> str:
         return f"JsonText({self.text!r})"
 

@@ -144,11 +144,6 @@ def usage_summary(qs: QuerySet[UtilizationRollup]) -> dict[str, Any]:
     return summary_from(qs.aggregate(**summary_aggregates()))
 
 
-def usage_summaries_by_cluster(qs: QuerySet[UtilizationRollup]) -> dict[int, dict[str, Any]]:
-    """``usage_summary`` per cluster id, in one query (a cluster without rollups has no entry)."""
-    return {row["cluster_id"]: summary_from(row) for row in usage_rows_by_cluster(qs)}
-
-
 def usage_rows_by_cluster(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any]]:
     """The rows of ``summary_aggregates`` per cluster (``cluster_id`` and each aggregate), in one grouped query."""
     return list(qs.values("cluster_id").annotate(**summary_aggregates()).order_by())
@@ -381,7 +376,8 @@ def cluster_rows(rows_by_cluster: Iterable[dict[str, Any]]) -> list[dict[str, An
         .order_by()
         .values_list("cluster_id", "n")
     )
-    # One grouped query each, not one per cluster (issue #15: the page grew a query per cluster).
+    # Grouped reads, not one per cluster (issue #15: the page grew a query per cluster); a cluster without rollups
+    # has no row.
     summaries = {row["cluster_id"]: summary_from(row) for row in rows_by_cluster}
     marks = dict(UtilizationWatermark.objects.values_list("cluster_id", "last_complete_hour"))
     nothing = summary_from(dict.fromkeys(summary_aggregates()))
