@@ -60,7 +60,9 @@ def prepare_database(env: dict[str, str], extra_requests: int) -> str:
     with override_settings(DEBUG=True):
         call_command("seed_demo", verbosity=0)
     template = GpuRequest.objects.filter(team__slug="vision").first()
-    columns = {f.attname: getattr(template, f.attname) for f in GpuRequest._meta.concrete_fields if f.attname != "id"}
+    # The row's own columns: not the id, nor what the database generates (the spec's text).
+    copied = [f.attname for f in GpuRequest._meta.concrete_fields if f.attname != "id" and not f.generated]
+    columns = {name: getattr(template, name) for name in copied}
     copies = [GpuRequest(**{**columns, "name": f"bench-{n}"}) for n in range(extra_requests)]
     GpuRequest.objects.bulk_create(copies, batch_size=1000)
     if connection.vendor == "postgresql":

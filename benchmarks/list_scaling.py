@@ -41,7 +41,9 @@ def top_up(total: int, pending_share: float) -> None:
 
     missing = total - GpuRequest.objects.count()
     template = GpuRequest.objects.filter(team__slug="vision").order_by("pk").first()
-    columns = {f.attname: getattr(template, f.attname) for f in GpuRequest._meta.concrete_fields if f.attname != "id"}
+    # The row's own columns: not the id, nor what the database generates (the spec's text).
+    copied = [f.attname for f in GpuRequest._meta.concrete_fields if f.attname != "id" and not f.generated]
+    columns = {name: getattr(template, name) for name in copied}
     ended = timezone.now() - timedelta(days=62)
     columns.update(
         status=RequestStatus.RELEASED,

@@ -34,7 +34,7 @@ def add_requests(count: int, now: datetime) -> None:
     templates = list(GpuRequest.objects.filter(activated_at__isnull=False).order_by("pk"))
     month = datetime(now.year, now.month, 1, tzinfo=UTC)
     minutes = max(1, int((now - month).total_seconds() // 60))
-    fields = [f.attname for f in GpuRequest._meta.concrete_fields if f.attname != "id"]
+    fields = [f.attname for f in GpuRequest._meta.concrete_fields if f.attname != "id" and not f.generated]
     copies = []
     for n in range(count):
         template = templates[n % len(templates)]
