@@ -10,6 +10,10 @@ and ``select_related`` populators, or the dicts of a ``values()`` queryset. Only
 rows as they are now (a revoked token, a decided extension, a new membership hold at once). The tests compare each read
 with the ORM's own answer.
 
+Beside them: ``prepared_cursor``, the cursor such reads run on (PostgreSQL prepares them on the connection), and
+``values_list_rows``, a ``values_list()`` read with psycopg's own timestamp loader (``psycopg_timestamps``) for reads
+of tens of thousands of rows.
+
 A read takes one value (``stand_in``: a key or an id) or several by name (``stand_ins``: ids and a window's
 datetimes, as the request page's utilization reads). A datetime is looked for, and its value put in, as the backend
 adapts a ``DateTimeField``'s value: PostgreSQL keeps the datetime, SQLite and MySQL compile it to text in the
