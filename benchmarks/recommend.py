@@ -15,6 +15,9 @@ Timing profiles already answered would time those memos, not what a new profile 
 
 Beside ``recommend()`` alone it times ``place()``, what the endpoint asks of the framework (the recommendation over
 the node pools that exist, placed on one of them), so that "API / place()" is what HTTP, DRF and validation add.
+The same posts go to two views that do nothing, through the same client: a DRF view with the portal's
+authentication, permission and throttle classes (the floor of any endpoint), and a plain Django view (the floor of
+any view: Django's handler, the middleware and the test client).
 
     .venv/bin/python benchmarks/recommend.py [--profiles 10000] [--api-profiles 2000] [--baseline-commit SHA]
 """
@@ -175,7 +178,9 @@ def main() -> None:
             place(WorkloadProfile.from_mapping(data))
     for data in warm[: args.api_profiles]:
         client.post("/bench/drf-floor", data, format="json")
-    in_process_rates, place_rates, api_rates, floor_rates, before_rates, after_rates = [], [], [], [], [], []
+        client.post("/bench/bare", data, format="json")
+    in_process_rates, place_rates, api_rates, floor_rates, bare_rates = [], [], [], [], []
+    before_rates, after_rates = [], []
     for run in range(args.runs):
         profiles = profile_mix(args.profiles, seed=7 + run)  # profiles no process of this run has seen
         place_sample = profile_mix(args.api_profiles, seed=107 + run)  # nor these, nor the API's
@@ -210,6 +215,10 @@ def main() -> None:
         for data in api_sample:  # the same posts to a DRF view that does nothing: the floor any endpoint stands on
             client.post("/bench/drf-floor", data, format="json")
         floor_rates.append(len(api_sample) / (time.process_time() - start))
+        start = time.process_time()
+        for data in api_sample:  # and to a plain Django view that does nothing: Django's handler and middleware
+            client.post("/bench/bare", data, format="json")
+        bare_rates.append(len(api_sample) / (time.process_time() - start))
         # A 400 is a correct answer for an unservable profile; anything else, or mostly 400s, is a broken run.
         if not set(statuses) <= {200, 400} or statuses.get(200, 0) < len(api_sample) * 0.8:
             raise SystemExit(f"unexpected API statuses: {statuses}")
@@ -236,6 +245,9 @@ def main() -> None:
     print(f"POST /bench/drf-floor (no-op):  {spread(floor_rates):>20} posts/s (same client, auth and bodies)")
     print(f"ratio in-process / DRF floor:   {spread(floors, '{:.1f}'):>20} x (the least any endpoint could reach)")
     print(f"ratio API / DRF floor:          {spread(over_floor, '{:.2f}'):>20} x (what the endpoint adds)")
+    bare = [a / b for a, b in zip(in_process_rates, bare_rates, strict=True)]
+    print(f"POST /bench/bare (plain Django): {spread(bare_rates):>19} posts/s (same client and bodies, no DRF)")
+    print(f"ratio in-process / bare view:   {spread(bare, '{:.1f}'):>20} x (the least any Django view could reach)")
     if baseline is None:
         print(f"recommend() before/after: no baseline (git history with {args.baseline_commit[:12]} not available)")
         return
