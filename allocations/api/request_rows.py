@@ -29,7 +29,7 @@ from rest_framework import ISO_8601, serializers
 
 from allocations.api.renderers import JsonText
 from allocations.api.serializers import GpuRequestSerializer
-from allocations.compiled_reads import converted_rows, prepared_cursor, psycopg_timestamps
+from allocations.compiled_reads import converted_rows, iso_utc_timestamps, prepared_cursor, psycopg_timestamps
 from allocations.models import GpuRequest
 from allocations.pagination import COUNTED as _COUNTED
 from allocations.pagination import RowSource
@@ -115,13 +115,32 @@ def _shown_as_read(name: str) -> bool:
 def _iso_datetime(field: serializers.DateTimeField, zone: tzinfo) -> Callable[[datetime], Any]:
     """DateTimeField.to_representation with the current time zone looked up once per answer, not once a value."""
 
-    def convert(value: datetime) -> Any:
+    def convert(value: datetime | str) -> Any:
+        if type(value) is str:  # read as its answer already (iso_utc_timestamps, in UTC only)
+            return value
         if value.tzinfo is None:
             return field.to_representation(value)
         text = value.astimezone(zone).isoformat()
         return text[:-6] + "Z" if text.endswith("+00:00") else text
 
     return convert
+
+
+def _is_iso_datetime(field: serializers.Field) -> bool:
+    return isinstance(field, serializers.DateTimeField) and getattr(field, "format", ISO_8601) == ISO_8601
+
+
+@functools.cache
+def _timestamps_answered_as_iso(fields: tuple[str, ...]) -> bool:
+    """Whether every timestamp column these fields read is answered by ``_iso_datetime``: then read as its text."""
+    for name in fields:
+        try:
+            column = GpuRequest._meta.get_field(GPU_REQUEST_COLUMNS[name])
+        except FieldDoesNotExist:
+            continue
+        if isinstance(column, models.DateTimeField) and not _is_iso_datetime(_prototype_fields()[name]):
+            return False
+    return True
 
 
 def gpu_request_rows(rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -> list[dict[str, Any]]:
@@ -139,7 +158,7 @@ def gpu_request_rows(rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -
             convert = JsonText
         elif name in _AS_READ or _shown_as_read(name):
             convert = None
-        elif isinstance(field, serializers.DateTimeField) and getattr(field, "format", ISO_8601) == ISO_8601:
+        elif _is_iso_datetime(field):
             convert = _iso_datetime(field, zone)
         else:
             convert = field.to_representation
@@ -186,12 +205,12 @@ class _Statement:
             for position, (functions, expression) in compiler.get_converters(selected).items()
         ]
 
-    def rows(self, ids: Mapping[int, int]) -> list[dict[str, Any]]:
-        """The rows, run with each stand-in replaced by its id."""
+    def rows(self, ids: Mapping[int, int], *, iso_text: bool = False) -> list[dict[str, Any]]:
+        """The rows, run with each stand-in replaced by its id; with ``iso_text``, timestamps as DRF's UTC text."""
         params = [ids.get(value, value) if type(value) is int else value for value in self.params]
         connection = connections[self.using]
         with prepared_cursor(connection) as cursor:
-            psycopg_timestamps(cursor, connection)
+            (iso_utc_timestamps if iso_text else psycopg_timestamps)(cursor, connection)
             cursor.execute(self.sql, params)
             fetched = cursor.fetchall()
         names = self.names
@@ -266,12 +285,14 @@ class VisibleRequestRows(RowSource):
         self.scope = gpu_request_scope(user)
         self.ids = {_USER: user.pk}
         self.fields, self.ordering = tuple(fields), tuple(ordering)
+        # Timestamps read as the text of their answer, where that answer is UTC's ISO text.
+        self.iso_text = timezone.get_current_timezone_name() == "UTC" and _timestamps_answered_as_iso(self.fields)
 
     def _read(self, kind: str, *bounds: int, key: int | None = None) -> list[dict[str, Any]]:
         if self.scope == "none":
             return []
         statement = _statement(kind, self.scope, self.fields, self.ordering, *bounds)
-        return statement.rows(self.ids if key is None else {**self.ids, _KEY: key})
+        return statement.rows(self.ids if key is None else {**self.ids, _KEY: key}, iso_text=self.iso_text)
 
     def count(self, upto: int) -> int:
         if self.scope == "none":
