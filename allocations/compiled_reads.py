@@ -148,9 +148,9 @@ def _iso_utc_text_loader() -> type:
 
 def iso_utc_timestamps(cursor: Any, connection: Any) -> None:
     """Read this cursor's timestamps as the text DRF answers for them in UTC (``2026-11-24T14:15:54.123456Z``), made
-    from PostgreSQL's own text: parsing each into a datetime and writing it out again was about a tenth of a full list
-    page's CPU (issue #15). For answers in UTC only. A value in another form (a session in another zone, a year past
-    9999, infinity) is read as a datetime, as ``psycopg_timestamps`` reads it."""
+    from PostgreSQL's own text: parsing each into a datetime and writing it out again cost a sixth of a full list
+    page's CPU (2.50 -> 2.08 ms in-process, issue #15). For answers in UTC only. A value in another form (a session in
+    another zone, a year past 9999, infinity) is read as a datetime, as ``psycopg_timestamps`` reads it."""
     if connection.vendor == "postgresql":
         cursor.cursor.adapters.register_loader("timestamptz", _iso_utc_text_loader())
 
