@@ -352,6 +352,9 @@ def test_list_and_detail_answer_exactly_what_the_serializer_documents(client_as,
         documented = _rendered(GpuRequestSerializer(obj).data)
         assert client.get(f"{URL}{obj.pk}/").json() == documented
         assert listed[obj.pk] == documented
+        # The same types and key order too (70.0, not 70), as a client's json.dumps shows them.
+        assert json.dumps(client.get(f"{URL}{obj.pk}/").json()) == json.dumps(documented)
+        assert json.dumps(listed[obj.pk]) == json.dumps(documented)
         assert client.get(f"{URL}{obj.pk}/?fields=id,team,expires_at,gpu_memory_gb").json() == {
             name: documented[name] for name in ("id", "team", "expires_at", "gpu_memory_gb")
         }
