@@ -109,19 +109,22 @@ def rollups_replace(
     _replace_through_staging(cluster_id, first_hour, last_hour, rows)
 
 
+def _cluster_hours(cluster_id: int, first_hour: datetime, last_hour: datetime) -> tuple[str, list[Any]]:
+    """The condition "the cluster's rollups of the hours [first_hour, last_hour]" and its parameters."""
+    adapt = connection.ops.adapt_datetimefield_value
+    condition = f"{_q('cluster_id')} = %s AND {_q('hour')} >= %s AND {_q('hour')} <= %s"
+    return condition, [cluster_id, adapt(first_hour), adapt(last_hour)]
+
+
 def _replace_copying_fresh_hours(
     cluster_id: int, first_hour: datetime, last_hour: datetime, rows: list[Sequence[Any]]
 ) -> None:
     """The hours read before through the staging table, then the others copied straight into the rollup table: an
     upsert through a staging table wrote a catch-up's day at 2.5x a plain COPY of it (``benchmarks/ingest.py``)."""
     table = _q(UtilizationRollup._meta.db_table)
-    adapt = connection.ops.adapt_datetimefield_value
+    in_range, params = _cluster_hours(cluster_id, first_hour, last_hour)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT DISTINCT {_q('hour')} FROM {table} WHERE {_q('cluster_id')} = %s AND {_q('hour')} >= %s "
-            f"AND {_q('hour')} <= %s",
-            [cluster_id, adapt(first_hour), adapt(last_hour)],
-        )
+        cursor.execute(f"SELECT DISTINCT {_q('hour')} FROM {table} WHERE {in_range}", params)
         read_before = {hour for (hour,) in cursor.fetchall()}
     hour_at = ROLLUP_COLUMNS.index("hour")
     if read_before:
@@ -146,13 +149,12 @@ def _replace_through_staging(
     updates = ", ".join(
         [f"{_q(c)} = EXCLUDED.{_q(c)}" for c in ROLLUP_COLUMNS if c not in _KEY] + [f"{_q(c)} = NULL" for c in _RESET]
     )
-    adapt = connection.ops.adapt_datetimefield_value
+    in_range, params = _cluster_hours(cluster_id, first_hour, last_hour)
     with connection.cursor() as cursor:
         # Owners the new read no longer has (a pod relabelled, a series gone) leave; the others are upserted.
         cursor.execute(
-            f"DELETE FROM {table} WHERE {_q('cluster_id')} = %s AND {_q('hour')} >= %s AND {_q('hour')} <= %s "
-            f"AND NOT EXISTS (SELECT 1 FROM {staging} s WHERE {same_key})",
-            [cluster_id, adapt(first_hour), adapt(last_hour)],
+            f"DELETE FROM {table} WHERE {in_range} AND NOT EXISTS (SELECT 1 FROM {staging} s WHERE {same_key})",
+            params,
         )
         # WHERE 1 = 1: SQLite needs it to read ON CONFLICT after INSERT ... SELECT.
         cursor.execute(
