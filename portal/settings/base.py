@@ -138,6 +138,8 @@ LOGIN_URL = "login"
 # Sessions end after SESSION_COOKIE_AGE (8 hours by default) and are never readable from JavaScript; signing in
 # always issues a new session key and CSRF token (Django's login() rotates both).
 SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
+# Django's database sessions, read with SQL compiled once per process (portal/sessions.py).
+SESSION_ENGINE = "portal.sessions"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"

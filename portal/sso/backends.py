@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
@@ -12,9 +13,30 @@ from django.http import Http404, HttpRequest
 from social_core.backends.open_id_connect import OpenIdConnectAuth
 from social_core.exceptions import AuthConfigurationError
 
+from allocations.compiled_reads import ID_STAND_IN, CompiledRead
 from portal.settings.env import secret_from_ref
 
 PASSWORD_LOGIN_CHOICES = ("on", "admins", "off")
+
+
+# The signed-in user, read on every request (django.contrib.auth.get_user): SQL compiled once per process and
+# prepared on PostgreSQL, 0.17 ms where the ORM's get() took 0.48 ms (issue #15). Active users only, as both
+# backends answer: ModelBackend refuses an inactive user, social-auth reads active users only.
+_ACTIVE_USER = CompiledRead(
+    get_user_model(), lambda pk: get_user_model()._default_manager.filter(pk=pk, is_active=True), stand_in=ID_STAND_IN
+)
+
+
+def active_user(user_id: Any) -> AbstractBaseUser | None:
+    """The active user with this primary key, or None (a key that is no integer included)."""
+    if type(user_id) is not int:
+        try:
+            user_id = int(user_id)
+        except (TypeError, ValueError):
+            return None
+    if not -(2**63) <= user_id < 2**63:  # no row has it, and PostgreSQL would refuse it as a parameter
+        return None
+    return _ACTIVE_USER.first(user_id)
 
 
 def sso_enabled() -> bool:
@@ -57,6 +79,12 @@ class PortalOpenIdConnect(OpenIdConnectAuth):
         scopes = list(settings.OIDC_SCOPES)
         return scopes if "openid" in scopes else ["openid", *scopes]
 
+    def get_user(self, user_id: Any) -> AbstractBaseUser | None:
+        # social-auth's storage reads the active user with this key (SOCIAL_AUTH_ACTIVE_USERS_FILTER unset here).
+        if getattr(settings, "SOCIAL_AUTH_ACTIVE_USERS_FILTER", {"is_active": True}) != {"is_active": True}:
+            return super().get_user(user_id)
+        return active_user(user_id) if user_id else None
+
     def start(self) -> Any:
         if not sso_enabled():
             raise Http404("Single sign-on is not configured (OIDC_ISSUER and OIDC_CLIENT_ID).")
@@ -78,3 +106,7 @@ class PasswordBackend(ModelBackend):
         if policy == "admins" and not (user.is_staff or user.is_superuser):
             return None
         return user
+
+    def get_user(self, user_id: Any) -> AbstractBaseUser | None:
+        # ModelBackend's: the user with this key, if active (user_can_authenticate).
+        return active_user(user_id)
