@@ -171,6 +171,31 @@ def values_list_rows(queryset: QuerySet) -> list[tuple[Any, ...]]:
     return list(compiler.results_iter(results=[fetched], tuple_expected=True))
 
 
+def prepared_values(queryset: QuerySet) -> list[dict[str, Any]]:
+    """What ``list(queryset)`` answers for a ``values()`` queryset, its parameters bound on the server
+    (``prepared_cursor``): PostgreSQL plans the statement once per connection, not on every page view. The requests
+    page's rows with their count took 2.3 ms to plan and 0.5 ms to run (issue #15)."""
+    compiler = queryset.query.get_compiler(queryset.db)
+    try:
+        sql, params = compiler.as_sql()
+    except EmptyResultSet:
+        return []
+    query = compiler.query
+    # Named as ValuesIterable names them.
+    names = (
+        tuple(query.selected)
+        if query.selected
+        else (*query.extra_select, *query.values_select, *query.annotation_select)
+    )
+    selected = [column[0] for column in compiler.select[: compiler.col_count]]
+    converters = compiler.get_converters(selected).items()
+    connection = connections[queryset.db]
+    with prepared_cursor(connection) as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    return [dict(zip(names, row, strict=True)) for row in converted_rows(fetched, converters, connection)]
+
+
 def converted_rows(fetched: Iterable[Sequence[Any]], converters: Iterable[Any], connection: Any) -> list[list[Any]]:
     """Fetched rows with the ORM's converters applied (``compiler.get_converters``: position -> (functions,
     expression)), as ``QuerySet.__iter__`` applies them."""

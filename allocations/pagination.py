@@ -18,6 +18,8 @@ from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils.functional import cached_property
 
+from allocations.compiled_reads import prepared_values
+
 # Rows counted at most for ``count``: beyond it ``count`` is this and ``count_exact`` false.
 COUNT_LIMIT = 1000
 
@@ -124,7 +126,9 @@ class BoundedCountPaginator(Paginator):
             return
         # The SQL is our own queryset's, compiled by Django; every value in it is a bound parameter.
         counted = RawSQL(f"SELECT COUNT(*) FROM ({sql}) AS bounded", params)  # noqa: S608, S611
-        rows = list(self.read(self.object_list[start : start + self.per_page]).annotate(**{COUNTED: counted}))
+        rows = prepared_values(
+            self.read(self.object_list[start : start + self.per_page]).annotate(**{COUNTED: counted})
+        )
         if rows:
             self.__dict__["count"] = rows[0][COUNTED]
             self.rows = rows
@@ -132,5 +136,5 @@ class BoundedCountPaginator(Paginator):
     def _get_page(self, object_list: Any, number: int, paginator: Paginator) -> Any:
         if self.rows is not None:
             return super()._get_page(self.rows, number, paginator)
-        rows = object_list if self.read is None else list(self.read(object_list))
+        rows = object_list if self.read is None else prepared_values(self.read(object_list))
         return super()._get_page(rows, number, paginator)

@@ -75,3 +75,34 @@ def test_a_server_bound_read_in_a_failed_transaction_raises_djangos_error():
         cursor.execute("SELECT %s::int + 1", [1])
         assert cursor.fetchone() == (2,)
     assert len(queries) == 1
+
+
+def test_prepared_values_answers_as_the_queryset_and_is_prepared_once_it_has_run_the_threshold_times():
+    from decimal import Decimal
+
+    from django.db.models import Count, F, Value
+    from django.db.models.functions import Concat
+
+    from allocations.compiled_reads import prepared_values
+    from allocations.models import GpuRequest
+    from tests.factories import GpuRequestFactory
+
+    team = TeamFactory()
+    GpuRequestFactory(team=team, gpu_memory_gb=Decimal("12.5"), command=["python", "x.py"], spec={"a": [1, 2.5]})
+    GpuRequestFactory(team=team, expires_at=None, purpose="100% sure")
+    shapes = [
+        GpuRequest.objects.filter(team=team).order_by("id").values("id", "name", "gpu_memory_gb", "expires_at"),
+        GpuRequest.objects.filter(team=team, purpose__contains="%").values("purpose", "command", "spec"),
+        GpuRequest.objects.filter(team=team)
+        .order_by("-id")
+        .values("team__slug")
+        .annotate(label=Concat(F("name"), Value(" / ")), n=Count("id")),
+        GpuRequest.objects.filter(team=team).order_by("id")[1:2].values("id"),
+        GpuRequest.objects.none().values("id"),
+    ]
+    for queryset in shapes:
+        assert prepared_values(queryset) == list(queryset)
+    table = GpuRequest._meta.db_table
+    for _ in range(_threshold() + 1):
+        prepared_values(shapes[0])
+    assert any(table in s and "expires_at" in s and "$1" in s for s in _prepared_statements())
