@@ -171,6 +171,19 @@ def values_list_rows(queryset: QuerySet) -> list[tuple[Any, ...]]:
     return list(compiler.results_iter(results=[fetched], tuple_expected=True))
 
 
+def values_names(query: Any) -> tuple[str, ...]:
+    """The keys of a ``values()`` query's rows, in column order, as ``ValuesIterable`` names them."""
+    if query.selected:
+        return tuple(query.selected)
+    return (*query.extra_select, *query.values_select, *query.annotation_select)
+
+
+def column_converters(compiler: Any) -> list[tuple[int, tuple[list[Any], Any]]]:
+    """The ORM's converters of the compiled query's selected columns (position -> (functions, expression)), as
+    ``SQLCompiler.results_iter`` applies them; ``converted_rows`` takes them. Call after ``as_sql()``."""
+    return list(compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]]).items())
+
+
 def prepared_values(queryset: QuerySet) -> list[dict[str, Any]]:
     """What ``list(queryset)`` answers for a ``values()`` queryset, its parameters bound on the server
     (``prepared_cursor``): PostgreSQL plans the statement once per connection, not on every page view. The requests
@@ -180,15 +193,7 @@ def prepared_values(queryset: QuerySet) -> list[dict[str, Any]]:
         sql, params = compiler.as_sql()
     except EmptyResultSet:
         return []
-    query = compiler.query
-    # Named as ValuesIterable names them.
-    names = (
-        tuple(query.selected)
-        if query.selected
-        else (*query.extra_select, *query.values_select, *query.annotation_select)
-    )
-    selected = [column[0] for column in compiler.select[: compiler.col_count]]
-    converters = compiler.get_converters(selected).items()
+    names, converters = values_names(compiler.query), column_converters(compiler)
     connection = connections[queryset.db]
     with prepared_cursor(connection) as cursor:
         cursor.execute(sql, params)
@@ -305,14 +310,9 @@ class CompiledRead(Generic[_M]):
         if missing := adapted.keys() - {name for _, name in slots}:
             raise ValueError(f"The queryset does not take {', '.join(sorted(missing))} as a parameter: {params!r}")
         select, klass_info = compiler.select, compiler.klass_info
-        converters = list(compiler.get_converters([column[0] for column in select[: compiler.col_count]]).items())
-        if queryset._iterable_class is ValuesIterable:  # named as ValuesIterable names them
-            query = compiler.query
-            names = (
-                tuple(query.selected)
-                if query.selected
-                else (*query.extra_select, *query.values_select, *query.annotation_select)
-            )
+        converters = column_converters(compiler)
+        if queryset._iterable_class is ValuesIterable:
+            names = values_names(compiler.query)
             compiled = _Compiled(sql=sql, params=tuple(params), slots=slots, converters=converters, names=names)
         else:
             fields = klass_info["select_fields"]

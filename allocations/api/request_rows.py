@@ -29,7 +29,14 @@ from rest_framework import ISO_8601, serializers
 
 from allocations.api.renderers import JsonText
 from allocations.api.serializers import GpuRequestSerializer
-from allocations.compiled_reads import converted_rows, iso_utc_timestamps, prepared_cursor, psycopg_timestamps
+from allocations.compiled_reads import (
+    column_converters,
+    converted_rows,
+    iso_utc_timestamps,
+    prepared_cursor,
+    psycopg_timestamps,
+    values_names,
+)
 from allocations.models import GpuRequest
 from allocations.pagination import COUNTED as _COUNTED
 from allocations.pagination import RowSource
@@ -195,14 +202,10 @@ class _Statement:
             self.names, self.converters = (_COUNTED,), []
             return
         # The columns named and converted as ValuesIterable and SQLCompiler.results_iter do.
-        if query.selected:
-            self.names = tuple(query.selected)
-        else:
-            self.names = (*query.extra_select, *query.values_select, *query.annotation_select)
-        selected = [column[0] for column in compiler.select[0 : compiler.col_count]]
+        self.names = values_names(query)
         self.converters = [
             (position, ([_through_orjson(function) for function in functions], expression))
-            for position, (functions, expression) in compiler.get_converters(selected).items()
+            for position, (functions, expression) in column_converters(compiler)
         ]
 
     def rows(self, ids: Mapping[int, int], *, iso_text: bool = False) -> list[dict[str, Any]]:
