@@ -143,13 +143,18 @@ def step_series(
     hour took 0.3 s for a pool's week of 20,000 requests (issue #15). Whole amounts (units, as the pools hold) add up
     exactly; any other amount is summed per hour, in the holdings' order, as before.
     """
-    count = max(0, -((start - end) // HOUR))  # the hour starts in [start, end)
+
+    def hours_before(moment: datetime) -> int:
+        """How many hour starts from ``start`` on lie before ``moment`` (none before ``start``)."""
+        return max(0, -((start - moment) // HOUR))
+
+    count = hours_before(end)  # the hour starts in [start, end)
     if not all(float(amount).is_integer() for _, _, amount in intervals):
         return _summed_per_hour(intervals, start=start, count=count)
     changes = [0] * (count + 1)
     for since, until, amount in intervals:
-        first = max(0, -((start - since) // HOUR))  # the first hour start at or after `since`
-        stop = count if until is None else min(count, max(0, -((start - until) // HOUR)))  # hour starts before `until`
+        # Held from the first hour start at or after `since` up to the last one before `until`.
+        first, stop = hours_before(since), count if until is None else min(count, hours_before(until))
         if first < stop:
             changes[first] += int(amount)
             changes[stop] -= int(amount)
