@@ -9,7 +9,7 @@ from django.db.models import Sum
 
 from allocations.compiled_reads import ID_STAND_IN, CompiledRead
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, Membership, Quota, Team
-from allocations.quota_usage import usage_by_quota
+from allocations.quota_usage import USAGE_COLUMNS, usage_by_quota
 from allocations.selectors import User, requests_of_member_teams
 
 # The home's teams and their quotas (cluster and pool joined), as teams_of() and a prefetch read them, through SQL
@@ -85,7 +85,7 @@ _HELD_BY_TEAMS_OF = CompiledRead(
             ).values("resource_name"),
             status__in=list(QUOTA_HOLDING_STATUSES),
         )
-        .values("team_id", "resource_name", "cluster_id", "node_pool_id", "node_pool__cluster_id")
+        .values(*USAGE_COLUMNS)
         .annotate(units=Sum("resource_units"))
         .order_by()
     ),

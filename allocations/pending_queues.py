@@ -1,9 +1,9 @@
 """The approval queue's reads: pending requests and extensions, oldest first, and the teams with work waiting
 (approvers only; ``allocations.approval_queue`` builds the page from them).
 
-The queue opens on its first page, so that page is read with SQL compiled once per process (``CompiledRead``; building
-and compiling the five-join query cost more than PostgreSQL takes to run it, issue #15); later pages go through the
-querysets. Either way the rows are read as they are now.
+The queue opens on its first page, so that page and the teams' counts are read with SQL compiled once per process
+(``CompiledRead``; building and compiling the five-join query cost more than PostgreSQL takes to run it, issue #15);
+later pages go through the querysets. Either way the rows are read as they are now.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from allocations.compiled_reads import ID_STAND_IN, TEXT_STAND_IN, CompiledRead
+from allocations.compiled_reads import ID_STAND_IN, CompiledRead
 from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus, Team
 from allocations.selectors import User, user_is_approver
 
@@ -34,8 +34,8 @@ def first_pending_extensions(*, user: User, team_id: int | None = None) -> list[
     if not user_is_approver(user):
         return []
     if team_id is None:
-        return _FIRST_PENDING_EXTENSIONS.instances(ExtensionStatus.PENDING.value)
-    return _FIRST_PENDING_EXTENSIONS_OF_TEAM.instances(status=ExtensionStatus.PENDING.value, team=team_id)
+        return _FIRST_PENDING_EXTENSIONS.instances()
+    return _FIRST_PENDING_EXTENSIONS_OF_TEAM.instances(team=team_id)
 
 
 def _pending_extensions(status: str, team_id: int | None) -> QuerySet[AllocationExtension]:
@@ -69,8 +69,8 @@ def first_pending_requests(*, user: User, team_id: int | None = None) -> list[Gp
     if not user_is_approver(user):
         return []
     if team_id is None:
-        return _FIRST_PENDING_REQUESTS.instances(RequestStatus.PENDING_APPROVAL.value)
-    return _FIRST_PENDING_REQUESTS_OF_TEAM.instances(status=RequestStatus.PENDING_APPROVAL.value, team=team_id)
+        return _FIRST_PENDING_REQUESTS.instances()
+    return _FIRST_PENDING_REQUESTS_OF_TEAM.instances(team=team_id)
 
 
 def _pending_requests(status: str, team_id: int | None) -> QuerySet[GpuRequest]:
@@ -85,10 +85,14 @@ def pending_work_by_team(*, user: User) -> list[dict[str, Any]]:
     sections' counts, in one query."""
     if not user_is_approver(user):
         return []
+    return _PENDING_WORK_BY_TEAM.values()
+
+
+def _pending_work_by_team() -> QuerySet[Team]:
     # A count per team on the (team, status) index: not a join over every request the team ever made.
     requests = GpuRequest.objects.filter(team=OuterRef("pk"), status=RequestStatus.PENDING_APPROVAL)
     extensions = AllocationExtension.objects.filter(request__team=OuterRef("pk"), status=ExtensionStatus.PENDING)
-    teams = (
+    return (
         Team.objects.annotate(
             requests=_count_of(requests, by="team"), extensions=_count_of(extensions, by="request__team")
         )
@@ -96,7 +100,6 @@ def pending_work_by_team(*, user: User) -> list[dict[str, Any]]:
         .order_by("name")
         .values("id", "slug", "name", "requests", "extensions")
     )
-    return list(teams)
 
 
 def _count_of(rows: QuerySet, *, by: str) -> Coalesce:
@@ -117,16 +120,22 @@ def _requests_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[G
     )
 
 
-_TEAM_STAND_INS = {"status": TEXT_STAND_IN, "team": ID_STAND_IN}
-_FIRST_PENDING_REQUESTS = CompiledRead(GpuRequest, lambda status: _pending_requests(status, None)[:QUEUE_PAGE_SIZE])
+# The statuses are constants of the SQL, not parameters: PostgreSQL plans these once per connection (issue #15).
+_TEAM_STAND_IN = {"team": ID_STAND_IN}
+_FIRST_PENDING_REQUESTS = CompiledRead(
+    GpuRequest, lambda: _pending_requests(RequestStatus.PENDING_APPROVAL, None)[:QUEUE_PAGE_SIZE], stand_ins={}
+)
 _FIRST_PENDING_REQUESTS_OF_TEAM = CompiledRead(
-    GpuRequest, lambda status, team: _pending_requests(status, team)[:QUEUE_PAGE_SIZE], stand_ins=_TEAM_STAND_INS
+    GpuRequest,
+    lambda team: _pending_requests(RequestStatus.PENDING_APPROVAL, team)[:QUEUE_PAGE_SIZE],
+    stand_ins=_TEAM_STAND_IN,
 )
 _FIRST_PENDING_EXTENSIONS = CompiledRead(
-    AllocationExtension, lambda status: _pending_extensions(status, None)[:QUEUE_PAGE_SIZE]
+    AllocationExtension, lambda: _pending_extensions(ExtensionStatus.PENDING, None)[:QUEUE_PAGE_SIZE], stand_ins={}
 )
 _FIRST_PENDING_EXTENSIONS_OF_TEAM = CompiledRead(
     AllocationExtension,
-    lambda status, team: _pending_extensions(status, team)[:QUEUE_PAGE_SIZE],
-    stand_ins=_TEAM_STAND_INS,
+    lambda team: _pending_extensions(ExtensionStatus.PENDING, team)[:QUEUE_PAGE_SIZE],
+    stand_ins=_TEAM_STAND_IN,
 )
+_PENDING_WORK_BY_TEAM = CompiledRead(Team, _pending_work_by_team, stand_ins={})

@@ -10,6 +10,9 @@ from django.db.models import Q, Sum
 
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, Quota, Team
 
+# What ``usage_by_quota`` reads of the requests held, grouped (with their ``units``).
+USAGE_COLUMNS = ("team_id", "resource_name", "cluster_id", "node_pool_id", "node_pool__cluster_id")
+
 
 def quota_usage(*, team: Team, resource_name: str, quota: Quota | None = None) -> int:
     """Units of a resource the team holds now (approved, provisioning or active), within the quota's scope."""
@@ -34,7 +37,7 @@ def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA
             resource_name__in={quota.resource_name for quota in quotas},
             status__in=list(statuses),
         )
-        .values("team_id", "resource_name", "cluster_id", "node_pool_id", "node_pool__cluster_id")
+        .values(*USAGE_COLUMNS)
         .annotate(units=Sum("resource_units"))
         .order_by()
     )

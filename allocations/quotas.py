@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db.models import Q
+from django.db.models import Q, Sum
 
-from allocations.models import GpuRequest, NodePool, Quota, Team
-from allocations.quota_usage import quota_usage, quota_usage_by_quota
+from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in, reads_id_arrays
+from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, NodePool, Quota, Team
+from allocations.quota_usage import USAGE_COLUMNS, quota_usage, quota_usage_by_quota, usage_by_quota
 from gpucore.quota import CohortMember, admit
 
 
@@ -72,13 +73,20 @@ def quota_headroom_by_request(*, requests: list[GpuRequest]) -> dict[int, list[Q
     """``quota_headroom`` of each request, by request id, read in two queries for the whole list (a display read)."""
     if not requests:
         return {}
-    quotas = list(
-        Quota.objects.filter(
-            team_id__in={request.team_id for request in requests},
-            resource_name__in={request.resource_name for request in requests},
-        ).select_related("cluster", "node_pool__cluster")
-    )
-    usage = quota_usage_by_quota(quotas=quotas)
+    if reads_id_arrays(Quota):
+        # Every quota of the requests' teams, and what those teams hold, through SQL compiled once per process: the
+        # approval queue's two ORM-built queries were two thirds of its rows' time (issue #15).
+        teams = sorted({request.team_id for request in requests})
+        quotas = _QUOTAS_OF_TEAMS.instances(teams=teams)
+        usage = usage_by_quota(quotas=quotas, rows=_HELD_BY_TEAMS.values(teams=teams))
+    else:
+        quotas = list(
+            Quota.objects.filter(
+                team_id__in={request.team_id for request in requests},
+                resource_name__in={request.resource_name for request in requests},
+            ).select_related("cluster", "node_pool__cluster")
+        )
+        usage = quota_usage_by_quota(quotas=quotas)
     return {
         request.pk: [
             QuotaHeadroom(quota=quota, in_use=usage[quota.pk])
@@ -89,6 +97,23 @@ def quota_headroom_by_request(*, requests: list[GpuRequest]) -> dict[int, list[Q
         ]
         for request in requests
     }
+
+
+_QUOTAS_OF_TEAMS = CompiledRead(
+    Quota,
+    lambda teams: Quota.objects.filter(id_in("team_id", teams)).select_related("cluster", "node_pool__cluster"),
+    stand_ins={"teams": IDS_STAND_IN},
+)
+_HELD_BY_TEAMS = CompiledRead(
+    GpuRequest,
+    lambda teams: (
+        GpuRequest.objects.filter(id_in("team_id", teams), status__in=sorted(QUOTA_HOLDING_STATUSES))
+        .values(*USAGE_COLUMNS)
+        .annotate(units=Sum("resource_units"))
+        .order_by()
+    ),
+    stand_ins={"teams": IDS_STAND_IN},
+)
 
 
 def cohort_members(*, quota: Quota) -> list[CohortMember]:

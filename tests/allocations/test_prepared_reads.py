@@ -1,8 +1,11 @@
 """The hot reads are prepared on PostgreSQL (allocations.compiled_reads.prepared_cursor): planned once per connection,
 still logged as queries, and read through Django's cursor wherever prepared statements are off."""
 
+from decimal import Decimal
+
 import pytest
 from django.db import connection
+from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
 from allocations.compiled_reads import ID_STAND_IN, CompiledRead, prepared_cursor
@@ -106,3 +109,42 @@ def test_prepared_values_answers_as_the_queryset_and_is_prepared_once_it_has_run
     for _ in range(_threshold() + 1):
         prepared_values(shapes[0])
     assert any(table in s and "expires_at" in s and "$1" in s for s in _prepared_statements())
+
+
+# Constants of the SQL (a name with quotes and percent signs, a budget, a boolean) beside the one stand-in.
+_TEAMS_LIKE = CompiledRead(
+    Team,
+    lambda pk: Team.objects.filter(
+        Q(name="it's 100% %s") | Q(monthly_gpu_hour_budget__gte=Decimal("12.50"), namespace__isnull=False) | Q(pk=pk)
+    ).order_by("pk"),
+    stand_in=ID_STAND_IN,
+)
+_TEAMS_WAITING = CompiledRead(Team, lambda: Team.objects.filter(cost_center="CC-%%-x").order_by("pk"), stand_ins={})
+
+
+def test_a_compiled_reads_constants_are_written_into_its_statement_and_only_the_stand_in_is_bound():
+    quoted = TeamFactory(name="it's 100% %s")
+    budgeted = TeamFactory(monthly_gpu_hour_budget=Decimal("12.50"))
+    TeamFactory(monthly_gpu_hour_budget=Decimal("12.49"))
+    picked, other = TeamFactory(), TeamFactory()
+    for _ in range(_threshold() + 1):
+        assert _TEAMS_LIKE.instances(picked.pk) == [quoted, budgeted, picked]
+    assert _TEAMS_LIKE.instances(other.pk) == [quoted, budgeted, other]
+    statement = next(s for s in _prepared_statements() if "12.50" in s)
+    # The constants are text of the statement (quoted by psycopg); the team id is its one parameter.
+    assert "'it''s 100% %s'" in statement and "$1" in statement and "$2" not in statement
+
+
+def test_a_compiled_read_with_no_stand_in_is_a_statement_without_parameters_planned_once():
+    waiting = TeamFactory(cost_center="CC-%%-x")
+    TeamFactory(cost_center="CC-%-x")
+    for _ in range(_threshold() + 3):
+        assert _TEAMS_WAITING.instances() == [waiting]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+            ["%CC-\\%\\%-x%"],
+        )
+        [(generic, custom)] = cursor.fetchall()
+    # No parameter: PostgreSQL plans it once and reuses that plan (a `status = $1` was planned on every run).
+    assert custom == 0 and generic >= 3
