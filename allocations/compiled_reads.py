@@ -64,6 +64,7 @@ class _Compiled:
     fields: tuple[int, int] = (0, 0)
     attnames: tuple[str, ...] = ()
     populators: tuple[Any, ...] = ()
+    annotations: tuple[tuple[str, int], ...] = ()  # (attribute, position in the row), as ModelIterable sets them
     # A values() query's rows: the names of its columns.
     names: tuple[str, ...] = ()
 
@@ -345,6 +346,8 @@ class CompiledRead(Generic[_M]):
             instance = compiled.model.from_db(alias, compiled.attnames, row[start:end])  # type: ignore[union-attr]
             for populator in compiled.populators:
                 populator.populate(row, instance)
+            for name, position in compiled.annotations:
+                setattr(instance, name, row[position])
             answer.append(instance)
         return answer  # type: ignore[return-value]
 
@@ -395,6 +398,7 @@ class CompiledRead(Generic[_M]):
                 fields=(fields[0], fields[-1] + 1),
                 attnames=tuple(column[0].target.attname for column in select[fields[0] : fields[-1] + 1]),
                 populators=tuple(get_related_populators(klass_info, select, alias)),
+                annotations=tuple(compiler.annotation_col_map.items()),
             )
         with self._lock:
             self._compiled[(alias, first)] = compiled

@@ -6,11 +6,12 @@ from __future__ import annotations
 from django.db.models import Count, Window
 
 from allocations.cluster_pages import node_pool_capacity_rows
+from allocations.compiled_reads import CompiledRead
 from allocations.home_reads import latest_requests_of_teams_of, quota_usage_of_teams_of, teams_with_quotas_of
-from allocations.models import NodePool, RequestStatus
+from allocations.models import GpuRequest, NodePool, RequestStatus
 from allocations.quota_usage import units_allocated_by_pool
 from allocations.request_tables import label_request_rows
-from allocations.selectors import User, clusters_visible_to, gpu_requests_visible_to, user_is_approver
+from allocations.selectors import User, user_is_approver
 
 
 def home_overview(*, user: User) -> dict[str, object]:
@@ -47,27 +48,34 @@ def platform_overview(*, user: User) -> dict[str, object] | None:
     None for everyone else."""
     if not user_is_approver(user):
         return None
-    # The oldest pending request with the count of them all in one query (a window counts the rows before LIMIT),
-    # joining only the team its card names (issue #15: three queries, one a six-table join, before).
-    oldest = (
-        gpu_requests_visible_to(user=user)
-        .filter(status=RequestStatus.PENDING_APPROVAL)
-        .select_related(None)
-        .select_related("team")
-        .only("name", "submitted_at", "created_at", "team__name")
-        .annotate(pending_count=Window(Count("id")))
-        .order_by("submitted_at", "created_at", "id")
-        .first()
-    )
-    # Every visible pool with its cluster and GPU model in one query, by cluster name then pool name.
-    pools = list(
-        NodePool.objects.filter(cluster__in=clusters_visible_to(user=user))
-        .select_related("cluster", "gpu_model")
-        .order_by("cluster__name", "name")
-    )
+    # Approvers see every request and every cluster (``gpu_request_scope``, ``clusters_visible_to``): the reads
+    # depend on nothing of the user, and are compiled once per process (issue #15).
+    oldest = _OLDEST_PENDING.first()
+    pools = _EVERY_POOL.instances()
     held = units_allocated_by_pool(cluster_ids=sorted({pool.cluster_id for pool in pools}))
     return {
         "pending_count": oldest.pending_count if oldest is not None else 0,
         "oldest_pending": oldest,
         "pools": [node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {})) for pool in pools],
     }
+
+
+# The oldest pending request with the count of them all in one query (a window counts the rows before LIMIT),
+# joining only the team its card names (issue #15: three queries, one a six-table join, before).
+_OLDEST_PENDING = CompiledRead(
+    GpuRequest,
+    lambda: (
+        GpuRequest.objects.filter(status=RequestStatus.PENDING_APPROVAL)
+        .select_related("team")
+        .only("name", "submitted_at", "created_at", "team__name")
+        .annotate(pending_count=Window(Count("id")))
+        .order_by("submitted_at", "created_at", "id")
+    ),
+    stand_ins={},
+)
+# Every pool with its cluster and GPU model, by cluster name then pool name.
+_EVERY_POOL = CompiledRead(
+    NodePool,
+    lambda: NodePool.objects.select_related("cluster", "gpu_model").order_by("cluster__name", "name"),
+    stand_ins={},
+)

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Prefetch
+from django.db.models import Count, Prefetch, Sum
 from django.utils import timezone
 
 from allocations.compiled_reads import ID_STAND_IN, WINDOW_STAND_INS, CompiledRead
@@ -284,3 +284,21 @@ def test_quota_headroom_by_request_equals_each_requests_own_headroom(django_asse
     # Some of them: the same answers.
     assert quota_headroom_by_request(requests=pending[:6]) == {r.pk: expected[r.pk] for r in pending[:6]}
     assert quota_headroom_by_request(requests=[]) == {}
+
+
+_TEAMS_WITH_QUOTA_COUNT = CompiledRead(
+    Team,
+    lambda: Team.objects.annotate(quota_count=Count("quotas"), limits=Sum("quotas__limit")).order_by("name"),
+    stand_ins={},
+)
+
+
+@pytest.mark.django_db
+def test_a_compiled_reads_instances_carry_the_querysets_annotations():
+    vision, nlp, _ = TeamFactory(name="Vision"), TeamFactory(name="NLP"), TeamFactory(name="Idle")
+    QuotaFactory(team=vision, limit=8)
+    QuotaFactory(team=vision, resource_name="nvidia.com/mig-1g.10gb", limit=3)
+    QuotaFactory(team=nlp, limit=2)
+    expected = [(t.pk, t.quota_count, t.limits) for t in _TEAMS_WITH_QUOTA_COUNT._build()]
+    assert [(t.pk, t.quota_count, t.limits) for t in _TEAMS_WITH_QUOTA_COUNT.instances()] == expected
+    assert [count for _, count, _ in expected] == [0, 1, 2]
