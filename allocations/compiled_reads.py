@@ -43,6 +43,7 @@ _M = TypeVar("_M", bound=Model)
 # refuses NULs), and an id inside the integer range (so Django compiles it as a real one) that no row has.
 TEXT_STAND_IN = "\x00portal-compiled-read\x00"
 ID_STAND_IN = -1_987_654_323
+OTHER_ID_STAND_IN = -1_987_654_322  # a second id of the same read (``stand_ins``: they must differ)
 # A window's two ends, for named stand-ins (``stand_ins={"cluster": ID_STAND_IN, **WINDOW_STAND_INS}``): distinct, so
 # each is found again by its value, and long before any row.
 WINDOW_STAND_INS = MappingProxyType(
