@@ -10,13 +10,10 @@ from django.db.models import Sum
 from allocations.compiled_reads import ID_STAND_IN, CompiledRead
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, Membership, Quota, Team
 from allocations.quota_usage import USAGE_COLUMNS, usage_by_quota
-from allocations.selectors import User, requests_of_member_teams
+from allocations.selectors import User, member_teams, requests_of_member_teams
 
 # The home's teams and their quotas (cluster and pool joined), as teams_of() and a prefetch read them, through SQL
 # compiled once per process: building these querysets cost ~1.7 ms of CPU per view, PostgreSQL ~0.2 ms (issue #15).
-_TEAMS_OF = CompiledRead(
-    Team, lambda user_id: Team.objects.filter(memberships__user_id=user_id).distinct(), stand_in=ID_STAND_IN
-)
 _QUOTAS_OF_TEAMS_OF = CompiledRead(
     Quota,
     lambda user_id: Quota.objects.filter(
@@ -31,7 +28,7 @@ def teams_with_quotas_of(user: User) -> list[tuple[Team, list[Quota]]]:
     two queries, read now."""
     if not user.is_authenticated:
         return []
-    teams = _TEAMS_OF.instances(user.pk)
+    teams = member_teams(user)
     if not teams:  # no quota to read (an approver or admin outside every team)
         return []
     quotas: dict[int, list[Quota]] = {team.pk: [] for team in teams}

@@ -38,7 +38,7 @@ from allocations.request_tables import (
     request_list_ordering,
     request_list_rows_html,
 )
-from allocations.selectors import gpu_requests_visible_to, teams_of, teams_visible_to, user_is_approver
+from allocations.selectors import gpu_requests_visible_to, teams_of, teams_visible_to, user_is_approver, visible_teams
 from allocations.services import (
     form_submission_claim,
     form_submission_done,
@@ -199,6 +199,8 @@ def request_list(request: HttpRequest) -> HttpResponse:
         "columns": request_list_columns(
             sort=sort, query=[(name, value) for name, values in query.lists() for value in values]
         ),
+        # The teams of the filter, read through compiled SQL (the filter's own queryset checks a chosen one).
+        "team_options": visible_teams(user),
         # The SLA tiers of the filter, from the reference data kept per process: not a query per page.
         "tier_options": [(tier.slug, tier.name) for tier in tiers_by_slug().values()],
         # The table's rows as HTML, built in one pass (allocations.request_tables.request_list_rows_html).
