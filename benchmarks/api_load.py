@@ -1,5 +1,6 @@
 """API and page load: p50/p99 latency and throughput of the requests list, the recommendation endpoint and the busy
-HTML pages (home, my requests, the approval queue, a request's page) under gunicorn.
+HTML pages (home, my requests, the approval queue, a request's page, and an empty signed-in page: their floor) under
+gunicorn.
 
 A bounded run on loopback: gunicorn serves the portal (2 workers), a few client threads send a fixed number of
 requests per endpoint, and every figure is printed next to the same figures for a bare Django view measured in the
@@ -264,6 +265,8 @@ def main() -> None:
         }
         # HTML pages, logged in by a session cookie: (method, path, body, who); fewer requests each (slower).
         pages = {
+            # The floor of any signed-in page: the session, the user and the layout, nothing of the page's own.
+            "page floor: signed-in layout, empty": ("GET", "/bench/page-floor", None, "member"),
             "page / (home, member)": ("GET", "/", None, "member"),
             "page / (home, approver)": ("GET", "/", None, "approver"),
             "page /requests/ (my requests)": ("GET", "/requests/", None, "member"),

@@ -1,7 +1,12 @@
-"""The portal's URLs plus two baselines: ``/bench/bare`` (a Django view that does nothing, the load benchmark's) and
-``/bench/drf-floor`` (a DRF view that parses a JSON body and answers, the recommendation benchmark's)."""
+"""The portal's URLs plus three baselines: ``/bench/bare`` (a Django view that does nothing, the load benchmark's),
+``/bench/drf-floor`` (a DRF view that parses a JSON body and answers, the recommendation benchmark's) and
+``/bench/page-floor`` (a signed-in page with the portal's layout and nothing in it, the pages' floor)."""
 
+from functools import cache
+
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.template import engines
 from django.urls import include, path
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,6 +16,18 @@ from rest_framework.views import APIView
 def bare(request: HttpRequest) -> HttpResponse:
     """No database, no auth, no serializer: what Django itself costs per request."""
     return HttpResponse("ok", content_type="text/plain")
+
+
+@cache
+def _empty_page():  # noqa: ANN202 - the engine's template
+    return engines["django"].from_string('{% extends "base.html" %}{% block content %}{% endblock %}')
+
+
+@login_required
+def page_floor(request: HttpRequest) -> HttpResponse:
+    """What every signed-in page pays before its own reads: the session and user, the layout (navigation, the
+    approver check) and the context processors, rendered with nothing in the page."""
+    return HttpResponse(_empty_page().render({}, request))
 
 
 class DrfFloor(APIView):
@@ -24,5 +41,6 @@ class DrfFloor(APIView):
 urlpatterns = [
     path("bench/bare", bare),
     path("bench/drf-floor", DrfFloor.as_view()),
+    path("bench/page-floor", page_floor),
     path("", include("portal.urls")),
 ]
