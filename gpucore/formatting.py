@@ -4,6 +4,7 @@ shown) and GPU-hours to one decimal (``1,234.5``). Pure; pages and e-mails use t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
@@ -31,6 +32,14 @@ def format_money(amount: Any, currency: str) -> str:
     if cents == 0:
         cents = Decimal("0.00")  # never "-0.00"
     return f"{cents:,.2f} {currency}"
+
+
+def format_money_value(value: Any, currency: str) -> str:
+    """``format_money`` of an amount in ``currency``, or of a money mapping (``{"amount": ..., "currency": ...}``,
+    the API's shape) in its own currency, ``currency`` when it names none."""
+    if isinstance(value, Mapping):
+        return format_money(value.get("amount"), str(value.get("currency") or currency))
+    return format_money(value, currency)
 
 
 def format_gpu_hours(value: Any) -> str:

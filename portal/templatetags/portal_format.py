@@ -6,13 +6,12 @@ for the API's ``{"amount": "...", "currency": "..."}`` shape; ``{{ hours|gpu_hou
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from django import template
 from django.conf import settings
 
-from gpucore.formatting import format_gpu_hours, format_money
+from gpucore.formatting import format_gpu_hours, format_money_value
 
 register = template.Library()
 
@@ -20,9 +19,7 @@ register = template.Library()
 @register.filter
 def money(value: Any, currency: str | None = None) -> str:
     """An amount as ``5,022.40 USD`` (a money dict brings its own currency); '' when there is none."""
-    if isinstance(value, Mapping):
-        return format_money(value.get("amount"), str(value.get("currency") or currency or settings.PORTAL_CURRENCY))
-    return format_money(value, currency or settings.PORTAL_CURRENCY)
+    return format_money_value(value, currency or settings.PORTAL_CURRENCY)
 
 
 @register.filter
