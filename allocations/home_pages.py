@@ -10,7 +10,7 @@ from allocations.compiled_reads import CompiledRead
 from allocations.home_reads import latest_requests_of_teams_of, quota_usage_of_teams_of, teams_with_quotas_of
 from allocations.models import GpuRequest, NodePool, RequestStatus
 from allocations.quota_usage import units_allocated_by_pool
-from allocations.request_tables import label_request_rows
+from allocations.request_tables import home_request_rows_html, label_request_rows
 from allocations.selectors import User, user_is_approver
 
 
@@ -39,6 +39,8 @@ def home_overview(*, user: User) -> dict[str, object]:
         "team_rows": team_rows,
         "my_requests": mine,
         "recent_requests": others,
+        "my_requests_html": home_request_rows_html(mine),
+        "recent_requests_html": home_request_rows_html(others),
         "platform": platform_overview(user=user),
     }
 

@@ -84,12 +84,7 @@ def request_list_rows_html(rows: list[dict[str, object]]) -> SafeString:
     """The my-requests table's body rows as HTML, from rows of ``label_request_rows`` with the list's columns."""
     parts = []
     for row in rows:
-        units = row["resource_units"]
-        allocation = (
-            f"<code>{escape(row['resource_name'])}</code> \N{MULTIPLICATION SIGN} {escape(units)}"
-            if row["resource_name"]
-            else '<span class="muted">—</span>'
-        )
+        allocation = _allocation_html(row)
         parts.append(
             _REQUEST_LIST_ROW.format(
                 id=escape(row["id"]),
@@ -108,6 +103,50 @@ def request_list_rows_html(rows: list[dict[str, object]]) -> SafeString:
             )
         )
     return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped
+
+
+# One row of a home page request table, as templates/_home_requests.html printed it with a {% for %}: filled here,
+# every value escaped as {{ }} escapes it (the engine took ~3 ms for the home's two tables of 10). Change the markup
+# here, not in the template.
+_HOME_REQUEST_ROW = (
+    "\n    <tr>"
+    "\n      <td>{id}</td>"
+    '\n      <td><a href="{url}">{name}</a></td>'
+    "\n      <td>{team}</td>"
+    "\n      <td>{workload}</td>"
+    "\n      <td>{allocation}</td>"
+    '\n      <td><span class="status status-{status}">{status_label}</span></td>'
+    '\n      <td title="{created_iso}">{created_ago} ago</td>'
+    "\n    </tr>\n  "
+)
+
+
+def home_request_rows_html(rows: list[dict[str, object]]) -> SafeString:
+    """A home page request table's body rows as HTML, from rows of ``label_request_rows`` with the home's columns."""
+    return mark_safe(  # noqa: S308 - every value is escaped
+        "".join(
+            _HOME_REQUEST_ROW.format(
+                id=escape(row["id"]),
+                url=escape(row["url"]),
+                name=escape(row["name"]),
+                team=escape(row["team__name"]),
+                workload=escape(row["workload_label"]),
+                allocation=_allocation_html(row),
+                status=escape(row["status"]),
+                status_label=escape(row["status_label"]),
+                created_iso=escape(row["created_iso"]),
+                created_ago=escape(row["created_ago"]),
+            )
+            for row in rows
+        )
+    )
+
+
+def _allocation_html(row: dict[str, object]) -> str:
+    # The allocation cell: the resource and its units, or a dash when the request names no resource.
+    if not row["resource_name"]:
+        return '<span class="muted">—</span>'
+    return f"<code>{escape(row['resource_name'])}</code> \N{MULTIPLICATION SIGN} {escape(row['resource_units'])}"
 
 
 # The request list's sortable columns, ``?sort=<key>`` or ``?sort=-<key>``: an allow-list of keys mapped to
