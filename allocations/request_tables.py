@@ -82,27 +82,33 @@ _REQUEST_LIST_ROW = (
 
 def request_list_rows_html(rows: list[dict[str, object]]) -> SafeString:
     """The my-requests table's body rows as HTML, from rows of ``label_request_rows`` with the list's columns."""
-    parts = []
-    for row in rows:
-        allocation = _allocation_html(row)
-        parts.append(
+    return mark_safe(  # noqa: S308 - every value is escaped
+        "".join(
             _REQUEST_LIST_ROW.format(
-                id=escape(row["id"]),
-                url=escape(row["url"]),
-                name=escape(row["name"]),
+                **_shared_cells(row),
                 team_url=escape(row["team_url"]),
-                team=escape(row["team__name"]),
                 requester=escape(row["requester__username"]),
-                workload=escape(row["workload_label"]),
-                allocation=allocation,
                 tier=escape(row["sla_tier__name"]) if row["sla_tier__name"] else "—",
-                status=escape(row["status"]),
-                status_label=escape(row["status_label"]),
-                created_iso=escape(row["created_iso"]),
-                created_ago=escape(row["created_ago"]),
             )
+            for row in rows
         )
-    return mark_safe("".join(parts))  # noqa: S308 - every value above is escaped
+    )
+
+
+def _shared_cells(row: dict[str, object]) -> dict[str, str]:
+    """The cells the request list's and the home's tables both print, escaped as ``{{ }}`` escapes them."""
+    return {
+        "id": escape(row["id"]),
+        "url": escape(row["url"]),
+        "name": escape(row["name"]),
+        "team": escape(row["team__name"]),
+        "workload": escape(row["workload_label"]),
+        "allocation": _allocation_html(row),
+        "status": escape(row["status"]),
+        "status_label": escape(row["status_label"]),
+        "created_iso": escape(row["created_iso"]),
+        "created_ago": escape(row["created_ago"]),
+    }
 
 
 # One row of a home page request table, as templates/_home_requests.html printed it with a {% for %}: filled here,
@@ -123,23 +129,7 @@ _HOME_REQUEST_ROW = (
 
 def home_request_rows_html(rows: list[dict[str, object]]) -> SafeString:
     """A home page request table's body rows as HTML, from rows of ``label_request_rows`` with the home's columns."""
-    return mark_safe(  # noqa: S308 - every value is escaped
-        "".join(
-            _HOME_REQUEST_ROW.format(
-                id=escape(row["id"]),
-                url=escape(row["url"]),
-                name=escape(row["name"]),
-                team=escape(row["team__name"]),
-                workload=escape(row["workload_label"]),
-                allocation=_allocation_html(row),
-                status=escape(row["status"]),
-                status_label=escape(row["status_label"]),
-                created_iso=escape(row["created_iso"]),
-                created_ago=escape(row["created_ago"]),
-            )
-            for row in rows
-        )
-    )
+    return mark_safe("".join(_HOME_REQUEST_ROW.format(**_shared_cells(row)) for row in rows))  # noqa: S308 - escaped
 
 
 def _allocation_html(row: dict[str, object]) -> str:

@@ -120,12 +120,27 @@ def test_latest_requests_equal_the_orms_rows(approver, django_assert_num_queries
     assert latest_requests_of_teams_of(AnonymousUser()) == []
 
 
+def _requests_across(teams, pools, statuses, *, count, resources=("nvidia.com/gpu",)):
+    """``count`` requests cycling through the teams, pools (the first pool's cluster on every fifth), statuses and
+    resources, the i-th holding i + 1 units."""
+    from tests.factories import GpuRequestFactory
+
+    for i in range(count):
+        GpuRequestFactory(
+            team=teams[i % len(teams)],
+            status=statuses[i % len(statuses)],
+            node_pool=pools[i % len(pools)],
+            cluster=pools[0].cluster if i % 5 == 0 else None,
+            resource_name=resources[i % len(resources)],
+            resource_units=i + 1,
+        )
+
+
 @pytest.mark.django_db
 def test_quota_usage_of_teams_of_equals_quota_usage_by_quota(django_assert_num_queries):
     from allocations.home_reads import quota_usage_of_teams_of
     from allocations.models import RequestStatus
     from allocations.quota_usage import quota_usage_by_quota
-    from tests.factories import GpuRequestFactory
 
     user, other = UserFactory(), UserFactory()
     vision, nlp, foreign = TeamFactory(), TeamFactory(), TeamFactory()
@@ -138,14 +153,7 @@ def test_quota_usage_of_teams_of_equals_quota_usage_by_quota(django_assert_num_q
     QuotaFactory(team=nlp, resource_name="nvidia.com/gpu", cluster=pool.cluster, limit=2)
     QuotaFactory(team=foreign, resource_name="nvidia.com/gpu", limit=1)
     statuses = [RequestStatus.ACTIVE, RequestStatus.APPROVED, RequestStatus.PENDING_APPROVAL, RequestStatus.RELEASED]
-    for i in range(16):
-        GpuRequestFactory(
-            team=(vision, nlp, foreign)[i % 3],
-            status=statuses[i % 4],
-            node_pool=(pool, other_pool, None)[i % 3],
-            cluster=pool.cluster if i % 5 == 0 else None,
-            resource_units=i + 1,
-        )
+    _requests_across((vision, nlp, foreign), (pool, other_pool, None), statuses, count=16)
     quotas = [quota for _, team_quotas in teams_with_quotas_of(user) for quota in team_quotas]
     expected = quota_usage_by_quota(quotas=quotas)
     assert len(expected) == 3 and any(expected.values())
@@ -257,15 +265,8 @@ def test_quota_headroom_by_request_equals_each_requests_own_headroom(django_asse
     QuotaFactory(team=nlp, resource_name="nvidia.com/gpu", cluster=pool.cluster, limit=2)
     QuotaFactory(team=foreign, resource_name="nvidia.com/gpu", limit=1)
     statuses = [RequestStatus.ACTIVE, RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.RELEASED]
-    for i in range(24):
-        GpuRequestFactory(
-            team=(vision, nlp, foreign)[i % 3],
-            status=statuses[i % 4],
-            node_pool=(pool, other_pool, None)[i % 3],
-            cluster=pool.cluster if i % 5 == 0 else None,
-            resource_name=("nvidia.com/gpu", "nvidia.com/mig-1g.10gb")[i % 2],
-            resource_units=i + 1,
-        )
+    resources = ("nvidia.com/gpu", "nvidia.com/mig-1g.10gb")
+    _requests_across((vision, nlp, foreign), (pool, other_pool, None), statuses, count=24, resources=resources)
     # The pending requests of the queue: every team (one with no quota), pool, cluster and resource.
     pending = [
         GpuRequestFactory(team=team, node_pool=node_pool, resource_name=resource)
