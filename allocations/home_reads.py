@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Sum
-
 from allocations.compiled_reads import ID_STAND_IN, CompiledRead
-from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, Membership, Quota, Team
-from allocations.quota_usage import USAGE_COLUMNS, usage_by_quota
+from allocations.models import GpuRequest, Membership, Quota, Team
+from allocations.quota_usage import held_rows, usage_by_quota
 from allocations.selectors import User, member_teams, requests_of_member_teams
 
 # The home's teams and their quotas (cluster and pool joined), as teams_of() and a prefetch read them, through SQL
@@ -74,17 +72,11 @@ def latest_requests_of_teams_of(user: User) -> list[dict[str, Any]]:
 # (every quota of the user's teams), through SQL compiled once per process (issue #15).
 _HELD_BY_TEAMS_OF = CompiledRead(
     GpuRequest,
-    lambda user_id: (
-        GpuRequest.objects.filter(
-            team_id__in=Membership.objects.filter(user_id=user_id).values("team_id"),
-            resource_name__in=Quota.objects.filter(
-                team_id__in=Membership.objects.filter(user_id=user_id).values("team_id")
-            ).values("resource_name"),
-            status__in=list(QUOTA_HOLDING_STATUSES),
-        )
-        .values(*USAGE_COLUMNS)
-        .annotate(units=Sum("resource_units"))
-        .order_by()
+    lambda user_id: held_rows(
+        team_id__in=Membership.objects.filter(user_id=user_id).values("team_id"),
+        resource_name__in=Quota.objects.filter(
+            team_id__in=Membership.objects.filter(user_id=user_id).values("team_id")
+        ).values("resource_name"),
     ),
     stand_in=ID_STAND_IN,
 )

@@ -15,6 +15,17 @@ from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, Quota, Team
 USAGE_COLUMNS = ("team_id", "resource_name", "cluster_id", "node_pool_id", "node_pool__cluster_id")
 
 
+def held_rows(*filters: Q | Lookup, statuses: Iterable[str] = QUOTA_HOLDING_STATUSES, **lookups: Any) -> QuerySet:
+    """Units held by the requests in ``statuses`` matching the filters, per ``USAGE_COLUMNS``: ``usage_by_quota``'s
+    rows (a queryset, so a ``CompiledRead`` can compile it)."""
+    return (
+        GpuRequest.objects.filter(*filters, status__in=sorted(statuses), **lookups)
+        .values(*USAGE_COLUMNS)
+        .annotate(units=Sum("resource_units"))
+        .order_by()
+    )
+
+
 def quota_usage(*, team: Team, resource_name: str, quota: Quota | None = None) -> int:
     """Units of a resource the team holds now (approved, provisioning or active), within the quota's scope."""
     qs = GpuRequest.objects.filter(team=team, resource_name=resource_name, status__in=QUOTA_HOLDING_STATUSES)
@@ -32,15 +43,10 @@ def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA
     """
     if not quotas:
         return {}
-    held = (
-        GpuRequest.objects.filter(
-            team_id__in={quota.team_id for quota in quotas},
-            resource_name__in={quota.resource_name for quota in quotas},
-            status__in=list(statuses),
-        )
-        .values(*USAGE_COLUMNS)
-        .annotate(units=Sum("resource_units"))
-        .order_by()
+    held = held_rows(
+        statuses=statuses,
+        team_id__in={quota.team_id for quota in quotas},
+        resource_name__in={quota.resource_name for quota in quotas},
     )
     return usage_by_quota(quotas=quotas, rows=list(held))
 

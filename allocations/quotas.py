@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db.models import Q, Sum
+from django.db.models import Q
 
 from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in, reads_id_arrays
-from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, NodePool, Quota, Team
-from allocations.quota_usage import USAGE_COLUMNS, quota_usage, quota_usage_by_quota, usage_by_quota
+from allocations.models import GpuRequest, NodePool, Quota, Team
+from allocations.quota_usage import held_rows, quota_usage, quota_usage_by_quota, usage_by_quota
 from gpucore.quota import CohortMember, admit
 
 
@@ -105,14 +105,7 @@ _QUOTAS_OF_TEAMS = CompiledRead(
     stand_ins={"teams": IDS_STAND_IN},
 )
 _HELD_BY_TEAMS = CompiledRead(
-    GpuRequest,
-    lambda teams: (
-        GpuRequest.objects.filter(id_in("team_id", teams), status__in=sorted(QUOTA_HOLDING_STATUSES))
-        .values(*USAGE_COLUMNS)
-        .annotate(units=Sum("resource_units"))
-        .order_by()
-    ),
-    stand_ins={"teams": IDS_STAND_IN},
+    GpuRequest, lambda teams: held_rows(id_in("team_id", teams)), stand_ins={"teams": IDS_STAND_IN}
 )
 
 

@@ -40,7 +40,11 @@ def teams_of(user: User) -> QuerySet[Team]:
     """The teams the user belongs to (any role)."""
     if not user.is_authenticated:
         return Team.objects.none()
-    return Team.objects.filter(memberships__user=user).distinct()
+    return _teams_of_user(user.pk)
+
+
+def _teams_of_user(user_id: int) -> QuerySet[Team]:
+    return Team.objects.filter(memberships__user_id=user_id).distinct()
 
 
 def teams_visible_to(user: User) -> QuerySet[Team]:
@@ -63,9 +67,7 @@ def visible_teams(user: User) -> list[Team]:
     return _EVERY_TEAM.instances() if user_is_approver(user) else member_teams(user)
 
 
-_TEAMS_OF = CompiledRead(
-    Team, lambda user_id: Team.objects.filter(memberships__user_id=user_id).distinct(), stand_in=ID_STAND_IN
-)
+_TEAMS_OF = CompiledRead(Team, _teams_of_user, stand_in=ID_STAND_IN)
 _EVERY_TEAM = CompiledRead(Team, lambda: Team.objects.all(), stand_ins={})
 
 
