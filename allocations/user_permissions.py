@@ -9,7 +9,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import AbstractBaseUser, Group, Permission, PermissionsMixin
 from django.contrib.contenttypes.models import ContentType
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connections, router
+from django.db.models import OuterRef, QuerySet, Value
+from django.db.models.functions import Concat
 from django.utils.module_loading import import_string
 
 from allocations.compiled_reads import prepared_cursor
@@ -35,6 +38,43 @@ def read_permissions(user: AbstractBaseUser) -> None:
     user._user_perm_cache = held["user"]
     user._group_perm_cache = held["group"]
     user._perm_cache = held["user"] | held["group"]
+
+
+# The annotations ``with_held_permissions`` adds: the names ("app_label.codename") held directly and through groups.
+HELD_USER_PERMISSIONS = "held_user_permissions"
+HELD_GROUP_PERMISSIONS = "held_group_permissions"
+
+
+def with_held_permissions(queryset: QuerySet, *, user_id: str = "pk") -> QuerySet:
+    """``queryset`` whose rows carry, on PostgreSQL, the permissions of the user whose id is the field ``user_id``, in
+    the same query (``keep_held_permissions`` then puts them where ``has_perm`` reads them): the session's or token's
+    user and the approver check of every page and API call in one round trip instead of two (issue #15). Elsewhere
+    ``queryset`` as it is, and ``read_permissions`` reads them when first asked."""
+    if connections[router.db_for_read(queryset.model)].vendor != "postgresql":
+        return queryset
+    name = Concat("content_type__app_label", Value("."), "codename")
+    held = Permission.objects.order_by().annotate(held=name).values("held")
+    return queryset.annotate(
+        **{
+            HELD_USER_PERMISSIONS: ArraySubquery(held.filter(user=OuterRef(user_id))),
+            HELD_GROUP_PERMISSIONS: ArraySubquery(held.filter(group__user=OuterRef(user_id))),
+        }
+    )
+
+
+def keep_held_permissions(user: AbstractBaseUser, carrier: object | None = None) -> None:
+    """Put the permissions ``with_held_permissions`` read (on ``carrier``, the user itself by default) into the caches
+    ``read_permissions`` fills, as it would; nothing when they were not read or do not mean ModelBackend's."""
+    carrier = user if carrier is None else carrier
+    held_user = getattr(carrier, HELD_USER_PERMISSIONS, None)
+    held_group = getattr(carrier, HELD_GROUP_PERMISSIONS, None)
+    if held_user is None or held_group is None or user.is_superuser:
+        return  # a superuser's caches hold every permission (ModelBackend reads them all): has_perm needs none
+    if not _permissions_are_model_backends(user.__class__):
+        return
+    user._user_perm_cache = set(held_user)
+    user._group_perm_cache = set(held_group)
+    user._perm_cache = user._user_perm_cache | user._group_perm_cache
 
 
 @functools.cache

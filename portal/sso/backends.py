@@ -14,6 +14,7 @@ from social_core.backends.open_id_connect import OpenIdConnectAuth
 from social_core.exceptions import AuthConfigurationError
 
 from allocations.compiled_reads import ID_STAND_IN, CompiledRead
+from allocations.user_permissions import keep_held_permissions, with_held_permissions
 from portal.settings.env import secret_from_ref
 
 PASSWORD_LOGIN_CHOICES = ("on", "admins", "off")
@@ -21,9 +22,12 @@ PASSWORD_LOGIN_CHOICES = ("on", "admins", "off")
 
 # The signed-in user, read on every request (django.contrib.auth.get_user): SQL compiled once per process and
 # prepared on PostgreSQL, 0.17 ms where the ORM's get() took 0.48 ms (issue #15). Active users only, as both
-# backends answer: ModelBackend refuses an inactive user, social-auth reads active users only.
+# backends answer: ModelBackend refuses an inactive user, social-auth reads active users only. The user's
+# permissions come in the same read (the approver check of every page).
 _ACTIVE_USER = CompiledRead(
-    get_user_model(), lambda pk: get_user_model()._default_manager.filter(pk=pk, is_active=True), stand_in=ID_STAND_IN
+    get_user_model(),
+    lambda pk: with_held_permissions(get_user_model()._default_manager.filter(pk=pk, is_active=True)),
+    stand_in=ID_STAND_IN,
 )
 
 
@@ -36,7 +40,10 @@ def active_user(user_id: Any) -> AbstractBaseUser | None:
             return None
     if not -(2**63) <= user_id < 2**63:  # no row has it, and PostgreSQL would refuse it as a parameter
         return None
-    return _ACTIVE_USER.first(user_id)
+    user = _ACTIVE_USER.first(user_id)
+    if user is not None:
+        keep_held_permissions(user)
+    return user
 
 
 def sso_enabled() -> bool:

@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from allocations.compiled_reads import CompiledRead
+from allocations.user_permissions import keep_held_permissions, with_held_permissions
 from audit.services import audit_record, audit_snapshot
 from portal.tokens.models import KEY_PREFIX, ApiToken, key_digest
 
@@ -21,9 +22,13 @@ EXPIRY_DAYS = (7, 30, 90, 365)
 MAX_EXPIRY_DAYS = max(EXPIRY_DAYS)
 # Writing last_used_at on every call would turn each API read into a write; a minute's resolution is enough.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
-# Every named-token call reads its token and user: the query is compiled once (allocations/compiled_reads.py).
+# Every named-token call reads its token, its user and the user's permissions (the approver check): the query is
+# compiled once (allocations/compiled_reads.py).
 _TOKEN_BY_PUBLIC_ID = CompiledRead(
-    ApiToken, lambda public_id: ApiToken.objects.select_related("user").filter(public_id=public_id)
+    ApiToken,
+    lambda public_id: with_held_permissions(
+        ApiToken.objects.select_related("user").filter(public_id=public_id), user_id="user_id"
+    ),
 )
 
 
@@ -93,6 +98,7 @@ def api_token_authenticate(*, key: str, client_ip: str | None) -> ApiToken | Non
     # Compare digests in constant time, so response times say nothing about how much of a key was right.
     if token is None or not hmac.compare_digest(token.digest, key_digest(key)) or not token.is_usable:
         return None
+    keep_held_permissions(token.user, token)
     now = timezone.now()
     if (
         token.last_used_at is None
