@@ -6,11 +6,15 @@ the template layer composes the two apps and the dependency keeps pointing one w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
 from django import template
 from django.conf import settings
+from django.template.defaultfilters import floatformat
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from allocations.models import Cluster, GpuRequest, Team
 from billing.costs.budget import request_budget_effect, spec_budget_effect
@@ -22,6 +26,8 @@ from billing.utilization.selectors import team_utilization_context
 from billing.utilization.series import TEAM_SERIES_DAYS, request_series, team_series
 from billing.utilization.troubleshooting import cluster_triage_context, request_triage_context
 from billing.utilization_charts import figure_json_script, utilization_timeseries_figure
+from gpucore.budget import BudgetEffect
+from gpucore.formatting import format_gpu_hours, format_money_value
 from gpucore.pricing import CATALOG_PRICE_BASIS
 
 register = template.Library()
@@ -119,8 +125,8 @@ def team_months_to_date(context: template.Context, teams: list[Team]) -> str:
     return ""
 
 
-@register.inclusion_tag("billing/_request_budget.html", takes_context=True)
-def request_budget_panel(context: template.Context, gpu_request: GpuRequest) -> dict[str, Any]:
+@register.simple_tag(takes_context=True)
+def request_budget_panel(context: template.Context, gpu_request: GpuRequest) -> SafeString:
     """What a pending request does to its team's month: spend so far, its cost this month, the budget left."""
     months = context.render_context.setdefault("month_to_date_by_team", {})
     team = gpu_request.team
@@ -129,12 +135,67 @@ def request_budget_panel(context: template.Context, gpu_request: GpuRequest) -> 
     effect = request_budget_effect(request=gpu_request, month_to_date=months[team.pk])
     money = months[team.pk]["money"]
     cost = effect.cost_this_month if effect is not None else None
-    return {
-        "effect": effect,
-        "month_to_date": months[team.pk],
-        "gpu_request": gpu_request,
-        "money_after": None if cost is None or money.budget is None else money.spent + cost,
-    }
+    money_after = None if cost is None or money.budget is None else money.spent + cost
+    return request_budget_panel_html(effect=effect, month_to_date=months[team.pk], money_after=money_after)
+
+
+def request_budget_panel_html(
+    *, effect: BudgetEffect | None, month_to_date: Mapping[str, Any], money_after: Decimal | None
+) -> SafeString:
+    """The panel of ``request_budget_panel`` as HTML, every value escaped as ``{{ }}`` escapes it: an inclusion
+    template cost ~0.6 ms a row of the approval queue, half of what rendering the page's rows took (issue #15).
+    ``effect`` is the request's (gpucore.budget.BudgetEffect, None when its cost is unknown), ``month_to_date`` its
+    team's (``team_month_to_date``), ``money_after`` the team's spend with it (None without a money budget)."""
+    currency = month_to_date["currency"] or settings.PORTAL_CURRENCY
+
+    def money(value: Any) -> str:
+        return escape(format_money_value(value, currency))
+
+    def hours(value: Any) -> str:
+        return escape(format_gpu_hours(value))
+
+    html = (
+        '\n<div class="budget-effect small">'
+        f"\n  <div>Team this month: {hours(month_to_date['gpu_hours'])} GPU-h \N{MIDDLE DOT} "
+        f"{money(month_to_date['amount'])}</div>\n  "
+    )
+    if effect:
+        cost = "" if effect.cost_this_month is None else f" \N{MIDDLE DOT} {money(effect.cost_this_month)}"
+        to_month_end = ", no end date: to the month's end" if effect.runs_to_month_end else ""
+        html += (
+            f"\n  <div>This request this month: {hours(effect.gpu_hours_this_month)} GPU-h{cost}"
+            f'\n    <span class="muted">({floatformat(effect.hours_this_month, "-1")} h{to_month_end})</span></div>\n  '
+        )
+        if effect.budget_gpu_hours is None:
+            html += '\n  <div class="muted">No monthly budget set.</div>\n  '
+        elif effect.fits_budget:
+            html += (
+                f"\n  <div>Budget left after it: <strong>{hours(effect.budget_left_gpu_hours)}</strong> of "
+                f"{hours(effect.budget_gpu_hours)} GPU-h</div>\n  "
+            )
+        else:
+            html += (
+                f'\n  <div class="no">Over budget by {hours(effect.over_budget_gpu_hours)} GPU-h '
+                f"(budget {hours(effect.budget_gpu_hours)} GPU-h)</div>\n  "
+            )
+        html += "\n  "
+    else:
+        html += (
+            '\n  <div class="muted">Its cost this month is unknown (spec frozen before GPU shares were recorded).'
+            "</div>\n  "
+        )
+    html += "\n  "
+    budget = month_to_date["money"]
+    if budget.budget is not None:
+        after = ""
+        if money_after is not None:
+            over = ' class="no"' if money_after > budget.budget else ""
+            after = f"; <span{over}>{money(money_after)} with it</span>"
+        html += (
+            f'\n  <div class="money-budget-effect" data-level="{escape(budget.level)}">Money budget: '
+            f"{money(budget.spent)} of {money(budget.budget)}{after}</div>\n  "
+        )
+    return mark_safe(html + "\n</div>\n")  # noqa: S308 - every value is escaped
 
 
 @register.inclusion_tag("billing/_budget_preview.html")
