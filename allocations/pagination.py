@@ -45,9 +45,10 @@ class RowSource(abc.ABC):
         """The rows from ``start`` to ``stop`` and the count up to ``upto``, in one read; None for the count when
         there are no such rows."""
 
-    @abc.abstractmethod
     def after(self, key: int, size: int) -> list[Any]:
-        """At most ``size`` rows whose primary key is greater than ``key``, by ascending key."""
+        """At most ``size`` rows whose primary key is greater than ``key``, by ascending key: keyset paging, for the
+        sources that offer it (the requests API's)."""
+        raise NotImplementedError(f"{type(self).__name__} offers no keyset paging")
 
 
 class BoundedCountPaginator(Paginator):

@@ -3,6 +3,7 @@ status refresh and manifests download, and the requester's actions (cancel, rele
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -20,10 +21,11 @@ from allocations.cluster_workloads import ON_CLUSTER_STATUSES, gpu_request_acces
 from allocations.filtersets import GpuRequestFilterSet
 from allocations.forms import CommentForm, GpuRequestForm, RecommendationPreviewForm
 from allocations.lifecycle import InvalidTransition
-from allocations.models import GpuRequest
+from allocations.models import GpuRequest, RequestStatus
 from allocations.pagination import BoundedCountPaginator
 from allocations.placement import place
 from allocations.reference_data import tiers_by_slug
+from allocations.request_list_rows import UnfilteredRequestRows, request_table_rows
 from allocations.request_pages import (
     gpu_request_actions,
     gpu_request_clone_initial,
@@ -144,54 +146,49 @@ def _initial_from_query(request: HttpRequest) -> dict[str, str]:
     return {"team": team} if team else {}
 
 
-# The columns request_list.html shows, read as plain rows with the page's bounded count in the same query (issue #15):
-# no model instances for the request, team, requester and tier of each row.
-REQUEST_TABLE_COLUMNS = (
-    "id",
-    "name",
-    "team__slug",
-    "team__name",
-    "requester__username",
-    "workload_type",
-    "resource_name",
-    "resource_units",
-    "sla_tier__name",
-    "status",
-    "created_at",
-)
-
-
-def _request_table_rows(queryset: Any) -> Any:
-    return queryset.values(*REQUEST_TABLE_COLUMNS)
+@functools.cache
+def _unfiltered_choices() -> dict[str, Any]:
+    """The filter form's values when no filter is asked (``form[name].value()`` of an empty query), once a process."""
+    form = GpuRequestFilterSet(QueryDict(), queryset=GpuRequest.objects.none()).form
+    return {name: form[name].value() for name in form.fields}
 
 
 @login_required
 def request_list(request: HttpRequest) -> HttpResponse:
     """The requests of the user's teams (all teams for approvers), filtered, searched and paginated."""
-    queryset = gpu_requests_visible_to(user=request.user).select_related(None)
+    user = request.user
     mine = request.GET.get("mine") == "1"
-    if mine:
-        queryset = queryset.filter(requester=request.user)
-    filterset = GpuRequestFilterSet(request.GET, queryset=queryset)
-    filterset.filters["team"].queryset = teams_visible_to(request.user)
     sort = request.GET.get("sort") or REQUEST_LIST_DEFAULT_SORT
     try:
         ordering = request_list_ordering(sort)
     except ValueError as exc:
         raise BadRequest(str(exc)) from exc
-    valid = filterset.is_valid()
-    results = filterset.qs.order_by(*ordering) if valid else queryset.none()
-    # Invalid filters list nothing (and an empty queryset has no SQL to read rows with).
-    page = BoundedCountPaginator(results, PAGE_SIZE, read=_request_table_rows if valid else None).get_page(
+    if any(name in request.GET for name in GpuRequestFilterSet.base_filters):
+        queryset = gpu_requests_visible_to(user=user).select_related(None)
+        if mine:
+            queryset = queryset.filter(requester=user)
+        filterset = GpuRequestFilterSet(request.GET, queryset=queryset)
+        filterset.filters["team"].queryset = teams_visible_to(user)
+        valid = filterset.is_valid()
+        chosen = {name: filterset.form[name].value() for name in filterset.form.fields}
+        filter_errors = filterset.errors
+        # Invalid filters list nothing (and an empty queryset has no SQL to read rows with).
+        rows: Any = filterset.qs.order_by(*ordering) if valid else queryset.none()
+    else:
+        # No filter or search: no FilterSet to build, and the rows read by SQL compiled once (issue #15).
+        valid, chosen, filter_errors = True, _unfiltered_choices(), {}
+        rows = UnfilteredRequestRows(user=user, mine=mine, ordering=ordering)
+    page = BoundedCountPaginator(rows, PAGE_SIZE, read=request_table_rows if valid else None).get_page(
         request.GET.get("page")
     )
     if valid:
         label_request_rows(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
-    user = request.user
     context = {
-        "filterset": filterset,
+        "chosen": chosen,
+        "filter_errors": filter_errors,
+        "status_options": RequestStatus.choices,
         "page": page,
         "mine": mine,
         "filtered": any(value for key, value in request.GET.items() if key not in ("page", "sort")),
