@@ -82,8 +82,8 @@ def test_request_list_rows_html_is_what_the_template_printed(demo_org):
     from django.template import Context, Template
 
     from allocations.models import GpuRequest, SlaTier
-    from allocations.request_tables import label_request_rows, request_list_rows_html
     from allocations.request_list_rows import REQUEST_TABLE_COLUMNS
+    from allocations.request_tables import label_request_rows, request_list_rows_html
     from tests.factories import GpuRequestFactory
 
     GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name='<b>"odd" & name</b>')
