@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.template import Context
 from django.template.base import render_value_in_context
 from django.template.defaultfilters import date as date_filter
-from django.template.defaultfilters import floatformat, timesince_filter
+from django.template.defaultfilters import floatformat
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import template_localtime
 
@@ -32,7 +32,7 @@ from allocations.pending_queues import (
     pending_work_by_team,
 )
 from allocations.quotas import quota_fit, quota_headroom_by_request
-from allocations.request_tables import id_url_maker, slug_url_maker
+from allocations.request_tables import id_url_maker, slug_url_maker, time_since
 from allocations.selectors import User
 from allocations.services import approve_refusal
 from gpucore.formatting import format_money_value
@@ -259,7 +259,7 @@ def approval_row_html(
         '</td>\n        <td class="headroom" data-label="Quota headroom">'
         f"\n          {headroom}\n          {refusal}\n        </td>"
         f'\n        <td data-label="Waiting" title="submitted {submitted}">'
-        f"{_shown(timesince_filter(waited))}</td>"
+        f"{_shown(time_since(waited))}</td>"
         f'\n        <td class="review" data-label="Review">\n          {review}\n        </td>\n      </tr>\n    '
     )
     return mark_safe(head), mark_safe(tail)  # noqa: S308 - every value above is escaped

@@ -4,6 +4,7 @@ home and the request list), the my-requests rows as HTML, and the request list's
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from urllib.parse import quote, urlencode
 
 from django.urls import reverse
@@ -11,7 +12,8 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.timesince import timesince
+from django.utils import translation
+from django.utils.timesince import TIME_STRINGS, timesince
 
 from allocations.models import RequestStatus, WorkloadType
 
@@ -36,6 +38,34 @@ def slug_url_maker(viewname: str) -> Callable[[str], str]:
     return lambda slug: f"{head}{quote(str(slug), safe=RFC3986_SUBDELIMS + '/~:@')}{tail}"
 
 
+class _KeptTimeString:
+    """One of ``timesince``'s unit texts (``"%(num)d day"``...) in one language, kept per count once translated:
+    translating two units a row was 70 % of what ``timesince`` cost, ~10 us of ~13 (issue #15)."""
+
+    def __init__(self, unit: str, language: str | None) -> None:
+        self.unit, self.language, self.texts = unit, language, {}
+
+    def __mod__(self, values: dict[str, int]) -> str:
+        number = values["num"]
+        text = self.texts.get(number)
+        if text is None:
+            with translation.override(self.language):
+                text = self.texts[number] = str(TIME_STRINGS[self.unit] % {"num": number})
+        return text
+
+
+_kept_time_strings: dict[str | None, dict[str, _KeptTimeString]] = {}
+
+
+def time_since(then: datetime, now: datetime | None = None) -> str:
+    """``django.utils.timesince.timesince(then, now)``, with its unit texts translated once per language and count."""
+    language = translation.get_language()
+    strings = _kept_time_strings.get(language)
+    if strings is None:
+        strings = _kept_time_strings[language] = {unit: _KeptTimeString(unit, language) for unit in TIME_STRINGS}
+    return timesince(then, now, time_strings=strings)
+
+
 WORKLOAD_LABELS = dict(WorkloadType.choices)
 STATUS_LABELS = dict(RequestStatus.choices)
 
@@ -53,7 +83,7 @@ def label_request_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]
             # Built here, not by the template's filters per row (~1 ms of a 25-row table: issue #15).
             created = row["created_at"]
             row["created_iso"] = timezone.localtime(created).isoformat() if created else ""
-            row["created_ago"] = timesince(created, now) if created else ""
+            row["created_ago"] = time_since(created, now) if created else ""
         row["url"] = request_url(row["id"])
         if "team__slug" in row:
             row["team_url"] = team_url(row["team__slug"])
