@@ -8,11 +8,10 @@ from datetime import datetime
 from urllib.parse import quote, urlencode
 
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.html import escape
 from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.safestring import SafeString, mark_safe
-from django.utils import translation
 from django.utils.timesince import TIME_STRINGS, timesince
 
 from allocations.models import RequestStatus, WorkloadType
