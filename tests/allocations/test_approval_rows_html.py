@@ -87,3 +87,23 @@ def test_the_rows_html_is_what_the_template_printed(demo_org, client) -> None:
     assert "".join(f"{row['html_head']}|budget|{row['html_tail']}" for row in rows) == expected
     assert "&lt;b&gt;&quot;odd&quot; &amp; name&lt;/b&gt;" in expected and "Borrows 2" in expected
     assert GpuRequest.objects.count() == 6
+
+
+# The rows' hidden review forms as the queue's template printed them before review_forms_html.
+_REVIEW_FORMS_AS_THE_TEMPLATE_PRINTED_THEM = """{% for row in rows %}
+<form method="post" action="{% url 'allocations:approval-review' row.request.pk %}" id="review-{{ row.request.pk }}" hidden>{% csrf_token %}<input type="hidden" name="next" value="{{ request.get_full_path }}"></form>
+{% endfor %}"""  # noqa: E501
+
+
+def test_the_review_forms_are_what_the_template_printed(demo_org, rf) -> None:
+    from allocations.approval_queue import review_forms_html
+
+    rows = [{"request": GpuRequestFactory(team=demo_org.team)} for _ in range(3)]
+    request = rf.get("/approvals/", {"team": 'vi"sion&<x>', "page": "2"})
+    token = "abc<&>123"
+    expected = Template(_REVIEW_FORMS_AS_THE_TEMPLATE_PRINTED_THEM).render(
+        Context({"rows": rows, "request": request, "csrf_token": token})
+    )
+    built = review_forms_html(rows, csrf_token=token, next_path=request.get_full_path())
+    assert built == expected and built.count("<form") == 3 and "abc&lt;&amp;&gt;123" in built
+    assert review_forms_html([], csrf_token=token, next_path="/approvals/") == ""
