@@ -32,10 +32,12 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
+import orjson
 from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import EmptyResultSet
 from django.db import connections, router
-from django.db.models import BigIntegerField, F, Lookup, Model, QuerySet, Value
+from django.db.models import BigIntegerField, F, JSONField, Lookup, Model, QuerySet, Value
+from django.db.models.fields.json import KeyTransform
 from django.db.models.query import ValuesIterable, get_related_populators
 
 _M = TypeVar("_M", bound=Model)
@@ -188,8 +190,40 @@ def values_names(query: Any) -> tuple[str, ...]:
 
 def column_converters(compiler: Any) -> list[tuple[int, tuple[list[Any], Any]]]:
     """The ORM's converters of the compiled query's selected columns (position -> (functions, expression)), as
-    ``SQLCompiler.results_iter`` applies them; ``converted_rows`` takes them. Call after ``as_sql()``."""
-    return list(compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]]).items())
+    ``SQLCompiler.results_iter`` applies them, plain JSON columns read by orjson (``through_orjson``: the same
+    values); ``converted_rows`` takes them. Call after ``as_sql()``."""
+    converters = compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]])
+    return [
+        (position, ([through_orjson(function) for function in functions], expression))
+        for position, (functions, expression) in converters.items()
+    ]
+
+
+# Digits as "9", everything else as a space: a run of 19 nines is a number orjson would read otherwise than json.
+_DIGITS = bytes(0x39 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_NUMBER = b"9" * 19
+
+
+def through_orjson(convert: Callable[..., Any]) -> Callable[..., Any]:
+    """A plain JSONField's from_db_value (json.loads) through orjson, any other converter as it is: the ~4 KB specs of
+    a page read ~2x faster (issue #15). orjson reads an integer over 64 bits as a float: text with 19 digits in a
+    row, and whatever orjson refuses, go to the field's own converter, so the values are json.loads's."""
+    field = getattr(convert, "__self__", None)
+    plain = isinstance(field, JSONField) and field.decoder is None
+    if not plain or type(field).from_db_value is not JSONField.from_db_value:
+        return convert
+
+    def loads(value: Any, expression: Any, connection: Any) -> Any:
+        if isinstance(value, str) and not isinstance(expression, KeyTransform):
+            text = value.encode()
+            if _LONG_NUMBER not in text.translate(_DIGITS):
+                try:
+                    return orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    pass
+        return convert(value, expression, connection)
+
+    return loads
 
 
 def prepared_values(queryset: QuerySet) -> list[dict[str, Any]]:

@@ -16,12 +16,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any
 
-import orjson
 from django.core.exceptions import FieldDoesNotExist
 from django.db import connections, models, router
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
-from django.db.models.fields.json import KeyTransform
 from django.db.models.query import MAX_GET_RESULTS
 from django.http import Http404
 from django.utils import timezone
@@ -203,10 +201,7 @@ class _Statement:
             return
         # The columns named and converted as ValuesIterable and SQLCompiler.results_iter do.
         self.names = values_names(query)
-        self.converters = [
-            (position, ([_through_orjson(function) for function in functions], expression))
-            for position, (functions, expression) in column_converters(compiler)
-        ]
+        self.converters = column_converters(compiler)
 
     def rows(self, ids: Mapping[int, int], *, iso_text: bool = False) -> list[dict[str, Any]]:
         """The rows, run with each stand-in replaced by its id; with ``iso_text``, timestamps as DRF's UTC text."""
@@ -218,33 +213,6 @@ class _Statement:
             fetched = cursor.fetchall()
         names = self.names
         return [dict(zip(names, row, strict=True)) for row in converted_rows(fetched, self.converters, connection)]
-
-
-# Digits as "9", everything else as a space: a run of 19 nines is a number orjson would read otherwise than json.
-_DIGITS = bytes(0x39 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
-_LONG_NUMBER = b"9" * 19
-
-
-def _through_orjson(convert: Callable[..., Any]) -> Callable[..., Any]:
-    """A plain JSONField's from_db_value (json.loads) through orjson: the ~4 KB specs of a page read ~2x faster
-    (issue #15). orjson reads an integer over 64 bits as a float: text with 19 digits in a row, and whatever orjson
-    refuses, go to the field's own converter, so the values are json.loads's."""
-    field = getattr(convert, "__self__", None)
-    plain = isinstance(field, models.JSONField) and field.decoder is None
-    if not plain or type(field).from_db_value is not models.JSONField.from_db_value:
-        return convert
-
-    def loads(value: Any, expression: Any, connection: Any) -> Any:
-        if isinstance(value, str) and not isinstance(expression, KeyTransform):
-            text = value.encode()
-            if _LONG_NUMBER not in text.translate(_DIGITS):
-                try:
-                    return orjson.loads(text)
-                except orjson.JSONDecodeError:
-                    pass
-        return convert(value, expression, connection)
-
-    return loads
 
 
 def _requests_in(scope: str) -> QuerySet[GpuRequest]:
