@@ -26,7 +26,7 @@ from billing.utilization.selectors import team_utilization_context
 from billing.utilization.series import TEAM_SERIES_DAYS, request_series, team_series
 from billing.utilization.troubleshooting import cluster_triage_context, request_triage_context
 from billing.utilization_charts import figure_json_script, utilization_timeseries_figure
-from gpucore.budget import BudgetEffect
+from gpucore.budget import BudgetEffect, MoneyBudgetState
 from gpucore.formatting import format_gpu_hours, format_money_value
 from gpucore.pricing import CATALOG_PRICE_BASIS
 
@@ -123,6 +123,58 @@ def team_months_to_date(context: template.Context, teams: list[Team]) -> str:
     if missing:
         months.update(teams_month_to_date(teams=missing, notices=False))
     return ""
+
+
+@register.simple_tag
+def money_budget(state: MoneyBudgetState, currency: str) -> SafeString:
+    """A team's money budget this month: spend, budget, month-end projection and level (``money_budget_html``)."""
+    return money_budget_html(state, currency)
+
+
+def money_budget_html(state: MoneyBudgetState, currency: str) -> SafeString:
+    """``{% money_budget %}`` as HTML, every value escaped as ``{{ }}`` escapes it: the home's team cards, the team
+    pages and the request form's preview printed it through an include of ~40 template nodes (issue #15)."""
+    currency = currency or settings.PORTAL_CURRENCY
+
+    def money(value: Any) -> str:
+        return escape(format_money_value(value, currency))
+
+    level = escape(state.level)
+    html = f'\n\n<div class="money-budget level-{level}" data-level="{level}">\n  '
+    if state.budget is None:
+        html += (
+            f"\n  <p><strong>{money(state.spent)}</strong> spent this month "
+            '<span class="muted">(no money budget set)</span>.</p>\n  '
+        )
+    else:
+        used, projected = state.used_pct, state.projected_pct
+        used_text = "" if used is None else f"({floatformat(used, '0g')} %)"
+        projected_text = "" if projected is None else f" ({floatformat(projected, '0g')} %)"
+        bar = " over" if state.level == "over" else (" warn" if state.level in ("warning", "projected_over") else "")
+        width = floatformat(used, 0)
+        # Each branch but the last ended its template line: the next line's indent came with it.
+        if state.level == "over":
+            said = '<span class="no">Budget spent.</span>\n    '
+        elif state.level == "warning":
+            crossed = state.crossed_pct
+            said = f'<span class="warn-text">{escape(crossed[-1]) if crossed else ""} % threshold crossed.</span>\n    '
+        elif state.level == "projected_over":
+            said = '<span class="warn-text">On course to exceed the budget by month end.</span>\n    '
+        else:
+            said = '<span class="yes">Within budget.</span>'
+        thresholds = ", ".join(escape(pct) for pct in state.thresholds_pct)
+        html += (
+            f"\n  <p><strong>{money(state.spent)}</strong> of a {money(state.budget)} budget"
+            f"\n    {used_text};"
+            f"\n    at the last day's pace <strong>{money(state.projected)}</strong> by month end{projected_text}.</p>"
+            f'\n  <div class="bar{bar}" role="img" aria-label="{width} % of the monthly budget spent">'
+            f'<span style="width: {width}%"></span></div>'
+            '\n  <p class="small budget-level">'
+            f"\n    {said}"
+            f'\n    <span class="muted">Alerts at {thresholds} %.</span>'
+            "\n  </p>\n  "
+        )
+    return mark_safe(html + "\n</div>\n\n")  # noqa: S308 - every value is escaped
 
 
 @register.simple_tag(takes_context=True)
