@@ -24,6 +24,7 @@ connection's zone, so the stand-in's own datetime is not in their parameters and
 from __future__ import annotations
 
 import functools
+import json
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,7 +37,7 @@ import orjson
 from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import EmptyResultSet
 from django.db import connections, router
-from django.db.models import BigIntegerField, F, JSONField, Lookup, Model, QuerySet, Value
+from django.db.models import BigIntegerField, F, JSONField, Lookup, Model, QuerySet, TextField, Value
 from django.db.models.fields.json import KeyTransform
 from django.db.models.query import ValuesIterable, get_related_populators
 
@@ -73,11 +74,18 @@ class _Compiled:
 
 
 def _adapted(ops: Any, value: Any) -> Any:
-    # As the backend adapts a DateTimeField's value (see the module's docstring), ids (``id_in``) as the array's list;
-    # other values go in as they are.
+    # As the backend adapts a DateTimeField's value (see the module's docstring), a list of values (``id_in``,
+    # ``text_in``) as ``_EqualsAny`` binds it; other values go in as they are.
     if isinstance(value, datetime):
         return ops.adapt_datetimefield_value(value)
-    return list(value) if isinstance(value, tuple | list) else value
+    if isinstance(value, tuple | list):
+        return _list_param(ops.connection, value)
+    return value
+
+
+def _list_param(connection: Any, values: Sequence[Any]) -> Any:
+    """A list of values as one parameter: an array on PostgreSQL, JSON text elsewhere (``json_each``)."""
+    return list(values) if connection.vendor == "postgresql" else json.dumps(list(values))
 
 
 def prepared_cursor(connection: Any) -> Any:
@@ -260,30 +268,41 @@ def converted_rows(fetched: Iterable[Sequence[Any]], converters: Iterable[Any], 
 
 
 _PLACEHOLDER = re.compile(r"%%|%s")
-# A list of ids as one stand-in (``id_in``): a list no real call passes.
+# A list of ids or texts as one stand-in (``id_in``, ``text_in``): lists no real call passes.
 IDS_STAND_IN = (ID_STAND_IN,)
+TEXTS_STAND_IN = (TEXT_STAND_IN,)
+OTHER_TEXTS_STAND_IN = (TEXT_STAND_IN, TEXT_STAND_IN)  # a second list of texts of the same read
 
 
 class _EqualsAny(Lookup):
-    # ``lhs = ANY(rhs)``: not registered on any field, built by ``id_in`` alone.
+    # ``lhs = ANY(<one array>)`` on PostgreSQL, ``lhs IN (SELECT value FROM json_each(<JSON text>))`` elsewhere
+    # (SQLite): not registered on any field, built by ``id_in`` and ``text_in`` alone.
     lookup_name = "equals_any"
+
+    def __init__(self, lhs: Any, values: Sequence[Any], base_field: Any) -> None:
+        super().__init__(lhs, Value(list(values), output_field=ArrayField(base_field)))
+        self.values = list(values)
 
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
         lhs, lhs_params = self.process_lhs(compiler, connection)
+        if connection.vendor != "postgresql":
+            # The column's SQL from the compiler; the values are one bound parameter.
+            sql = f"{lhs} IN (SELECT value FROM json_each(%s))"  # noqa: S608
+            return sql, (*lhs_params, _list_param(connection, self.values))
         rhs, rhs_params = self.process_rhs(compiler, connection)
         return f"{lhs} = ANY({rhs})", (*lhs_params, *rhs_params)
 
 
 def id_in(field: str, ids: Sequence[int]) -> Lookup:
-    """A filter: ``field = ANY(<the ids as one array>)`` (PostgreSQL). One parameter whatever the number of ids, so
-    that a ``CompiledRead`` takes them as one stand-in (``IDS_STAND_IN``) where ``field__in`` compiles one
-    placeholder per id."""
-    return _EqualsAny(F(field), Value(list(ids), output_field=ArrayField(BigIntegerField())))
+    """A filter: ``field`` is one of ``ids``, bound as one parameter whatever their number (an array on PostgreSQL,
+    JSON text elsewhere), so that a ``CompiledRead`` takes them as one stand-in (``IDS_STAND_IN``) where
+    ``field__in`` compiles one placeholder per id."""
+    return _EqualsAny(F(field), ids, BigIntegerField())
 
 
-def reads_id_arrays(model: type[Model]) -> bool:
-    """Whether ``model``'s database takes ``id_in`` (PostgreSQL): elsewhere callers read through the ORM."""
-    return connections[router.db_for_read(model)].vendor == "postgresql"
+def text_in(field: str, texts: Sequence[str]) -> Lookup:
+    """``id_in`` for texts (stand-ins ``TEXTS_STAND_IN`` and ``OTHER_TEXTS_STAND_IN``)."""
+    return _EqualsAny(F(field), texts, TextField())
 
 
 def _constants_written_in(

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Lookup, Q, QuerySet, Sum
 
-from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in, reads_id_arrays
+from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, Quota, Team
 
 # What ``usage_by_quota`` reads of the requests held, grouped (with their ``units``).
@@ -73,17 +73,14 @@ def units_allocated_by_pool(*, cluster_ids: list[int]) -> dict[int, dict[str, in
     """Units held now (approved, provisioning, active) per node pool and resource name, in one query."""
     if not cluster_ids:
         return {}
-    if reads_id_arrays(GpuRequest):
-        rows = _ALLOCATED_BY_POOL.values(clusters=sorted(cluster_ids))
-    else:
-        rows = _allocated_by_pool(Q(node_pool__cluster_id__in=cluster_ids))
+    rows = _ALLOCATED_BY_POOL.values(clusters=sorted(cluster_ids))
     held: dict[int, dict[str, int]] = {}
     for row in rows:
         held.setdefault(row["node_pool_id"], {})[row["resource_name"]] = int(row["units"] or 0)
     return held
 
 
-def _allocated_by_pool(clusters: Q | Lookup) -> QuerySet:
+def _allocated_by_pool(clusters: Lookup) -> QuerySet:
     return (
         GpuRequest.objects.filter(clusters, status__in=sorted(QUOTA_HOLDING_STATUSES))
         .values("node_pool_id", "resource_name")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
-from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in, reads_id_arrays
+from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in
 from allocations.models import GpuRequest, NodePool, Quota, Team
 from allocations.quota_usage import held_rows, quota_usage, quota_usage_by_quota, usage_by_quota
 from gpucore.quota import CohortMember, admit
@@ -73,20 +73,11 @@ def quota_headroom_by_request(*, requests: list[GpuRequest]) -> dict[int, list[Q
     """``quota_headroom`` of each request, by request id, read in two queries for the whole list (a display read)."""
     if not requests:
         return {}
-    if reads_id_arrays(Quota):
-        # Every quota of the requests' teams, and what those teams hold, through SQL compiled once per process: the
-        # approval queue's two ORM-built queries were two thirds of its rows' time (issue #15).
-        teams = sorted({request.team_id for request in requests})
-        quotas = _QUOTAS_OF_TEAMS.instances(teams=teams)
-        usage = usage_by_quota(quotas=quotas, rows=_HELD_BY_TEAMS.values(teams=teams))
-    else:
-        quotas = list(
-            Quota.objects.filter(
-                team_id__in={request.team_id for request in requests},
-                resource_name__in={request.resource_name for request in requests},
-            ).select_related("cluster", "node_pool__cluster")
-        )
-        usage = quota_usage_by_quota(quotas=quotas)
+    # Every quota of the requests' teams, and what those teams hold, through SQL compiled once per process: the
+    # approval queue's two ORM-built queries were two thirds of its rows' time (issue #15).
+    teams = sorted({request.team_id for request in requests})
+    quotas = _QUOTAS_OF_TEAMS.instances(teams=teams)
+    usage = usage_by_quota(quotas=quotas, rows=_HELD_BY_TEAMS.values(teams=teams))
     return {
         request.pk: [
             QuotaHeadroom(quota=quota, in_use=usage[quota.pk])

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in, reads_id_arrays
+from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in
 from allocations.models import Team
 from allocations.selectors import User
 from billing.costs.chargeback import build_month_curves, month_bounds, share_idle_cost
@@ -95,13 +95,11 @@ def team_budget_states(
 
 
 def _budgets_of(teams: list[Team]) -> list[TeamBudget]:
-    """The teams' money budgets: through SQL compiled once per process where the ids go in as one array (issue #15)."""
+    """The teams' money budgets: through SQL compiled once per process, the ids as one parameter (issue #15)."""
     team_ids = sorted(team.pk for team in teams)
     if not team_ids:
         return []
-    if reads_id_arrays(TeamBudget):
-        return _BUDGETS_OF_TEAMS.instances(teams=team_ids)
-    return list(TeamBudget.objects.filter(team__in=team_ids))
+    return _BUDGETS_OF_TEAMS.instances(teams=team_ids)
 
 
 _BUDGETS_OF_TEAMS = CompiledRead(
