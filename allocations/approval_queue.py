@@ -18,11 +18,11 @@ from django.template import Context
 from django.template.base import render_value_in_context
 from django.template.defaultfilters import date as date_filter
 from django.template.defaultfilters import floatformat
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import template_localtime
 
 from allocations.extension_services import extension_decide_refusal
+from allocations.html_text import escaped
 from allocations.models import AllocationExtension, GpuRequest, Team
 from allocations.pending_queues import (
     QUEUE_PAGE_SIZE,
@@ -160,7 +160,7 @@ def _shown(value: Any) -> str:
     """``{{ value }}``: localised, in the current time zone, escaped."""
     kind = type(value)
     if kind is str:  # what localisation and the time zone leave as it is
-        return escape(value)
+        return escaped(value)
     if kind is int and not settings.USE_THOUSAND_SEPARATOR:  # localize() prints an int as str() does then
         return str(value)
     return render_value_in_context(value, _SHOWN)
@@ -170,11 +170,11 @@ def review_forms_html(rows: Iterable[Mapping[str, Any]], *, csrf_token: str, nex
     """The hidden review form of each row (outside the bulk form, which cannot hold forms: each row's comment and
     buttons name theirs), as the queue's template printed them with a ``{% for %}`` (issue #15)."""
     review_url = id_url_maker("allocations:approval-review")
-    csrf = f'<input type="hidden" name="csrfmiddlewaretoken" value="{escape(csrf_token)}">'
-    next_input = f'<input type="hidden" name="next" value="{escape(next_path)}">'
+    csrf = f'<input type="hidden" name="csrfmiddlewaretoken" value="{escaped(csrf_token)}">'
+    next_input = f'<input type="hidden" name="next" value="{escaped(next_path)}">'
     return mark_safe(  # noqa: S308 - every value is escaped
         "".join(
-            f'\n<form method="post" action="{escape(review_url(row["request"].pk))}" '
+            f'\n<form method="post" action="{escaped(review_url(row["request"].pk))}" '
             f'id="review-{_shown(row["request"].pk)}" hidden>{csrf}{next_input}</form>\n'
             for row in rows
         )

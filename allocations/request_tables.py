@@ -9,11 +9,11 @@ from urllib.parse import quote, urlencode
 
 from django.urls import reverse
 from django.utils import timezone, translation
-from django.utils.html import escape
 from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import TIME_STRINGS, timesince
 
+from allocations.html_text import escaped
 from allocations.models import RequestStatus, WorkloadType
 
 # --- Links of list pages ----------------------------------------------------------------------------------------
@@ -115,9 +115,9 @@ def request_list_rows_html(rows: list[dict[str, object]]) -> SafeString:
         "".join(
             _REQUEST_LIST_ROW.format(
                 **_shared_cells(row),
-                team_url=escape(row["team_url"]),
-                requester=escape(row["requester__username"]),
-                tier=escape(row["sla_tier__name"]) if row["sla_tier__name"] else "—",
+                team_url=escaped(row["team_url"]),
+                requester=escaped(row["requester__username"]),
+                tier=escaped(row["sla_tier__name"]) if row["sla_tier__name"] else "—",
             )
             for row in rows
         )
@@ -127,16 +127,16 @@ def request_list_rows_html(rows: list[dict[str, object]]) -> SafeString:
 def _shared_cells(row: dict[str, object]) -> dict[str, str]:
     """The cells the request list's and the home's tables both print, escaped as ``{{ }}`` escapes them."""
     return {
-        "id": escape(row["id"]),
-        "url": escape(row["url"]),
-        "name": escape(row["name"]),
-        "team": escape(row["team__name"]),
-        "workload": escape(row["workload_label"]),
+        "id": escaped(row["id"]),
+        "url": escaped(row["url"]),
+        "name": escaped(row["name"]),
+        "team": escaped(row["team__name"]),
+        "workload": escaped(row["workload_label"]),
         "allocation": _allocation_html(row),
-        "status": escape(row["status"]),
-        "status_label": escape(row["status_label"]),
-        "created_iso": escape(row["created_iso"]),
-        "created_ago": escape(row["created_ago"]),
+        "status": escaped(row["status"]),
+        "status_label": escaped(row["status_label"]),
+        "created_iso": escaped(row["created_iso"]),
+        "created_ago": escaped(row["created_ago"]),
     }
 
 
@@ -165,7 +165,7 @@ def _allocation_html(row: dict[str, object]) -> str:
     # The allocation cell: the resource and its units, or a dash when the request names no resource.
     if not row["resource_name"]:
         return '<span class="muted">—</span>'
-    return f"<code>{escape(row['resource_name'])}</code> \N{MULTIPLICATION SIGN} {escape(row['resource_units'])}"
+    return f"<code>{escaped(row['resource_name'])}</code> \N{MULTIPLICATION SIGN} {escaped(row['resource_units'])}"
 
 
 # The request list's sortable columns, ``?sort=<key>`` or ``?sort=-<key>``: an allow-list of keys mapped to

@@ -13,9 +13,9 @@ from typing import Any
 from django import template
 from django.conf import settings
 from django.template.defaultfilters import floatformat
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from allocations.html_text import escaped
 from allocations.models import Cluster, GpuRequest, Team
 from billing.costs.budget import request_budget_effect, spec_budget_effect
 from billing.costs.budget_services import user_may_edit_budget
@@ -137,9 +137,9 @@ def money_budget_html(state: MoneyBudgetState, currency: str) -> SafeString:
     currency = currency or settings.PORTAL_CURRENCY
 
     def money(value: Any) -> str:
-        return escape(format_money_value(value, currency))
+        return escaped(format_money_value(value, currency))
 
-    level = escape(state.level)
+    level = escaped(state.level)
     html = f'\n\n<div class="money-budget level-{level}" data-level="{level}">\n  '
     if state.budget is None:
         html += (
@@ -157,12 +157,14 @@ def money_budget_html(state: MoneyBudgetState, currency: str) -> SafeString:
             said = '<span class="no">Budget spent.</span>\n    '
         elif state.level == "warning":
             crossed = state.crossed_pct
-            said = f'<span class="warn-text">{escape(crossed[-1]) if crossed else ""} % threshold crossed.</span>\n    '
+            said = (
+                f'<span class="warn-text">{escaped(crossed[-1]) if crossed else ""} % threshold crossed.</span>\n    '
+            )
         elif state.level == "projected_over":
             said = '<span class="warn-text">On course to exceed the budget by month end.</span>\n    '
         else:
             said = '<span class="yes">Within budget.</span>'
-        thresholds = ", ".join(escape(pct) for pct in state.thresholds_pct)
+        thresholds = ", ".join(escaped(pct) for pct in state.thresholds_pct)
         html += (
             f"\n  <p><strong>{money(state.spent)}</strong> of a {money(state.budget)} budget"
             f"\n    {used_text};"
@@ -201,10 +203,10 @@ def request_budget_panel_html(
     currency = month_to_date["currency"] or settings.PORTAL_CURRENCY
 
     def money(value: Any) -> str:
-        return escape(format_money_value(value, currency))
+        return escaped(format_money_value(value, currency))
 
     def hours(value: Any) -> str:
-        return escape(format_gpu_hours(value))
+        return escaped(format_gpu_hours(value))
 
     html = (
         '\n<div class="budget-effect small">'
@@ -244,7 +246,7 @@ def request_budget_panel_html(
             over = ' class="no"' if money_after > budget.budget else ""
             after = f"; <span{over}>{money(money_after)} with it</span>"
         html += (
-            f'\n  <div class="money-budget-effect" data-level="{escape(budget.level)}">Money budget: '
+            f'\n  <div class="money-budget-effect" data-level="{escaped(budget.level)}">Money budget: '
             f"{money(budget.spent)} of {money(budget.budget)}{after}</div>\n  "
         )
     return mark_safe(html + "\n</div>\n")  # noqa: S308 - every value is escaped

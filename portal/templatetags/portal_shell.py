@@ -9,8 +9,9 @@ template printed, byte for byte.
 from __future__ import annotations
 
 from django import template
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+
+from allocations.html_text import escaped
 
 register = template.Library()
 
@@ -35,7 +36,7 @@ def portal_header(context: template.Context) -> SafeString:
     """The top bar: the brand, and for a signed-in user the navigation (the current section marked), the search box,
     the account links and the sign-out form."""
     nav = context["nav"]
-    home = escape(nav["home"])
+    home = escaped(nav["home"])
     brand = f'<a class="brand" href="{home}" title="Overview"><span class="brand-mark">▣</span> GPU Portal</a>'
     user = context.get("user")
     if user is None or not user.is_authenticated:
@@ -52,40 +53,40 @@ def portal_header(context: template.Context) -> SafeString:
             continue
         label = label or ("Requests" if approver else "My requests")
         current = _CURRENT if url_name in current_for else ""
-        links.append(f'<a href="{escape(nav[key])}" {current}>{label}</a>')
+        links.append(f'<a href="{escaped(nav[key])}" {current}>{label}</a>')
     main = "\n      ".join(links)
-    search = escape(request.GET.get("q", "")) if url_name == "search" and request is not None else ""
+    search = escaped(request.GET.get("q", "")) if url_name == "search" and request is not None else ""
     tokens_current = _CURRENT if app_name == "tokens" else ""
-    account = f'\n        <a href="{escape(nav["api_docs"])}">API</a>'
-    account += f'\n        <a href="{escape(nav["tokens"])}" {tokens_current}>Tokens</a>'
+    account = f'\n        <a href="{escaped(nav["api_docs"])}">API</a>'
+    account += f'\n        <a href="{escaped(nav["tokens"])}" {tokens_current}>Tokens</a>'
     account += "\n        "
     if user.is_staff and user.has_perm("audit.view_auditevent"):
         audit_current = _CURRENT if app_name == "audit" else ""
-        account += f'<a href="{escape(nav["audit"])}" {audit_current}>Audit</a>'
+        account += f'<a href="{escaped(nav["audit"])}" {audit_current}>Audit</a>'
     account += "\n        "
     if user.is_staff:
-        account += f'<a href="{escape(nav["admin"])}">Admin</a>'
+        account += f'<a href="{escaped(nav["admin"])}">Admin</a>'
     badge = ' <span class="badge">approver</span>' if approver else ""
     # {% csrf_token %}: the page's one masked token (the context's, shared with the page's other forms); the
     # context processor's marker for a request CSRF does not apply to prints nothing.
     token = context.get("csrf_token")
     csrf = ""
     if token and token != _NO_CSRF_TOKEN:
-        csrf = f'<input type="hidden" name="csrfmiddlewaretoken" value="{escape(token)}">'
+        csrf = f'<input type="hidden" name="csrfmiddlewaretoken" value="{escaped(token)}">'
     html = (
         f'\n  <header class="topbar">\n    {brand}\n    '
         '\n    <button type="button" class="menu-toggle" aria-controls="topnav" aria-expanded="false">Menu</button>'
         '\n    <div class="topnav" id="topnav">'
         f'\n    <nav class="mainnav" aria-label="Main">\n      \n      {main}\n      \n      \n    </nav>'
-        f'\n    <form class="globalsearch" role="search" method="get" action="{escape(nav["search"])}">'
+        f'\n    <form class="globalsearch" role="search" method="get" action="{escaped(nav["search"])}">'
         '\n      <label class="sr-only" for="global-search">Search requests, teams and clusters</label>'
         '\n      <input id="global-search" type="search" name="q" placeholder="Search…" '
         f'value="{search}" maxlength="100">'
         "\n    </form>"
         '\n    <div class="usermenu">'
         f'\n      <nav class="accountnav" aria-label="Account">{account}\n      </nav>'
-        f'\n      <span class="username">{escape(user.get_username())}{badge}</span>'
-        f'\n      <form method="post" action="{escape(nav["logout"])}">{csrf}'
+        f'\n      <span class="username">{escaped(user.get_username())}{badge}</span>'
+        f'\n      <form method="post" action="{escaped(nav["logout"])}">{csrf}'
         '<button type="submit" class="linkbutton">Sign out</button></form>'
         "\n    </div>\n    </div>\n    \n  </header>"
     )
