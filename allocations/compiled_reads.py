@@ -246,6 +246,7 @@ def prepared_values(queryset: QuerySet) -> list[dict[str, Any]]:
     names, converters = values_names(compiler.query), column_converters(compiler)
     connection = connections[queryset.db]
     with prepared_cursor(connection) as cursor:
+        psycopg_timestamps(cursor, connection)
         cursor.execute(sql, params)
         fetched = cursor.fetchall()
     return [dict(zip(names, row, strict=True)) for row in converted_rows(fetched, converters, connection)]
@@ -413,6 +414,7 @@ class CompiledRead(Generic[_M]):
         for position, name in compiled.slots:
             params[position] = _adapted(connection.ops, values[name])
         with prepared_cursor(connection) as cursor:
+            psycopg_timestamps(cursor, connection)
             cursor.execute(compiled.sql, params)
             fetched = cursor.fetchall()
         return alias, compiled, converted_rows(fetched, compiled.converters, connection)

@@ -306,14 +306,18 @@ def test_a_compiled_reads_instances_carry_the_querysets_annotations():
 
 
 @pytest.mark.django_db
-def test_json_columns_read_as_the_orm_reads_them():
-    """Compiled reads parse plain JSON columns with orjson (compiled_reads.through_orjson): the same values as the
-    ORM's json.loads, an integer over 64 bits, tiny, long and huge floats and any text included."""
+def test_json_columns_and_timestamps_read_as_the_orm_reads_them():
+    """Compiled reads parse plain JSON columns with orjson (compiled_reads.through_orjson) and timestamps with
+    psycopg's own loader: the same values as the ORM's json.loads and Django's loader (an integer over 64 bits, tiny,
+    long and huge floats and any text included; the same time zone object)."""
     spec = {"big": 2**70, "tiny": 1.5e-7, "long": 0.1 + 0.2, "text": 'é\u2028"\\/\t', "empty": {}, "none": None}
-    made = GpuRequestFactory(spec=spec, command=["python", 2**64, 1e300, -(2**63)], manifests=[])
+    made = GpuRequestFactory(
+        spec=spec, command=["python", 2**64, 1e300, -(2**63)], manifests=[], submitted_at=timezone.now()
+    )
     read = CompiledRead(GpuRequest, lambda pk: GpuRequest.objects.filter(pk=pk), stand_in=ID_STAND_IN)
     for _ in range(6):  # past psycopg's prepare threshold
         found = read.first(made.pk)
         orm = GpuRequest.objects.get(pk=made.pk)
         assert (found.spec, found.command, found.manifests) == (orm.spec, orm.command, orm.manifests)
         assert type(found.spec["big"]) is int and found.spec == spec
+        assert repr((found.created_at, found.submitted_at)) == repr((orm.created_at, orm.submitted_at))
