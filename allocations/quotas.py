@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
-from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in
+from allocations.compiled_reads import IDS_STAND_IN, TEXTS_STAND_IN, CompiledRead, id_in, text_in
 from allocations.models import GpuRequest, NodePool, Quota, Team
 from allocations.quota_usage import held_rows, quota_usage, quota_usage_by_quota, usage_by_quota
 from gpucore.quota import CohortMember, admit
@@ -54,10 +54,11 @@ def applicable_quotas(*, team: Team, resource_name: str, node_pool: NodePool | N
     scope = Q(cluster__isnull=True, node_pool__isnull=True)
     if node_pool is not None:
         scope |= Q(node_pool=node_pool) | Q(cluster_id=node_pool.cluster_id)
+    # In the order they were set (a page lists them so, whichever read found them).
     return list(
-        Quota.objects.filter(scope, team=team, resource_name=resource_name).select_related(
-            "cluster", "node_pool__cluster"
-        )
+        Quota.objects.filter(scope, team=team, resource_name=resource_name)
+        .select_related("cluster", "node_pool__cluster")
+        .order_by("id")
     )
 
 
@@ -75,9 +76,11 @@ def quota_headroom_by_request(*, requests: list[GpuRequest]) -> dict[int, list[Q
         return {}
     # Every quota of the requests' teams, and what those teams hold, through SQL compiled once per process: the
     # approval queue's two ORM-built queries were two thirds of its rows' time (issue #15).
+    # Only the quotas of the resources asked for: a team's quotas of other GPUs and slices apply to none of them.
     teams = sorted({request.team_id for request in requests})
-    quotas = _QUOTAS_OF_TEAMS.instances(teams=teams)
-    usage = usage_by_quota(quotas=quotas, rows=_HELD_BY_TEAMS.values(teams=teams))
+    resources = sorted({request.resource_name for request in requests})
+    quotas = _QUOTAS_OF_TEAMS.instances(teams=teams, resources=resources)
+    usage = usage_by_quota(quotas=quotas, rows=_HELD_BY_TEAMS.values(teams=teams, resources=resources))
     return {
         request.pk: [
             QuotaHeadroom(quota=quota, in_use=usage[quota.pk])
@@ -90,13 +93,20 @@ def quota_headroom_by_request(*, requests: list[GpuRequest]) -> dict[int, list[Q
     }
 
 
+_TEAMS_AND_RESOURCES = {"teams": IDS_STAND_IN, "resources": TEXTS_STAND_IN}
 _QUOTAS_OF_TEAMS = CompiledRead(
     Quota,
-    lambda teams: Quota.objects.filter(id_in("team_id", teams)).select_related("cluster", "node_pool__cluster"),
-    stand_ins={"teams": IDS_STAND_IN},
+    lambda teams, resources: (
+        Quota.objects.filter(id_in("team_id", teams), text_in("resource_name", resources))
+        .select_related("cluster", "node_pool__cluster")
+        .order_by("id")
+    ),
+    stand_ins=_TEAMS_AND_RESOURCES,
 )
 _HELD_BY_TEAMS = CompiledRead(
-    GpuRequest, lambda teams: held_rows(id_in("team_id", teams)), stand_ins={"teams": IDS_STAND_IN}
+    GpuRequest,
+    lambda teams, resources: held_rows(id_in("team_id", teams), text_in("resource_name", resources)),
+    stand_ins=_TEAMS_AND_RESOURCES,
 )
 
 
