@@ -12,7 +12,7 @@ The database is PostgreSQL when ``DATABASE_URL`` names one, as in production: th
 database called ``<that name>_bench`` on the same server; otherwise a throwaway SQLite file. The machine's core count
 is printed beside the figures: on a machine shared with other work the figures are noisy.
 
-    .venv/bin/python benchmarks/api_load.py [--requests 400] [--page-requests 40] [--concurrency 4] [--runs 3]
+    .venv/bin/python benchmarks/api_load.py [--requests 400] [--page-requests 200] [--concurrency 4] [--runs 3]
         [--extra-requests 5000] [--only TEXT]
 """
 
@@ -210,7 +210,12 @@ def main() -> None:
     parser.add_argument(
         "--extra-requests", type=int, default=5000, help="GPU requests added to the demo data (the issue: 5,000)"
     )
-    parser.add_argument("--page-requests", type=int, default=40, help="requests per HTML page (they are slower)")
+    parser.add_argument(
+        "--page-requests",
+        type=int,
+        default=200,
+        help="requests per HTML page (40 made a page's figure swing by a third between runs)",
+    )
     parser.add_argument(
         "--only", default="", help="measure only the endpoints and pages whose names contain this (and the bare view)"
     )
@@ -277,10 +282,12 @@ def main() -> None:
             endpoints = {name: e for name, e in endpoints.items() if args.only in name or name == "bare Django view"}
             pages = {name: page for name, page in pages.items() if args.only in name}
         as_user = {who: {"Cookie": cookie, "Host": "127.0.0.1"} for who, cookie in cookies.items()}
-        for method, path, body in endpoints.values():  # warm both workers
+        # Warm both workers on everything measured: each worker past psycopg's prepare threshold (5 runs of a
+        # statement), with its templates loaded and its reads compiled, as a server is after its first minute.
+        for method, path, body in endpoints.values():
             hammer(port, method, path, body, auth, 20, 2)
         for method, path, body, who in pages.values():
-            hammer(port, method, path, body, as_user[who], 4, 2)
+            hammer(port, method, path, body, as_user[who], 20, 2)
         runs = []
         for _ in range(args.runs):
             run = {
