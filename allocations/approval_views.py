@@ -28,8 +28,10 @@ def approval_list(request: HttpRequest) -> HttpResponse:
     approve or reject one by one or the ticked ones in bulk."""
     require_approver(request)
     context = approval_queue_page(user=request.user, params=request.GET)
+    # One masked token for the page's every form (the template's {% csrf_token %} reads this one too).
+    context["csrf_token"] = get_token(request)
     context["review_forms_html"] = review_forms_html(
-        context["rows"], csrf_token=get_token(request), next_path=request.get_full_path()
+        context["rows"], csrf_token=context["csrf_token"], next_path=request.get_full_path()
     )
     # Each section's page links keep the filter and the other section's page.
     context["requests_query"] = _without(request.GET, "page")

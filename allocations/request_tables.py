@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from urllib.parse import quote, urlencode
 
-from django.urls import reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone, translation
 from django.utils.http import RFC3986_SUBDELIMS
 from django.utils.safestring import SafeString, mark_safe
@@ -25,16 +25,32 @@ _SLUG_STAND_IN = "url-stand-in-slug"
 
 
 def id_url_maker(viewname: str) -> Callable[[int], str]:
-    """A function giving ``reverse(viewname, args=[pk])`` for any integer ``pk``, at the cost of one ``reverse``."""
-    head, _, tail = reverse(viewname, args=[_ID_STAND_IN]).partition(str(_ID_STAND_IN))
+    """A function giving ``reverse(viewname, args=[pk])`` for any integer ``pk``, at the cost of one ``reverse``
+    per process (per URL configuration and script prefix)."""
+    head, tail = _around(viewname, _ID_STAND_IN)
     return lambda pk: f"{head}{int(pk)}{tail}"
 
 
 def slug_url_maker(viewname: str) -> Callable[[str], str]:
-    """A function giving ``reverse(viewname, args=[slug])`` for any slug, at the cost of one ``reverse``."""
-    head, _, tail = reverse(viewname, args=[_SLUG_STAND_IN]).partition(_SLUG_STAND_IN)
+    """A function giving ``reverse(viewname, args=[slug])`` for any slug, at the cost of one ``reverse`` per process
+    (per URL configuration and script prefix)."""
+    head, tail = _around(viewname, _SLUG_STAND_IN)
     # Quoted as reverse() quotes its arguments (a slug's letters, digits, - and _ are left as they are).
     return lambda slug: f"{head}{quote(str(slug), safe=RFC3986_SUBDELIMS + '/~:@')}{tail}"
+
+
+# The text before and after a stand-in in a reversed URL, by view, stand-in, URL configuration and script prefix: the
+# URLs change only with the code or the prefix the server is mounted under (as the header's, context_processors).
+_reversed_around: dict[tuple[str, object, object, str], tuple[str, str]] = {}
+
+
+def _around(viewname: str, stand_in: object) -> tuple[str, str]:
+    key = (viewname, stand_in, get_urlconf(), get_script_prefix())
+    found = _reversed_around.get(key)
+    if found is None:
+        head, _, tail = reverse(viewname, args=[stand_in]).partition(str(stand_in))
+        found = _reversed_around[key] = (head, tail)
+    return found
 
 
 class _KeptTimeString:

@@ -7,16 +7,18 @@ from django.urls import reverse, set_script_prefix
 from allocations.request_tables import id_url_maker, slug_url_maker
 
 
-@pytest.mark.parametrize("prefix", ["/", "/portal/"])
-def test_links_equal_reverse(prefix):
-    set_script_prefix(prefix)
+def test_links_equal_reverse_under_each_script_prefix():
+    # The makers keep what they reversed per process: a prefix met again, or another one, is still reverse()'s.
     try:
-        request_url = id_url_maker("allocations:request-detail")
-        team_url = slug_url_maker("allocations:team-detail")
-        for pk in (1, 42, 987654321987, 10**15):
-            assert request_url(pk) == reverse("allocations:request-detail", args=[pk])
-        for slug in ("vision", "nlp-research", "a_b-9", "url-stand-in-slug"):
-            assert team_url(slug) == reverse("allocations:team-detail", args=[slug])
+        for prefix in ["/", "/portal/", "/", "/other/"]:
+            set_script_prefix(prefix)
+            request_url = id_url_maker("allocations:request-detail")
+            team_url = slug_url_maker("allocations:team-detail")
+            for pk in (1, 42, 987654321987, 10**15):
+                assert request_url(pk) == reverse("allocations:request-detail", args=[pk])
+            for slug in ("vision", "nlp-research", "a_b-9", "url-stand-in-slug"):
+                assert team_url(slug) == reverse("allocations:team-detail", args=[slug])
+            assert request_url(7).startswith(prefix)
     finally:
         set_script_prefix("/")
 
