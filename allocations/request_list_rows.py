@@ -60,8 +60,8 @@ def _page_read(scope: str, mine: bool, ordering: tuple[str, ...], start: int, st
     window's bounds are part of the SQL: one read per window asked for)."""
     uses_user = scope != "all" or mine
 
-    def build(**user: int) -> QuerySet:
-        requests = _requests(scope, user=user.get("user", 0), mine=mine)
+    def build(user: int = 0) -> QuerySet:  # every user's requests (no user id in the SQL) are built with none
+        requests = _requests(scope, user=user, mine=mine)
         sql, params = requests.order_by()[:upto].values("pk").query.sql_with_params()
         # Our own queryset's SQL, compiled by Django; every value in it is a bound parameter.
         counted = RawSQL(f"SELECT COUNT(*) FROM ({sql}) AS bounded", params)  # noqa: S608, S611

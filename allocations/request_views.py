@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from django.contrib import messages
@@ -147,10 +148,10 @@ def _initial_from_query(request: HttpRequest) -> dict[str, str]:
 
 
 @functools.cache
-def _unfiltered_choices() -> dict[str, Any]:
+def _unfiltered_choices() -> Mapping[str, Any]:
     """The filter form's values when no filter is asked (``form[name].value()`` of an empty query), once a process."""
     form = GpuRequestFilterSet(QueryDict(), queryset=GpuRequest.objects.none()).form
-    return {name: form[name].value() for name in form.fields}
+    return MappingProxyType({name: form[name].value() for name in form.fields})
 
 
 @login_required

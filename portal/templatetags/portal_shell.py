@@ -67,8 +67,8 @@ def portal_header(context: template.Context) -> SafeString:
     if user.is_staff:
         account += f'<a href="{escaped(nav["admin"])}">Admin</a>'
     badge = ' <span class="badge">approver</span>' if approver else ""
-    # {% csrf_token %}: the page's one masked token (the context's, shared with the page's other forms); the
-    # context processor's marker for a request CSRF does not apply to prints nothing.
+    # {% csrf_token %}: the page's one masked token (the context's, shared with the page's other forms); the context
+    # processor's marker for a request exempt from CSRF prints nothing, as the tag does.
     token = context.get("csrf_token")
     csrf = ""
     if token and token != _NO_CSRF_TOKEN:
