@@ -166,6 +166,31 @@ def _shown(value: Any) -> str:
     return render_value_in_context(value, _SHOWN)
 
 
+def team_options_html(
+    options: Iterable[Mapping[str, Any]], *, waiting: Mapping[str, int], chosen: Mapping[str, Any] | None
+) -> SafeString:
+    """The team filter's options with each team's waiting requests and extensions (``pending_work_by_team``), "every
+    team" first, the ``chosen`` team selected: what the queue's template printed with a ``{% for %}`` (issue #15)."""
+    chosen_slug = chosen.get("slug") if chosen else None
+    html = f'<option value="">Every team ({_waiting_text(waiting)})</option>\n        '
+    for option in options:
+        selected = " selected" if chosen_slug == option["slug"] else ""
+        html += (
+            f'\n        <option value="{escaped(option["slug"])}"{selected}>{escaped(option["name"])} '
+            f"({_waiting_text(option)})</option>\n        "
+        )
+    return mark_safe(html)  # noqa: S308 - every value is escaped
+
+
+def _waiting_text(counts: Mapping[str, int]) -> str:
+    # "3 requests, 1 extension", the counts grouped by thousands as {{ n|floatformat:"g" }} prints them.
+    requests, extensions = counts["requests"], counts["extensions"]
+    return (
+        f"{floatformat(requests, 'g')} request{'' if requests == 1 else 's'}, "
+        f"{floatformat(extensions, 'g')} extension{'' if extensions == 1 else 's'}"
+    )
+
+
 def review_forms_html(rows: Iterable[Mapping[str, Any]], *, csrf_token: str, next_path: str) -> SafeString:
     """The hidden review form of each row (outside the bulk form, which cannot hold forms: each row's comment and
     buttons name theirs), as the queue's template printed them with a ``{% for %}`` (issue #15)."""

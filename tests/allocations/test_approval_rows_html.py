@@ -107,3 +107,29 @@ def test_the_review_forms_are_what_the_template_printed(demo_org, rf) -> None:
     built = review_forms_html(rows, csrf_token=token, next_path=request.get_full_path())
     assert built == expected and built.count("<form") == 3 and "abc&lt;&amp;&gt;123" in built
     assert review_forms_html([], csrf_token=token, next_path="/approvals/") == ""
+
+
+# The team filter's options as the queue's template printed them before team_options_html.
+_TEAM_OPTIONS_AS_THE_TEMPLATE_PRINTED_THEM = """<option value="">Every team ({{ waiting.requests|floatformat:"g" }} request{{ waiting.requests|pluralize }}, {{ waiting.extensions|floatformat:"g" }} extension{{ waiting.extensions|pluralize }})</option>
+        {% for option in team_options %}
+        <option value="{{ option.slug }}"{% if team.slug == option.slug %} selected{% endif %}>{{ option.name }} ({{ option.requests|floatformat:"g" }} request{{ option.requests|pluralize }}, {{ option.extensions|floatformat:"g" }} extension{{ option.extensions|pluralize }})</option>
+        {% endfor %}"""  # noqa: E501
+
+
+def test_the_team_options_are_what_the_template_printed() -> None:
+    from allocations.approval_queue import team_options_html
+
+    options = [
+        {"id": 1, "slug": "vision", "name": "Vision", "requests": 1, "extensions": 0},
+        {"id": 2, "slug": "nlp", "name": 'N<L>P & "co"', "requests": 1234, "extensions": 1},
+        {"id": 3, "slug": "a-b_c", "name": "ABC", "requests": 0, "extensions": 2},
+    ]
+    template = Template(_TEAM_OPTIONS_AS_THE_TEMPLATE_PRINTED_THEM)
+    for waiting in ({"requests": 1235, "extensions": 3}, {"requests": 1, "extensions": 1}):
+        for chosen in (None, options[1], {"id": 9, "slug": "gone", "name": "Gone"}):
+            for shown in (options, []):
+                context = {"team_options": shown, "waiting": waiting, "team": chosen}
+                expected = template.render(Context(context))
+                assert team_options_html(shown, waiting=waiting, chosen=chosen) == expected
+    built = team_options_html(options, waiting={"requests": 1235, "extensions": 3}, chosen=options[1])
+    assert "(1,234 requests, 1 extension)" in built and '<option value="nlp" selected>N&lt;L&gt;P' in built
