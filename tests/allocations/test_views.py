@@ -163,8 +163,11 @@ def test_list_for_approvers_shows_every_team(demo_org: DemoOrg) -> None:
 
 
 def test_list_filters_searches_and_restricts_team_choices(demo_org: DemoOrg) -> None:
-    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name="alpha", status=RequestStatus.ACTIVE)
-    GpuRequestFactory(team=demo_org.team, requester=demo_org.team_lead, name="beta")
+    # Purposes set: the factory's random sentence could hold the searched text ("alphabet", "between").
+    GpuRequestFactory(
+        team=demo_org.team, requester=demo_org.member, name="alpha", status=RequestStatus.ACTIVE, purpose="Train it."
+    )
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.team_lead, name="beta", purpose="Serve it.")
     client = client_for(demo_org.member)
     by_status = client.get(reverse("allocations:request-list"), {"status": "active"})
     assert [r["name"] for r in by_status.context["page"].object_list] == ["alpha"]
