@@ -37,6 +37,7 @@ from allocations.request_tables import id_url_maker, slug_url_maker, time_since
 from allocations.selectors import User
 from allocations.services import approve_refusal
 from gpucore.formatting import format_money_value
+from gpucore.vocabulary import LABELS, Strategy
 
 
 def approval_queue_page(*, user: User, params: Mapping[str, str]) -> dict[str, Any]:
@@ -75,6 +76,7 @@ def approval_queue_page(*, user: User, params: Mapping[str, str]) -> dict[str, A
         )
     return {
         "rows": rows,
+        "team_options_html": team_options_html(teams, waiting=waiting, chosen=team),
         "page": requests,
         "extension_rows": pending_extension_rows(user=user, extensions=extensions.object_list),
         "extension_page": extensions,
@@ -152,7 +154,7 @@ def pending_extension_rows(*, user: User, extensions: Iterable[AllocationExtensi
 # 32 ms for a page of 26 (issue #15). Every value goes through ``_shown`` (what ``{{ value }}`` prints). The
 # template puts the budget cell's panel (billing's) between the two halves. Change the markup here, not there.
 _SHOWN = Context()
-_STRATEGY_LABELS = {"dedicated": "Dedicated GPU", "mig": "MIG slice", "time-slicing": "Time-sliced share"}
+_STRATEGY_LABELS = LABELS[Strategy]  # as templates/allocations/_strategy.html prints them
 _NO_VALUE = "\N{EM DASH}"
 
 

@@ -13,7 +13,7 @@ from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from allocations.approval_queue import approval_queue_page, review_forms_html, team_options_html
+from allocations.approval_queue import approval_queue_page, review_forms_html
 from allocations.forms import BulkReviewForm, ReviewForm
 from allocations.lifecycle import InvalidTransition
 from allocations.models import GpuRequest, RequestStatus
@@ -32,9 +32,6 @@ def approval_list(request: HttpRequest) -> HttpResponse:
     context["csrf_token"] = get_token(request)
     context["review_forms_html"] = review_forms_html(
         context["rows"], csrf_token=context["csrf_token"], next_path=request.get_full_path()
-    )
-    context["team_options_html"] = team_options_html(
-        context["team_options"], waiting=context["waiting"], chosen=context["team"]
     )
     # Each section's page links keep the filter and the other section's page.
     context["requests_query"] = _without(request.GET, "page")

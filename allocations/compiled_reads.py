@@ -73,6 +73,12 @@ class _Compiled:
     names: tuple[str, ...] = ()
 
 
+def fits_bigint(value: int) -> bool:
+    """Whether an id lies in a primary key's range (bigint): one outside it names no row, and PostgreSQL would refuse
+    it as a parameter."""
+    return -(2**63) <= value < 2**63
+
+
 def _adapted(ops: Any, value: Any) -> Any:
     # As the backend adapts a DateTimeField's value (see the module's docstring), a list of values (``id_in``,
     # ``text_in``) as ``_EqualsAny`` binds it; other values go in as they are.
@@ -282,14 +288,13 @@ class _EqualsAny(Lookup):
 
     def __init__(self, lhs: Any, values: Sequence[Any], base_field: Any) -> None:
         super().__init__(lhs, Value(list(values), output_field=ArrayField(base_field)))
-        self.values = list(values)
 
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
         lhs, lhs_params = self.process_lhs(compiler, connection)
         if connection.vendor != "postgresql":
             # The column's SQL from the compiler; the values are one bound parameter.
             sql = f"{lhs} IN (SELECT value FROM json_each(%s))"  # noqa: S608
-            return sql, (*lhs_params, _list_param(connection, self.values))
+            return sql, (*lhs_params, _list_param(connection, self.rhs.value))
         rhs, rhs_params = self.process_rhs(compiler, connection)
         return f"{lhs} = ANY({rhs})", (*lhs_params, *rhs_params)
 

@@ -28,6 +28,21 @@ RowReader = Callable[[QuerySet], QuerySet]
 COUNTED = "_bounded_count"
 
 
+def bounded_count_sql(rows: QuerySet, upto: int) -> tuple[str, tuple[object, ...]]:
+    """SQL counting ``rows`` up to ``upto`` (``COUNT(*)`` over their first ``upto`` ids), with its parameters; raises
+    ``EmptyResultSet`` for a queryset that matches nothing by construction."""
+    bounded = rows.order_by()[:upto].values("pk")
+    sql, params = bounded.query.get_compiler(bounded.db).as_sql()
+    # Our own queryset's SQL, compiled by Django; every value in it is a bound parameter.
+    return f"SELECT COUNT(*) FROM ({sql}) AS bounded", tuple(params)  # noqa: S608
+
+
+def with_bounded_count(page: QuerySet, rows: QuerySet, upto: int) -> QuerySet:
+    """``page`` (a ``values()`` slice of ``rows``) with ``COUNTED`` on each row: ``rows`` counted up to ``upto`` in
+    the same query, one round trip less, which on a loaded server is most of what a query costs (issue #15)."""
+    return page.annotate(**{COUNTED: RawSQL(*bounded_count_sql(rows, upto))})  # noqa: S611
+
+
 class RowSource(abc.ABC):
     """Rows a paginator may read instead of a queryset's, by position, in their one order (a reader with its own SQL,
     such as ``allocations.api.request_rows.VisibleRequestRows``)."""
@@ -119,17 +134,13 @@ class BoundedCountPaginator(Paginator):
         """Read the page's rows and the bounded count in one query: one round trip less, which on a loaded server
         is most of what a query costs (issue #15). An empty page leaves the count to its own query."""
         start = (number - 1) * self.per_page
-        bounded = self.object_list.order_by()[: self.limit + 1].values("pk")
+        page = self.read(self.object_list[start : start + self.per_page])
         try:
-            sql, params = bounded.query.sql_with_params()
+            counted = with_bounded_count(page, self.object_list, self.limit + 1)
         except EmptyResultSet:  # a queryset that matches nothing by construction (none()): no query at all
             self.__dict__["count"] = 0
             return
-        # The SQL is our own queryset's, compiled by Django; every value in it is a bound parameter.
-        counted = RawSQL(f"SELECT COUNT(*) FROM ({sql}) AS bounded", params)  # noqa: S608, S611
-        rows = prepared_values(
-            self.read(self.object_list[start : start + self.per_page]).annotate(**{COUNTED: counted})
-        )
+        rows = prepared_values(counted)
         if rows:
             self.__dict__["count"] = rows[0][COUNTED]
             self.rows = rows

@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import QuerySet
-from django.db.models.expressions import RawSQL
 
 from allocations.compiled_reads import ID_STAND_IN, CompiledRead, prepared_values
 from allocations.models import GpuRequest
-from allocations.pagination import COUNTED, RowSource
+from allocations.pagination import COUNTED, RowSource, with_bounded_count
 from allocations.selectors import gpu_request_scope, requests_of_member_teams
 
 # The columns request_list.html shows, read as plain rows with the page's bounded count in the same query (issue #15):
@@ -62,10 +61,7 @@ def _page_read(scope: str, mine: bool, ordering: tuple[str, ...], start: int, st
 
     def build(user: int = 0) -> QuerySet:  # every user's requests (no user id in the SQL) are built with none
         requests = _requests(scope, user=user, mine=mine)
-        sql, params = requests.order_by()[:upto].values("pk").query.sql_with_params()
-        # Our own queryset's SQL, compiled by Django; every value in it is a bound parameter.
-        counted = RawSQL(f"SELECT COUNT(*) FROM ({sql}) AS bounded", params)  # noqa: S608, S611
-        return request_table_rows(requests.order_by(*ordering)[start:stop]).annotate(**{COUNTED: counted})
+        return with_bounded_count(request_table_rows(requests.order_by(*ordering)[start:stop]), requests, upto)
 
     return CompiledRead(GpuRequest, build, stand_ins={"user": ID_STAND_IN} if uses_user else {})
 

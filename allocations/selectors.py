@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, prefetch_related_objects
 
-from allocations.compiled_reads import ID_STAND_IN, OTHER_ID_STAND_IN, CompiledRead
+from allocations.compiled_reads import ID_STAND_IN, OTHER_ID_STAND_IN, CompiledRead, fits_bigint
 from allocations.models import AllocationExtension, Cluster, GpuRequest, Membership, Quota, Team
 from allocations.user_permissions import read_permissions
 
@@ -130,7 +130,7 @@ def gpu_request_detail(*, user: User, pk: int) -> GpuRequest:
     """One request the user may see, with its events and ``viewer_role`` (the user's role in its team, None when not
     a member); raises GpuRequest.DoesNotExist for anything else (a 404)."""
     scope = gpu_request_scope(user)
-    if scope == "none" or not _ID_MIN <= pk <= _ID_MAX:
+    if scope == "none" or not fits_bigint(pk):
         raise GpuRequest.DoesNotExist("GpuRequest matching query does not exist.")
     # Read through SQL compiled once per process: PostgreSQL took 5.1 ms to plan this seven-table read on every
     # view of a request's page, and 0.3 ms to run it (issue #15).
@@ -154,8 +154,6 @@ def _request_detail(request: int, user: int, *, of_member_teams: bool) -> QueryS
     return qs.filter(requests_of_member_teams(user_id=user)) if of_member_teams else qs
 
 
-# A primary key's range (bigint): an id outside it names no request.
-_ID_MIN, _ID_MAX = -(2**63), 2**63 - 1
 _DETAIL_STAND_INS = {"request": ID_STAND_IN, "user": OTHER_ID_STAND_IN}
 _DETAIL_OF_ANY = CompiledRead(
     GpuRequest, lambda request, user: _request_detail(request, user, of_member_teams=False), stand_ins=_DETAIL_STAND_INS

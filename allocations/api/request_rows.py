@@ -19,7 +19,6 @@ from typing import Any
 from django.core.exceptions import FieldDoesNotExist
 from django.db import connections, models, router
 from django.db.models import OuterRef, QuerySet, Subquery
-from django.db.models.expressions import RawSQL
 from django.db.models.query import MAX_GET_RESULTS
 from django.http import Http404
 from django.utils import timezone
@@ -37,7 +36,7 @@ from allocations.compiled_reads import (
 )
 from allocations.models import GpuRequest
 from allocations.pagination import COUNTED as _COUNTED
-from allocations.pagination import RowSource
+from allocations.pagination import RowSource, bounded_count_sql, with_bounded_count
 from allocations.selectors import gpu_request_scope, requests_of_member_teams
 
 # Related fields read as correlated subqueries on the primary key, not joins: PostgreSQL spent 4-12 ms planning the
@@ -188,17 +187,16 @@ _KEY = -1_987_654_322
 class _Statement:
     """A query compiled once and run with other ids: its SQL, parameters, column names and converters."""
 
-    def __init__(self, queryset: QuerySet, *, count: bool = False) -> None:
-        query = queryset.query
+    def __init__(self, queryset: QuerySet, *, count: int = 0) -> None:
         self.using = queryset.db
+        if count:  # the statement counting the queryset's rows up to ``count``
+            self.sql, self.params = bounded_count_sql(queryset, count)
+            self.names, self.converters = (_COUNTED,), []
+            return
+        query = queryset.query
         compiler = query.get_compiler(self.using)
         self.sql, params = compiler.as_sql()
         self.params = tuple(params)
-        if count:
-            # Our own queryset's SQL, compiled by Django; every value in it is a bound parameter.
-            self.sql = f"SELECT COUNT(*) FROM ({self.sql}) AS bounded"  # noqa: S608
-            self.names, self.converters = (_COUNTED,), []
-            return
         # The columns named and converted as ValuesIterable and SQLCompiler.results_iter do.
         self.names = values_names(query)
         self.converters = column_converters(compiler)
@@ -229,13 +227,12 @@ def _statement(kind: str, scope: str, fields: tuple[str, ...], ordering: tuple[s
     requests = _requests_in(scope)
     if kind == "count":
         (upto,) = bounds
-        return _Statement(requests.order_by()[:upto].values("pk"), count=True)
+        return _Statement(requests, count=upto)
     if kind == "page":
         # The page and its bounded count in one query, as BoundedCountPaginator reads a queryset's page.
         start, stop, upto = bounds
-        counted = _Statement(requests.order_by()[:upto].values("pk"), count=True)
         window = gpu_request_values(requests.order_by(*ordering)[start:stop], fields)
-        return _Statement(window.annotate(**{_COUNTED: RawSQL(counted.sql, counted.params)}))  # noqa: S611
+        return _Statement(with_bounded_count(window, requests, upto))
     if kind == "slice":
         start, stop = bounds
         return _Statement(gpu_request_values(requests.order_by(*ordering)[start:stop], fields))

@@ -125,6 +125,16 @@ def team_months_to_date(context: template.Context, teams: list[Team]) -> str:
     return ""
 
 
+def _money_text(value: Any, currency: str | None) -> str:
+    """``{{ value|money:currency }}``, escaped: the portal's currency when ``currency`` names none."""
+    return escaped(format_money_value(value, currency or settings.PORTAL_CURRENCY))
+
+
+def _gpu_hours_text(value: Any) -> str:
+    """``{{ value|gpu_hours }}``, escaped."""
+    return escaped(format_gpu_hours(value))
+
+
 @register.simple_tag
 def money_budget(state: MoneyBudgetState, currency: str) -> SafeString:
     """A team's money budget this month: spend, budget, month-end projection and level (``money_budget_html``)."""
@@ -134,10 +144,9 @@ def money_budget(state: MoneyBudgetState, currency: str) -> SafeString:
 def money_budget_html(state: MoneyBudgetState, currency: str) -> SafeString:
     """``{% money_budget %}`` as HTML, every value escaped as ``{{ }}`` escapes it: the home's team cards, the team
     pages and the request form's preview printed it through an include of ~40 template nodes (issue #15)."""
-    currency = currency or settings.PORTAL_CURRENCY
 
     def money(value: Any) -> str:
-        return escaped(format_money_value(value, currency))
+        return _money_text(value, currency)
 
     level = escaped(state.level)
     html = f'\n\n<div class="money-budget level-{level}" data-level="{level}">\n  '
@@ -200,13 +209,12 @@ def request_budget_panel_html(
     template cost ~0.6 ms a row of the approval queue, half of what rendering the page's rows took (issue #15).
     ``effect`` is the request's (gpucore.budget.BudgetEffect, None when its cost is unknown), ``month_to_date`` its
     team's (``team_month_to_date``), ``money_after`` the team's spend with it (None without a money budget)."""
-    currency = month_to_date["currency"] or settings.PORTAL_CURRENCY
+    currency = month_to_date["currency"]
 
     def money(value: Any) -> str:
-        return escaped(format_money_value(value, currency))
+        return _money_text(value, currency)
 
-    def hours(value: Any) -> str:
-        return escaped(format_gpu_hours(value))
+    hours = _gpu_hours_text
 
     html = (
         '\n<div class="budget-effect small">'

@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest
 from social_core.backends.open_id_connect import OpenIdConnectAuth
 from social_core.exceptions import AuthConfigurationError
 
-from allocations.compiled_reads import ID_STAND_IN, CompiledRead
+from allocations.compiled_reads import ID_STAND_IN, CompiledRead, fits_bigint
 from allocations.user_permissions import keep_held_permissions, with_held_permissions
 from portal.settings.env import secret_from_ref
 
@@ -38,7 +38,7 @@ def active_user(user_id: Any) -> AbstractBaseUser | None:
             user_id = int(user_id)
         except (TypeError, ValueError):
             return None
-    if not -(2**63) <= user_id < 2**63:  # no row has it, and PostgreSQL would refuse it as a parameter
+    if not fits_bigint(user_id):
         return None
     user = _ACTIVE_USER.first(user_id)
     if user is not None:
