@@ -106,6 +106,9 @@ def run_out(trend: Trend | None, *, capacity: float | None, now: datetime) -> da
     if trend.slope_per_day <= 0:
         return None
     days = (capacity - trend.intercept) / trend.slope_per_day
+    # A near-flat trend (float noise in a constant series) lands past any date a calendar holds: never.
+    if days >= (datetime.max.replace(tzinfo=trend.origin.tzinfo) - trend.origin) / DAY:
+        return None
     return trend.origin + DAY * days
 
 

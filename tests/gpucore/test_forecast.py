@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucore.forecast import daily_means, forecast, linear_trend, run_out, step_series
+from gpucore.forecast import Trend, daily_means, forecast, linear_trend, run_out, step_series
 
 T0 = datetime(2026, 10, 1, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -39,6 +39,26 @@ def test_run_out_date_where_the_trend_crosses_capacity() -> None:
 def test_flat_or_falling_trend_never_runs_out(values: list[float]) -> None:
     trend = linear_trend([(T0 + DAY * i, v) for i, v in enumerate(values)])
     assert run_out(trend, capacity=16, now=T0 + DAY * 4) is None
+
+
+def test_a_near_flat_trend_whose_run_out_no_calendar_holds_never_runs_out() -> None:
+    # A constant series read from float sums can fit a slope of 1e-15 a day: capacity 10^16 days away.
+    trend = Trend(origin=T0, intercept=50.0, slope_per_day=1e-15)
+    assert run_out(trend, capacity=100.0, now=T0) is None
+    steady = [(T0 + timedelta(hours=h), 50.1) for h in range(24 * 14)]
+    assert forecast(steady, now=T0 + DAY * 14, capacity=100.0).run_out_at is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    intercept=st.floats(min_value=-1e6, max_value=1e6),
+    slope=st.floats(min_value=1e-300, max_value=1e6),
+    capacity=st.floats(min_value=-1e6, max_value=1e6),
+)
+def test_run_out_is_a_date_or_never_for_any_rising_trend(intercept: float, slope: float, capacity: float) -> None:
+    trend = Trend(origin=T0, intercept=intercept, slope_per_day=slope)
+    when = run_out(trend, capacity=capacity, now=T0)
+    assert when is None or when >= T0
 
 
 def test_already_over_capacity_runs_out_now() -> None:
