@@ -8,6 +8,7 @@ Chromium or Playwright is missing, and fails them under REQUIRE_SERVICES=1.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -93,4 +94,27 @@ def new_page(browser: Browser, demo: str):
     yield open_as
     for context in contexts:
         context.close()
+    _wait_for_the_servers_queries()
     assert violations == [], "the Content-Security-Policy blocked something"
+
+
+def _wait_for_the_servers_queries(timeout_s: float = 15.0) -> None:
+    """Wait until no other connection runs a statement in the test database.
+
+    A closed page can leave the live server answering its last fetch; the flush after the test truncates every
+    table, and a join still reading two of them deadlocks with it (PostgreSQL then kills the flush).
+    """
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    deadline = time.monotonic() + timeout_s
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND state IN ('active', 'idle in transaction')"
+            )
+            if cursor.fetchone()[0] == 0:
+                return
+            time.sleep(0.05)
