@@ -7,8 +7,8 @@ incomplete. The writes that fill the rollups are in ``billing.metering.services`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Max, Q, QuerySet, Sum
@@ -19,6 +19,7 @@ from billing.models import (
     DailyUsage,
     IngestStatus,
     MonthlyUsage,
+    UsageTotals,
     UtilizationIngestHour,
     UtilizationRollup,
     UtilizationWatermark,
@@ -147,6 +148,35 @@ def _day_runs(days: Sequence[date]) -> Q:
     return query
 
 
+_STORED = {  # the stored totals' columns, summed as usage_totals answers them
+    "samples": Sum("sample_count"),
+    "util_weighted": Sum("util_weighted"),
+    "util_samples": Sum("util_samples"),
+    "energy": Sum("energy_kwh"),
+}
+
+
+def _period_so_far(
+    days: Sequence[date], hour_spans: Sequence[tuple[datetime, datetime]], *, by: Sequence[str]
+) -> tuple[type[UsageTotals], dict[str, date], set[date]] | None:
+    """The stored period a range's partly covered last day could be read from, and the whole days it replaces.
+
+    The range ends inside a day D whose hours from midnight are its last span: D's daily totals, or, when the range
+    also holds every day of D's month before D and is not grouped by day, the month's totals. None otherwise.
+    """
+    if not hour_spans:
+        return None
+    first, last = hour_spans[-1]
+    day = first.astimezone(UTC).date()
+    if first != datetime.combine(day, time(0), tzinfo=UTC) or last > first + timedelta(days=1):
+        return None
+    month = day.replace(day=1)
+    earlier = {month + timedelta(days=offset) for offset in range((day - month).days)}
+    if "day" not in by and earlier <= set(days):
+        return MonthlyUsage, {"month": month}, earlier
+    return DailyUsage, {"day": day}, set()
+
+
 def usage_totals(
     *, start: datetime, end: datetime, by: Sequence[str], teams: QuerySet[Team] | None = None
 ) -> dict[UsageKey, dict[str, Any]]:
@@ -160,7 +190,7 @@ def usage_totals(
     if unknown:
         raise ValueError(f"usage_totals cannot group by {sorted(unknown)}")
     pieces = cover(start, end)
-    months, days = list(pieces.months), list(pieces.days)
+    months, days, hour_spans = list(pieces.months), list(pieces.days), list(pieces.hour_spans)
     if "day" in by:  # a month's total has no days in it: read its days instead
         for month in months:
             day = month
@@ -168,18 +198,37 @@ def usage_totals(
                 days.append(day)
                 day += timedelta(days=1)
         months = []
-    stored = {
-        "samples": Sum("sample_count"),
-        "util_weighted": Sum("util_weighted"),
-        "util_samples": Sum("util_samples"),
-        "energy": Sum("energy_kwh"),
-    }
+    totals: dict[UsageKey, dict[str, Any]] = {}
+
+    def add(rows: Iterable[dict[str, Any]]) -> None:
+        for row in rows:
+            key = tuple(row[field] for field in by)
+            into = totals.setdefault(key, {"samples": 0, "util_weighted": 0.0, "util_samples": 0, "energy": None})
+            into["samples"] += row["samples"] or 0
+            into["util_weighted"] += row["util_weighted"] or 0.0
+            into["util_samples"] += row["util_samples"] or 0
+            if row["energy"] is not None:
+                into["energy"] = (into["energy"] or 0.0) + row["energy"]
+
+    def scoped(qs: QuerySet) -> QuerySet:
+        return (qs if teams is None else qs.filter(team__in=teams)).order_by()
+
+    tail = _period_so_far(days, hour_spans, by=by)
+    if tail is not None:
+        model, period, replaced_days = tail
+        # The totals are kept equal to the rollups, so a day or month read up to ``end`` is its total while none of
+        # its rollups is at or after ``end`` (the usual "up to now"): a few rows instead of every device-hour.
+        rows = list(scoped(model.objects.filter(**period).values(*by).annotate(**_STORED, latest=Max("last_hour"))))
+        if all(row["latest"] < end for row in rows):
+            add(rows)
+            hour_spans = hour_spans[:-1]
+            days = [day for day in days if day not in replaced_days]
     querysets: list[QuerySet] = []
     if months:
-        querysets.append(MonthlyUsage.objects.filter(month__in=months).values(*by).annotate(**stored))
+        querysets.append(MonthlyUsage.objects.filter(month__in=months).values(*by).annotate(**_STORED))
     if days:
-        querysets.append(DailyUsage.objects.filter(_day_runs(sorted(days))).values(*by).annotate(**stored))
-    for first, last in pieces.hour_spans:
+        querysets.append(DailyUsage.objects.filter(_day_runs(sorted(days))).values(*by).annotate(**_STORED))
+    for first, last in hour_spans:
         hourly = rollups_between(start=first, end=last).annotate(
             is_mig=ExpressionWrapper(~Q(mig_instance=""), output_field=BooleanField()),
             day=TruncDate("hour", tzinfo=UTC),
@@ -192,16 +241,6 @@ def usage_totals(
                 energy=Sum("energy_kwh"),
             )
         )
-    totals: dict[UsageKey, dict[str, Any]] = {}
     for qs in querysets:
-        if teams is not None:
-            qs = qs.filter(team__in=teams)
-        for row in qs.order_by():
-            key = tuple(row[field] for field in by)
-            into = totals.setdefault(key, {"samples": 0, "util_weighted": 0.0, "util_samples": 0, "energy": None})
-            into["samples"] += row["samples"] or 0
-            into["util_weighted"] += row["util_weighted"] or 0.0
-            into["util_samples"] += row["util_samples"] or 0
-            if row["energy"] is not None:
-                into["energy"] = (into["energy"] or 0.0) + row["energy"]
+        add(scoped(qs))
     return totals

@@ -111,3 +111,75 @@ def test_the_chargeback_utilization_per_request_comes_from_the_totals(spread: De
 def test_grouping_by_an_unknown_field_is_refused() -> None:
     with pytest.raises(ValueError, match="namespace"):
         usage_totals(start=SEP_29, end=SEP_29 + timedelta(days=1), by=("namespace",))
+
+
+LAST_ROLLUP = SEP_29 + timedelta(days=5, hours=23)  # Oct 4, 23:00: the fixture's last hour
+
+
+@pytest.mark.parametrize(
+    ("start", "by", "stored", "reads"),
+    [
+        (datetime(2026, 10, 1, tzinfo=UTC), ("request_id",), "billing_monthlyusage", 1),  # the month so far
+        (datetime(2026, 10, 2, tzinfo=UTC), ("request_id",), "billing_dailyusage", 2),  # days, then the day so far
+        (datetime(2026, 10, 4, tzinfo=UTC), ("team_id", "is_mig"), "billing_dailyusage", 1),  # the day so far
+        (datetime(2026, 10, 1, tzinfo=UTC), ("request_id", "day"), "billing_dailyusage", 2),  # by day: no month
+        (SEP_29, ("cluster_id", "gpu_model_name"), "billing_monthlyusage", 2),  # September's days, October so far
+    ],
+)
+def test_a_range_up_to_now_reads_its_last_day_or_month_from_the_totals(
+    spread: DemoOrg, start: datetime, by: tuple[str, ...], stored: str, reads: int, django_assert_num_queries
+) -> None:
+    # "Now" is after the last rollup: the day (or month) so far is its stored total, not its device-hours.
+    end = LAST_ROLLUP + timedelta(minutes=30)
+    with django_assert_num_queries(reads) as captured:
+        totals = usage_totals(start=start, end=end, by=by)
+    statements = " ".join(query["sql"] for query in captured.captured_queries)
+    assert "billing_utilizationrollup" not in statements and stored in statements
+    expected = _by(start, end, by)
+    assert totals.keys() == expected.keys()
+    for key, row in expected.items():
+        assert totals[key]["samples"] == row["samples"] and totals[key]["util_samples"] == row["util_samples"]
+        assert totals[key]["util_weighted"] == pytest.approx(row["util_weighted"])
+        assert totals[key]["energy"] == pytest.approx(row["energy"])
+
+
+@pytest.mark.parametrize("end", [LAST_ROLLUP, LAST_ROLLUP - timedelta(hours=5, minutes=30)])
+def test_a_range_ending_before_its_days_last_rollup_reads_that_days_hours(
+    spread: DemoOrg, end: datetime, django_assert_num_queries
+) -> None:
+    # The stored day holds hours after ``end``: the day's hours up to ``end`` are read instead.
+    start = datetime(2026, 10, 1, tzinfo=UTC)
+    with django_assert_num_queries(3) as captured:
+        totals = usage_totals(start=start, end=end, by=("request_id",))
+    assert "billing_utilizationrollup" in captured.captured_queries[-1]["sql"]
+    assert totals[(spread.request.pk,)]["samples"] == _raw(start, end, request=spread.request)["samples"]
+    assert totals[(None,)]["samples"] == _raw(start, end, request=None)["samples"]
+
+
+def test_the_day_so_far_of_some_teams_counts_only_theirs(spread: DemoOrg) -> None:
+    from allocations.models import Team
+
+    end = LAST_ROLLUP + timedelta(minutes=1)
+    start = datetime(2026, 10, 4, tzinfo=UTC)
+    totals = usage_totals(start=start, end=end, by=("team_id",), teams=Team.objects.filter(pk=spread.team.pk))
+    assert totals == {(spread.team.pk,): _by(start, end, ("team_id",))[(spread.team.pk,)]}
+
+
+def _by(start: datetime, end: datetime, by: tuple[str, ...]) -> dict:
+    """The rollups of [start, end) summed in Python, grouped as usage_totals groups them."""
+    groups: dict = {}
+    for row in rollups_between(start=start, end=end):
+        fields = {
+            "request_id": row.request_id, "team_id": row.team_id, "cluster_id": row.cluster_id,
+            "gpu_model_name": row.gpu_model_name, "is_mig": row.mig_instance != "", "day": row.hour.date(),
+        }  # fmt: skip
+        into = groups.setdefault(
+            tuple(fields[name] for name in by), {"samples": 0, "util_weighted": 0.0, "util_samples": 0, "energy": None}
+        )
+        into["samples"] += row.sample_count
+        if row.avg_utilization_pct is not None:
+            into["util_weighted"] += row.avg_utilization_pct * row.sample_count
+            into["util_samples"] += row.sample_count
+        if row.energy_kwh is not None:
+            into["energy"] = (into["energy"] or 0.0) + row.energy_kwh
+    return groups
