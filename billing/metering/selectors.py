@@ -183,7 +183,8 @@ def usage_totals(
     """Measured use in [start, end) grouped ``by`` (fields of ``USAGE_GROUPS``), from the coarsest totals that fit.
 
     Whole months come from ``MonthlyUsage``, whole days from ``DailyUsage`` and the ragged ends from the hourly
-    rollups (``gpucore.periods.cover``), so a month reads a few rows per request. Each value has ``samples``
+    rollups (``gpucore.periods.cover``), so a month reads a few rows per request; a last day read up to a time after
+    its latest rollup (this month so far) comes from its day's, or month's, stored totals. Each value has ``samples``
     (minutes), ``util_weighted``, ``util_samples`` (see ``utilization_weighted_sum``) and ``energy`` (kWh or None).
     """
     unknown = set(by) - USAGE_GROUPS
