@@ -17,7 +17,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist
-from django.db import connections, models, router
+from django.db import connections, models
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.db.models.query import MAX_GET_RESULTS
 from django.http import Http404
@@ -29,6 +29,7 @@ from allocations.api.serializers import GpuRequestSerializer
 from allocations.compiled_reads import (
     column_converters,
     converted_rows,
+    fits_bigint,
     iso_utc_timestamps,
     prepared_cursor,
     psycopg_timestamps,
@@ -285,8 +286,7 @@ class VisibleRequestRows(RowSource):
             key = pk.get_prep_value(raw_key)
         except (TypeError, ValueError):
             raise Http404 from None
-        low, high = connections[router.db_for_read(GpuRequest)].ops.integer_field_range(pk.get_internal_type())
-        rows = self._read("get", key=key) if low <= key <= high else []
+        rows = self._read("get", key=key) if fits_bigint(key) else []
         if len(rows) != 1:  # the primary key: never more than one
             raise Http404(f"No {GpuRequest._meta.object_name} matches the given query.")
         return rows[0]
