@@ -7,11 +7,13 @@ reads), ``quota_usage``, ``reference_data`` (catalog and tiers), ``pending_queue
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, prefetch_related_objects
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from allocations.compiled_reads import ID_STAND_IN, OTHER_ID_STAND_IN, CompiledRead, fits_bigint
-from allocations.models import AllocationExtension, Cluster, GpuRequest, Membership, Quota, Team
+from allocations.models import AllocationExtension, Cluster, GpuRequest, Membership, Quota, RequestEvent, Team
 from allocations.user_permissions import read_permissions
 
 APPROVE_PERMISSION = "allocations.approve_gpurequest"
@@ -138,8 +140,19 @@ def gpu_request_detail(*, user: User, pk: int) -> GpuRequest:
     found = read.first(request=pk, user=user.pk)
     if found is None:
         raise GpuRequest.DoesNotExist("GpuRequest matching query does not exist.")
-    prefetch_related_objects([found], "events")
+    _keep_prefetched(found, "events", _EVENTS_OF.instances(found.pk))
     return found
+
+
+def _keep_prefetched(instance: Any, name: str, related: list[Any]) -> None:
+    """Keep ``related`` as ``instance``'s prefetched reverse relation ``name``, as ``prefetch_related_objects`` keeps
+    what it reads: ``instance.<name>.all()`` answers them without a query, and each points back to ``instance``."""
+    manager = getattr(instance, name)
+    for obj in related:
+        setattr(obj, manager.field.name, instance)
+    queryset = manager.get_queryset()
+    queryset._result_cache, queryset._prefetch_done = related, True
+    instance._prefetched_objects_cache = {**getattr(instance, "_prefetched_objects_cache", {}), name: queryset}
 
 
 def _request_detail(request: int, user: int, *, of_member_teams: bool) -> QuerySet[GpuRequest]:
@@ -154,6 +167,11 @@ def _request_detail(request: int, user: int, *, of_member_teams: bool) -> QueryS
     return qs.filter(requests_of_member_teams(user_id=user)) if of_member_teams else qs
 
 
+# A request's events in RequestEvent's order (its page's timeline), compiled once per process: prefetching them built
+# and compiled the queryset on every view (~0.4 ms; issue #15).
+_EVENTS_OF = CompiledRead(
+    RequestEvent, lambda request_id: RequestEvent.objects.filter(request_id=request_id), stand_in=ID_STAND_IN
+)
 _DETAIL_STAND_INS = {"request": ID_STAND_IN, "user": OTHER_ID_STAND_IN}
 _DETAIL_OF_ANY = CompiledRead(
     GpuRequest, lambda request, user: _request_detail(request, user, of_member_teams=False), stand_ins=_DETAIL_STAND_INS
