@@ -62,7 +62,8 @@ def test_the_events_are_the_orms_in_time_order_and_point_back_to_the_request(
 ) -> None:
     request = GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
     at = timezone.now()
-    for minutes, status in [(5, RequestStatus.APPROVED), (0, RequestStatus.PENDING_APPROVAL), (5, RequestStatus.ACTIVE)]:
+    timeline = [(5, RequestStatus.APPROVED), (0, RequestStatus.PENDING_APPROVAL), (5, RequestStatus.ACTIVE)]
+    for minutes, status in timeline:
         event = RequestEvent.objects.create(request=request, actor_label="alice", to_status=status)
         RequestEvent.objects.filter(pk=event.pk).update(at=at + timedelta(minutes=minutes))  # auto_now_add otherwise
     RequestEvent.objects.create(request=GpuRequestFactory(team=demo_org.team), actor_label="bob", to_status="draft")
