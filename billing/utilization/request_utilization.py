@@ -174,13 +174,14 @@ def request_utilization_context(
     if not visibility_checked and not gpu_requests_visible_to(user=user).filter(pk=request.pk).exists():
         return {"utilization": None}
     start, end = window(days=days, now=now)
-    qs = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
     row = _request_rollup_summary(request_id=request.pk, start=start, end=end)
     summary = summary_from(row)
     has_data = summary["gpu_hours"] > 0
     # Without rollups there is nothing to raise an alert on, and advice is shown only beside measured use: neither
     # is read then (a request that ran before the window, or never ran, is most of them; issue #15).
-    alerts = alerts_for(qs) if row["rows"] else []
+    alerts = []
+    if row["rows"]:  # the queryset built only then: it was a fifth of the panel for a request with no rollups
+        alerts = alerts_for(UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end))
     return {
         "utilization": {
             "request": request,
