@@ -21,7 +21,8 @@ class Cover:
     hour_spans: list[tuple[datetime, datetime]] = field(default_factory=list)
 
 
-def _midnight(day: date) -> datetime:
+def midnight(day: date) -> datetime:
+    """The UTC midnight that starts ``day``."""
     return datetime.combine(day, time(0), tzinfo=UTC)
 
 
@@ -34,15 +35,15 @@ def cover(start: datetime, end: datetime) -> Cover:
     start, end = start.astimezone(UTC), end.astimezone(UTC)
     if end <= start:
         return Cover()
-    first_day = start.date() if start == _midnight(start.date()) else start.date() + timedelta(days=1)
+    first_day = start.date() if start == midnight(start.date()) else start.date() + timedelta(days=1)
     last_day = end.date()  # exclusive: the day ``end`` falls in is at most partly covered
     if first_day >= last_day:
         return Cover(hour_spans=[(start, end)])
     spans = []
-    if start < _midnight(first_day):
-        spans.append((start, _midnight(first_day)))
-    if _midnight(last_day) < end:
-        spans.append((_midnight(last_day), end))
+    if start < midnight(first_day):
+        spans.append((start, midnight(first_day)))
+    if midnight(last_day) < end:
+        spans.append((midnight(last_day), end))
     months: list[date] = []
     days: list[date] = []
     day = first_day

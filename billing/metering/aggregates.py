@@ -9,12 +9,12 @@ whole history, and running it twice gives the same rows (idempotent, safe to ret
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
 
 from billing.metering.rollups_version import rollups_changed
-from gpucore.periods import next_month_start
+from gpucore.periods import midnight, next_month_start
 
 DAILY = "billing_dailyusage"
 MONTHLY = "billing_monthlyusage"
@@ -56,10 +56,6 @@ def refresh_statements(vendor: str) -> list[str]:
     ]
 
 
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, time(0), tzinfo=UTC)
-
-
 def refresh_usage_aggregates(*, cluster_id: int, start: datetime, end: datetime) -> None:
     """Recompute the daily and monthly usage totals of one cluster for the days and months that [start, end) touch.
 
@@ -80,6 +76,6 @@ def refresh_usage_aggregates(*, cluster_id: int, start: datetime, end: datetime)
         if connection.vendor == "postgresql":
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_CLASS, cluster_id])
         cursor.execute(delete_daily, [cluster_id, day(first_day), day(end_day)])
-        cursor.execute(insert_daily, [cluster_id, moment(_midnight(first_day)), moment(_midnight(end_day))])
+        cursor.execute(insert_daily, [cluster_id, moment(midnight(first_day)), moment(midnight(end_day))])
         cursor.execute(delete_monthly, [cluster_id, day(first_month), day(end_month)])
         cursor.execute(insert_monthly, [cluster_id, day(first_month), day(end_month)])

@@ -8,7 +8,7 @@ incomplete. The writes that fill the rollups are in ``billing.metering.services`
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.db.models import BooleanField, ExpressionWrapper, F, FloatField, Max, Q, QuerySet, Sum
@@ -24,7 +24,7 @@ from billing.models import (
     UtilizationRollup,
     UtilizationWatermark,
 )
-from gpucore.periods import cover, next_month_start
+from gpucore.periods import cover, midnight, next_month_start
 
 MIB_PER_GB = 1024.0  # NVIDIA's "GB" (1g.10gb = 9.75 GiB = 9984 MiB) is a GiB; DCGM reports MiB.
 
@@ -168,7 +168,7 @@ def _period_so_far(
         return None
     first, last = hour_spans[-1]
     day = first.astimezone(UTC).date()
-    if first != datetime.combine(day, time(0), tzinfo=UTC) or last > first + timedelta(days=1):
+    if first != midnight(day) or last > first + timedelta(days=1):
         return None
     month = day.replace(day=1)
     earlier = {month + timedelta(days=offset) for offset in range((day - month).days)}
