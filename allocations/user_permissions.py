@@ -34,10 +34,14 @@ def read_permissions(user: AbstractBaseUser) -> None:
     held: dict[str, set[str]] = {"user": set(), "group": set()}
     for source, app_label, codename in rows:
         held[source].add(f"{app_label}.{codename}")
+    _keep(user, direct=held["user"], through_groups=held["group"])
+
+
+def _keep(user: AbstractBaseUser, *, direct: set[str], through_groups: set[str]) -> None:
     # ModelBackend._get_permissions and get_all_permissions keep these three on the user object.
-    user._user_perm_cache = held["user"]
-    user._group_perm_cache = held["group"]
-    user._perm_cache = held["user"] | held["group"]
+    user._user_perm_cache = direct
+    user._group_perm_cache = through_groups
+    user._perm_cache = direct | through_groups
 
 
 # The annotations ``with_held_permissions`` adds: the names ("app_label.codename") held directly and through groups.
@@ -72,9 +76,7 @@ def keep_held_permissions(user: AbstractBaseUser, carrier: object | None = None)
         return  # a superuser's caches hold every permission (ModelBackend reads them all): has_perm needs none
     if not _permissions_are_model_backends(user.__class__):
         return
-    user._user_perm_cache = set(held_user)
-    user._group_perm_cache = set(held_group)
-    user._perm_cache = user._user_perm_cache | user._group_perm_cache
+    _keep(user, direct=set(held_user), through_groups=set(held_group))
 
 
 @functools.cache

@@ -164,12 +164,14 @@ def request_triage_context(
         return {"triage": None}
     start, end = window(days=REQUEST_WINDOW_DAYS, now=now)
     held: dict[tuple[int, str], set[datetime]] = defaultdict(set)
+    hot: dict[str, _Hottest] = {}  # no rollups in the window: none was hot
     # The queryset is built only where it is read: building it was half of the panel for a request with no rollups.
-    rollups = None
     if no_rollups_between is None or not (no_rollups_between[0] <= start and end <= no_rollups_between[1]):
         rollups = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
         for cluster_id, uuid, hour in rollups.values_list("cluster_id", "gpu_uuid", "hour"):
             held[(cluster_id, uuid)].add(hour)
+        if held:
+            hot = _hot_gpus(rollups)
     health = []
     if held:
         scope = Q()
@@ -183,7 +185,7 @@ def request_triage_context(
             # Only the hours the request held the GPU: an XID of the team before or after is not its evidence.
             if row["hour"] in held[(row["cluster_id"], row["gpu_uuid"])]:
                 health.append(row)
-    gpus = _signals(health, _hot_gpus(rollups) if held and rollups is not None else {})  # none held: none was hot
+    gpus = _signals(health, hot)
     messages = [Message(f"Request #{request.pk}", request.status_detail)] if request.status_detail else []
     has_readings = bool(gpus) or bool(messages)
     branches: tuple[Any, ...] = ()
