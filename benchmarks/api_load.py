@@ -76,14 +76,18 @@ def prepare_database(env: dict[str, str], extra_requests: int) -> str:
 
 
 def session_cookie(username: str) -> str:
-    """A ``Cookie`` header value logging ``username`` in (a database session, as the server's are)."""
+    """A ``Cookie`` header value of ``username``'s browser after its first page: the session (a database session, as
+    the server's are) and the CSRF cookie that page set. Without it, as on a browser's very first page, every page
+    would make a new CSRF secret and set its cookie."""
     from django.conf import settings
     from django.contrib.auth.models import User
     from django.test import Client
 
     client = Client()
     client.force_login(User.objects.get(username=username))
-    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+    client.get("/")  # its CSRF cookie, as the first page a browser shows sets it
+    names = [settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME]
+    return "; ".join(f"{name}={client.cookies[name].value}" for name in names)
 
 
 def bench_database_url(workdir: Path) -> tuple[str, str]:

@@ -27,12 +27,12 @@ from rest_framework import ISO_8601, serializers
 from allocations.api.renderers import JsonText
 from allocations.api.serializers import GpuRequestSerializer
 from allocations.compiled_reads import (
+    DATETIME_TIMESTAMPS,
+    ISO_UTC_TIMESTAMPS,
     column_converters,
     converted_rows,
     fits_bigint,
-    iso_utc_timestamps,
     prepared_cursor,
-    psycopg_timestamps,
     values_names,
 )
 from allocations.models import GpuRequest
@@ -121,7 +121,7 @@ def _iso_datetime(field: serializers.DateTimeField, zone: tzinfo) -> Callable[[d
     """DateTimeField.to_representation with the current time zone looked up once per answer, not once a value."""
 
     def convert(value: datetime | str) -> Any:
-        if type(value) is str:  # read as its answer already (iso_utc_timestamps, in UTC only)
+        if type(value) is str:  # read as its answer already (ISO_UTC_TIMESTAMPS, in UTC only)
             return value
         if value.tzinfo is None:
             return field.to_representation(value)
@@ -206,8 +206,8 @@ class _Statement:
         """The rows, run with each stand-in replaced by its id; with ``iso_text``, timestamps as DRF's UTC text."""
         params = [ids.get(value, value) if type(value) is int else value for value in self.params]
         connection = connections[self.using]
-        with prepared_cursor(connection) as cursor:
-            (iso_utc_timestamps if iso_text else psycopg_timestamps)(cursor, connection)
+        timestamps = ISO_UTC_TIMESTAMPS if iso_text else DATETIME_TIMESTAMPS
+        with prepared_cursor(connection, timestamps=timestamps) as cursor:
             cursor.execute(self.sql, params)
             fetched = cursor.fetchall()
         names = self.names

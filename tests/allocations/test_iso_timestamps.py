@@ -1,4 +1,5 @@
-"""compiled_reads.iso_utc_timestamps: the requests API reads timestamps as the text DRF answers for them in UTC (#15).
+"""``prepared_cursor(connection, timestamps=ISO_UTC_TIMESTAMPS)``: the requests API reads timestamps as the text
+DRF answers for them in UTC (#15).
 
 Each form PostgreSQL writes (no fraction, a fraction with its trailing zeros left out, a year under 1000) must be
 DRF's own text for the same instant; any other form (the session in another zone) is read as the datetime it is.
@@ -12,7 +13,7 @@ import pytest
 from django.db import connection
 from rest_framework import serializers
 
-from allocations.compiled_reads import iso_utc_timestamps, psycopg_timestamps
+from allocations.compiled_reads import DATETIME_TIMESTAMPS, ISO_UTC_TIMESTAMPS, prepared_cursor
 
 pytestmark = [
     pytest.mark.django_db,
@@ -21,9 +22,8 @@ pytestmark = [
 
 
 def _read(literal: str, *, as_text: bool, zone: str = "UTC") -> object:
-    with connection.cursor() as cursor:
+    with prepared_cursor(connection, timestamps=ISO_UTC_TIMESTAMPS if as_text else DATETIME_TIMESTAMPS) as cursor:
         cursor.execute(f"SET LOCAL TIME ZONE '{zone}'")
-        (iso_utc_timestamps if as_text else psycopg_timestamps)(cursor, connection)
         cursor.execute("SELECT %s::timestamptz", [literal])
         return cursor.fetchone()[0]
 
@@ -55,7 +55,6 @@ def test_in_another_session_zone_it_reads_the_datetime():
 
 
 def test_null_stays_none():
-    with connection.cursor() as cursor:
-        iso_utc_timestamps(cursor, connection)
+    with prepared_cursor(connection, timestamps=ISO_UTC_TIMESTAMPS) as cursor:
         cursor.execute("SELECT NULL::timestamptz")
         assert cursor.fetchone()[0] is None

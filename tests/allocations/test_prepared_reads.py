@@ -66,7 +66,66 @@ def test_with_prepared_statements_off_the_read_goes_through_djangos_client_side_
         assert type(cursor.cursor).__name__ == "Cursor"  # Django's ClientCursor: nothing is prepared
     monkeypatch.undo()
     with prepared_cursor(connection) as cursor:
-        assert type(cursor.cursor).__name__ == "ServerBindingCursor"
+        from django.db.backends.postgresql.base import ServerBindingCursor
+
+        assert isinstance(cursor.cursor, ServerBindingCursor)
+
+
+def test_the_server_binding_cursor_is_kept_per_kind_of_timestamps_and_left_open_for_the_next_read():
+    from datetime import datetime
+
+    from allocations.compiled_reads import DATETIME_TIMESTAMPS, ISO_UTC_TIMESTAMPS
+
+    kinds = {"django": {}, "datetime": {"timestamps": DATETIME_TIMESTAMPS}, "iso": {"timestamps": ISO_UTC_TIMESTAMPS}}
+    cursors, answers = {}, {}
+    for name, kind in kinds.items():
+        with prepared_cursor(connection, **kind) as cursor:
+            cursor.execute("SELECT %s::timestamptz", ["2026-11-24 14:15:54.5+00"])
+            answers[name] = cursor.fetchone()[0]
+            cursors[name] = cursor.cursor
+        with prepared_cursor(connection, **kind) as again:  # the block before closed its wrapper, not the cursor
+            assert again.cursor is cursors[name]
+            again.execute("SELECT %s::int * 2", [21])
+            assert again.fetchall() == [(42,)]
+    assert len({id(cursor) for cursor in cursors.values()}) == 3
+    assert answers["iso"] == "2026-11-24T14:15:54.500000Z"
+    assert answers["django"] == answers["datetime"] == datetime.fromisoformat("2026-11-24T14:15:54.5+00:00")
+
+
+@pytest.mark.django_db(transaction=True)  # the connection is closed and opened again
+def test_a_new_connection_gets_a_new_kept_cursor():
+    team = TeamFactory()
+    with prepared_cursor(connection) as cursor:
+        first = cursor.cursor
+    # As a request's end closes a connection past its CONN_MAX_AGE: the cursor went with the old connection.
+    connection.close()
+    assert _TEAM.first(team.pk) == team
+    with prepared_cursor(connection) as cursor:
+        assert cursor.cursor is not first and cursor.cursor.connection is connection.connection
+
+
+def test_each_thread_reads_on_its_own_connections_cursor():
+    import threading
+
+    from django.db import connections
+
+    with prepared_cursor(connection) as cursor:
+        mine = cursor.cursor
+    theirs = []
+
+    def read() -> None:
+        try:
+            with prepared_cursor(connections["default"]) as cursor:
+                cursor.execute("SELECT %s::int", [7])
+                theirs.append((cursor.cursor, cursor.fetchone()[0]))
+        finally:
+            connections["default"].close()
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join()
+    [(their_cursor, seven)] = theirs
+    assert seven == 7 and their_cursor is not mine
 
 
 def test_a_server_bound_read_in_a_failed_transaction_raises_djangos_error():
