@@ -14,15 +14,13 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
-from django.template import Context
-from django.template.base import render_value_in_context
 from django.template.defaultfilters import date as date_filter
 from django.template.defaultfilters import floatformat
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import template_localtime
 
 from allocations.extension_services import extension_decide_refusal
-from allocations.html_text import escaped
+from allocations.html_text import escaped, shown, width_ratio
 from allocations.models import AllocationExtension, GpuRequest, Team
 from allocations.pending_queues import (
     QUEUE_PAGE_SIZE,
@@ -151,21 +149,10 @@ def pending_extension_rows(*, user: User, extensions: Iterable[AllocationExtensi
 
 # --- A pending request's row of the queue as HTML -------------------------------------------------------------------
 # The row as templates/allocations/approval_queue.html printed it with the engine, cell by cell: ~1.2 ms a row there,
-# 32 ms for a page of 26 (issue #15). Every value goes through ``_shown`` (what ``{{ value }}`` prints). The
+# 32 ms for a page of 26 (issue #15). Every value goes through ``shown`` (what ``{{ value }}`` prints). The
 # template puts the budget cell's panel (billing's) between the two halves. Change the markup here, not there.
-_SHOWN = Context()
 _STRATEGY_LABELS = LABELS[Strategy]  # as templates/allocations/_strategy.html prints them
 _NO_VALUE = "\N{EM DASH}"
-
-
-def _shown(value: Any) -> str:
-    """``{{ value }}``: localised, in the current time zone, escaped."""
-    kind = type(value)
-    if kind is str:  # what localisation and the time zone leave as it is
-        return escaped(value)
-    if kind is int and not settings.USE_THOUSAND_SEPARATOR:  # localize() prints an int as str() does then
-        return str(value)
-    return render_value_in_context(value, _SHOWN)
 
 
 def team_options_html(
@@ -202,7 +189,7 @@ def review_forms_html(rows: Iterable[Mapping[str, Any]], *, csrf_token: str, nex
     return mark_safe(  # noqa: S308 - every value is escaped
         "".join(
             f'\n<form method="post" action="{escaped(review_url(row["request"].pk))}" '
-            f'id="review-{_shown(row["request"].pk)}" hidden>{csrf}{next_input}</form>\n'
+            f'id="review-{shown(row["request"].pk)}" hidden>{csrf}{next_input}</form>\n'
             for row in rows
         )
     )
@@ -219,11 +206,11 @@ def _cost_cell(spec: Any) -> str:
     if _key(cost, "amount"):
         hours = floatformat(_key(cost, "hours") or "", "-2")
         cell += (
-            f"<strong>{_shown(format_money_value(cost, settings.PORTAL_CURRENCY))}</strong><br>"
+            f"<strong>{shown(format_money_value(cost, settings.PORTAL_CURRENCY))}</strong><br>"
             f'<span class="muted small">for {hours} h</span><br>'
         )
     if _key(monthly, "amount"):
-        monthly_text = _shown(format_money_value(monthly, settings.PORTAL_CURRENCY))
+        monthly_text = shown(format_money_value(monthly, settings.PORTAL_CURRENCY))
         return f'{cell}{monthly_text}<span class="muted small">/month</span>'
     return f'{cell}<span class="muted">no price</span>'
 
@@ -231,20 +218,20 @@ def _cost_cell(spec: Any) -> str:
 def _headroom_item(item: Any, units: int) -> str:
     quota = item.quota
     over = " over" if item.available < units and not item.borrowed else ""
-    ratio = str(round(item.in_use / quota.limit * 100)) if quota.limit else "0"  # {% widthratio %}
+    ratio = width_ratio(item.in_use, quota.limit)
     if item.borrowed:
         note = (
-            f'<span class="badge badge-borrowed">Borrows {_shown(item.borrowed)}</span> <span class="muted small">'
-            f"fits: tier 3 borrows beyond the nominal {_shown(quota.limit)} (limit {_shown(quota.borrowing_limit)}"
+            f'<span class="badge badge-borrowed">Borrows {shown(item.borrowed)}</span> <span class="muted small">'
+            f"fits: tier 3 borrows beyond the nominal {shown(quota.limit)} (limit {shown(quota.borrowing_limit)}"
             " more)</span>"
         )
     elif item.available < units:
-        note = f'<span class="no">needs {_shown(units)}, {_shown(item.available)} free</span>'
+        note = f'<span class="no">needs {shown(units)}, {shown(item.available)} free</span>'
     else:
-        note = f'<span class="muted small">{_shown(item.available)} free</span>'
-    in_use, limit = _shown(item.in_use), _shown(quota.limit)
+        note = f'<span class="muted small">{shown(item.available)} free</span>'
+    in_use, limit = shown(item.in_use), shown(quota.limit)
     return (
-        f"\n          <div>{_shown(quota.scope_label)}: {in_use} / {limit} used"
+        f"\n          <div>{shown(quota.scope_label)}: {in_use} / {limit} used"
         f'\n            <div class="bar{over}" role="img" aria-label="{in_use} of {limit} used">'
         f'<span style="width: {ratio}%"></span></div>'
         f"\n            {note}\n          </div>\n          "
@@ -257,21 +244,21 @@ def approval_row_html(
     """A row of ``approval_queue_rows`` as the queue's table prints it: the HTML before the budget cell's panel and
     the HTML after it (``request_url`` and ``team_url`` from ``id_url_maker`` and ``slug_url_maker``)."""
     r = row["request"]
-    pk, name, units, resource = _shown(r.pk), _shown(r.name), _shown(r.resource_units), _shown(r.resource_name)
+    pk, name, units, resource = shown(r.pk), shown(r.name), shown(r.resource_units), shown(r.resource_name)
     fits, borrows = row["fits"], row["borrows"]
     css = "" if fits and not borrows else ("no-fit" if not fits else "fits-borrowed")
     fit = ("borrowed" if borrows else "yes") if fits else "no"
     you = " (you)" if r.requester_id == user_id else ""
-    strategy = _STRATEGY_LABELS.get(r.strategy) or _shown(r.strategy or _NO_VALUE)
-    pool = f'<br><span class="muted small">{_shown(r.node_pool)}</span>' if r.node_pool else ""
-    tier = _shown(r.sla_tier.name if r.sla_tier and r.sla_tier.name else _NO_VALUE)
+    strategy = _STRATEGY_LABELS.get(r.strategy) or shown(r.strategy or _NO_VALUE)
+    pool = f'<br><span class="muted small">{shown(r.node_pool)}</span>' if r.node_pool else ""
+    tier = shown(r.sla_tier.name if r.sla_tier and r.sla_tier.name else _NO_VALUE)
     head = (
         f'\n      <tr id="pending-{pk}" class="{css}" data-fits="{fit}">'
         f'\n        <td><input type="checkbox" name="ids" value="{pk}" aria-label="Tick #{pk} {name}" '
-        f'data-label="#{pk} {name} ({_shown(r.team.name)}, {units} \N{MULTIPLICATION SIGN} {resource})"></td>'
-        f'\n        <td data-label="Request"><a href="{_shown(request_url(r.pk))}">#{pk} {name}</a><br>'
-        f'<span class="muted small">by {_shown(r.requester.get_username())}{you}</span></td>'
-        f'\n        <td data-label="Team"><a href="{_shown(team_url(r.team.slug))}">{_shown(r.team.name)}</a></td>'
+        f'data-label="#{pk} {name} ({shown(r.team.name)}, {units} \N{MULTIPLICATION SIGN} {resource})"></td>'
+        f'\n        <td data-label="Request"><a href="{shown(request_url(r.pk))}">#{pk} {name}</a><br>'
+        f'<span class="muted small">by {shown(r.requester.get_username())}{you}</span></td>'
+        f'\n        <td data-label="Team"><a href="{shown(team_url(r.team.slug))}">{shown(r.team.name)}</a></td>'
         f'\n        <td data-label="Tier">{tier}</td>'
         f'\n        <td data-label="Allocation">{strategy}\n<br><code>{resource}</code> \N{MULTIPLICATION SIGN} {units}'
         f"{pool}</td>"
@@ -284,12 +271,12 @@ def approval_row_html(
     refusal = ""
     if row["headroom"] and not fits and row["quota_refusal_short"]:
         refusal = (
-            f'<p class="muted small quota-refusal" title="{_shown(row["quota_refusal"])}">'
-            f"{_shown(row['quota_refusal_short'])}</p>"
+            f'<p class="muted small quota-refusal" title="{shown(row["quota_refusal"])}">'
+            f"{shown(row['quota_refusal_short'])}</p>"
         )
     if row["review_refusal"]:
         review = (
-            f'\n          <span class="muted small" title="{_shown(row["review_refusal"])}">Your own request: '
+            f'\n          <span class="muted small" title="{shown(row["review_refusal"])}">Your own request: '
             "another approver reviews it.</span>\n          "
         )
     else:
@@ -302,12 +289,12 @@ def approval_row_html(
             'class="button danger small">Reject</button>\n          '
         )
     waited = r.submitted_at or r.created_at
-    submitted = _shown(date_filter(template_localtime(r.submitted_at), "c"))
+    submitted = shown(date_filter(template_localtime(r.submitted_at), "c"))
     tail = (
         '</td>\n        <td class="headroom" data-label="Quota headroom">'
         f"\n          {headroom}\n          {refusal}\n        </td>"
         f'\n        <td data-label="Waiting" title="submitted {submitted}">'
-        f"{_shown(time_since(waited))}</td>"
+        f"{shown(time_since(waited))}</td>"
         f'\n        <td class="review" data-label="Review">\n          {review}\n        </td>\n      </tr>\n    '
     )
     return mark_safe(head), mark_safe(tail)  # noqa: S308 - every value above is escaped

@@ -3,14 +3,19 @@ approvers and admins the pending approvals and every pool's capacity."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from django.db.models import Count, Window
+from django.utils.safestring import SafeString, mark_safe
 
 from allocations.cluster_pages import node_pool_capacity_rows
 from allocations.compiled_reads import CompiledRead
 from allocations.home_reads import latest_requests_of_teams_of, quota_usage_of_teams_of, teams_with_quotas_of
+from allocations.html_text import escaped, shown, width_ratio
 from allocations.models import GpuRequest, NodePool, RequestStatus
 from allocations.quota_usage import units_allocated_by_pool
-from allocations.request_tables import home_request_rows_html, label_request_rows
+from allocations.request_tables import home_request_rows_html, label_request_rows, slug_url_maker
 from allocations.selectors import User, user_is_approver
 
 
@@ -20,16 +25,15 @@ def home_overview(*, user: User) -> dict[str, object]:
     teams_and_quotas = teams_with_quotas_of(user)
     teams = [team for team, _ in teams_and_quotas]
     usage = quota_usage_of_teams_of(user=user, quotas=[quota for _, quotas in teams_and_quotas for quota in quotas])
-    team_rows = [
-        {
-            "team": team,
-            "quotas": [
-                {"quota": quota, "used": usage[quota.pk], "free": max(quota.limit - usage[quota.pk], 0)}
-                for quota in quotas
-            ],
-        }
-        for team, quotas in teams_and_quotas
-    ]
+    team_url = slug_url_maker("allocations:team-detail")
+    team_rows = []
+    for team, quotas in teams_and_quotas:
+        quota_rows = [
+            {"quota": quota, "used": usage[quota.pk], "free": max(quota.limit - usage[quota.pk], 0)} for quota in quotas
+        ]
+        team_rows.append(
+            {"team": team, "url": team_url(team.slug), "quotas": quota_rows, "quotas_html": quota_rows_html(quota_rows)}
+        )
     # One query: the teams' latest 30, split into the user's own (their status at a glance) and the others, 10 each.
     # The columns _home_requests.html shows, and the team's name: not the requester, tier, cluster and pool rows.
     recent = latest_requests_of_teams_of(user) if teams else []
@@ -55,11 +59,84 @@ def platform_overview(*, user: User) -> dict[str, object] | None:
     oldest = _OLDEST_PENDING.first()
     pools = _EVERY_POOL.instances()
     held = units_allocated_by_pool(cluster_ids=sorted({pool.cluster_id for pool in pools}))
+    capacity = [node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {})) for pool in pools]
     return {
         "pending_count": oldest.pending_count if oldest is not None else 0,
         "oldest_pending": oldest,
-        "pools": [node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {})) for pool in pools],
+        "pools": capacity,
+        "pools_html": fleet_capacity_rows_html(capacity),
     }
+
+
+# A quota's row of a team card and a resource's row of the fleet's capacity, as templates/home.html printed them with
+# {% for %}: filled here, each value as {{ }} and {% widthratio %} print it (the engine took 0.13 ms a row, 0.65 ms
+# for a team's five quotas: a tenth of the page; issue #15). Change the markup here, not in the template.
+_QUOTA_ROW = (
+    "\n        <tr>"
+    "\n          <td><code>{resource}</code></td>"
+    "\n          <td>{scope}</td>"
+    '\n          <td class="num">{used} / {limit}'
+    '\n            <div class="bar" role="img" aria-label="{used} of {limit} used">'
+    '<span style="width: {width}%"></span></div>'
+    "\n          </td>"
+    '\n          <td class="num headroom-free">{free}</td>'
+    "\n        </tr>\n      "
+)
+_CAPACITY_ROW = (
+    "\n        <tr>"
+    '\n          <td><a href="{url}">{cluster}/{pool}</a> <span class="muted small">{model}</span></td>'
+    "\n          <td><code>{resource}</code></td>"
+    '\n          <td class="num">{allocated} / {configured}'
+    '\n            <div class="bar{over}" role="img" aria-label="{allocated} of {configured} allocated">'
+    '<span style="width: {width}%"></span></div>'
+    "\n          </td>"
+    "\n        </tr>\n      "
+)
+
+
+def quota_rows_html(quota_rows: Iterable[Mapping[str, Any]]) -> SafeString:
+    """A team card's quota table rows (``{"quota", "used", "free"}`` each) as HTML."""
+    rows = []
+    for row in quota_rows:
+        quota, used = row["quota"], row["used"]
+        rows.append(
+            _QUOTA_ROW.format(
+                resource=escaped(quota.resource_name),
+                scope=escaped(quota.scope_label),
+                used=shown(used),
+                limit=shown(quota.limit),
+                width=width_ratio(used, quota.limit),
+                free=shown(row["free"]),
+            )
+        )
+    return mark_safe("".join(rows))  # noqa: S308 - every value escaped
+
+
+def fleet_capacity_rows_html(capacity: Iterable[Mapping[str, Any]]) -> SafeString:
+    """The fleet capacity table's rows, from ``node_pool_capacity_rows`` of each pool, as HTML."""
+    cluster_url = slug_url_maker("allocations:cluster-detail")
+    rows = []
+    for item in capacity:
+        pool = item["pool"]
+        named = {
+            "url": escaped(cluster_url(pool.cluster.name)),
+            "cluster": escaped(pool.cluster.name),
+            "pool": escaped(pool.name),
+            "model": escaped(pool.gpu_model.name),
+        }
+        for row in item["rows"]:
+            allocated, configured = row["allocated"], row["configured"]
+            rows.append(
+                _CAPACITY_ROW.format(
+                    **named,
+                    resource=escaped(row["resource"]),
+                    allocated=shown(allocated),
+                    configured=shown(configured),
+                    over=" over" if row["over"] else "",
+                    width=width_ratio(allocated, configured),
+                )
+            )
+    return mark_safe("".join(rows))  # noqa: S308 - every value escaped
 
 
 # The oldest pending request with the count of them all in one query (a window counts the rows before LIMIT),
