@@ -3,7 +3,7 @@ home and the request list), the my-requests rows as HTML, and the request list's
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from urllib.parse import quote, urlencode
 
@@ -175,6 +175,24 @@ _HOME_REQUEST_ROW = (
 def home_request_rows_html(rows: list[dict[str, object]]) -> SafeString:
     """A home page request table's body rows as HTML, from rows of ``label_request_rows`` with the home's columns."""
     return mark_safe("".join(_HOME_REQUEST_ROW.format(**_shared_cells(row)) for row in rows))  # noqa: S308 - escaped
+
+
+# An option of the request list's status, team and tier filters, as templates/allocations/request_list.html printed
+# each with a {% for %} (the engine took about as long for the three lists' 16 options as for the 25 rows; issue #15).
+# Change the markup here, not in the template.
+_FILTER_OPTION = '\n        <option value="{value}" {selected}>{label}</option>\n        '
+
+
+def filter_options_html(options: Iterable[tuple[object, object]], *, selected: Callable[[object], bool]) -> SafeString:
+    """A filter's ``<option>``s from (value, label) pairs, ``selected`` where ``selected(value)`` says so."""
+    return mark_safe(  # noqa: S308 - escaped
+        "".join(
+            _FILTER_OPTION.format(
+                value=escaped(value), selected="selected" if selected(value) else "", label=escaped(label)
+            )
+            for value, label in options
+        )
+    )
 
 
 def _allocation_html(row: dict[str, object]) -> str:

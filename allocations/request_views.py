@@ -36,6 +36,7 @@ from allocations.request_pages import (
 )
 from allocations.request_tables import (
     REQUEST_LIST_DEFAULT_SORT,
+    filter_options_html,
     label_request_rows,
     request_list_columns,
     request_list_ordering,
@@ -186,10 +187,11 @@ def request_list(request: HttpRequest) -> HttpResponse:
         label_request_rows(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
+    # The teams of the filter, read through compiled SQL (the filter's own queryset checks a chosen one).
+    team_options = visible_teams(user)
     context = {
         "chosen": chosen,
         "filter_errors": filter_errors,
-        "status_options": RequestStatus.choices,
         "page": page,
         "mine": mine,
         "filtered": any(value for key, value in request.GET.items() if key not in ("page", "sort")),
@@ -197,10 +199,18 @@ def request_list(request: HttpRequest) -> HttpResponse:
         "columns": request_list_columns(
             sort=sort, query=[(name, value) for name, values in query.lists() for value in values]
         ),
-        # The teams of the filter, read through compiled SQL (the filter's own queryset checks a chosen one).
-        "team_options": visible_teams(user),
+        # The filters' options as HTML, built in one pass each (allocations.request_tables.filter_options_html).
+        "status_options_html": filter_options_html(
+            RequestStatus.choices, selected=lambda value: value in (chosen.get("status") or ())
+        ),
+        "team_options_html": filter_options_html(
+            ((team.slug, team.name) for team in team_options), selected=lambda slug: chosen.get("team") == slug
+        ),
         # The SLA tiers of the filter, from the reference data kept per process: not a query per page.
-        "tier_options": [(tier.slug, tier.name) for tier in tiers_by_slug().values()],
+        "tier_options_html": filter_options_html(
+            ((tier.slug, tier.name) for tier in tiers_by_slug().values()),
+            selected=lambda slug: chosen.get("sla_tier") == slug,
+        ),
         # The table's rows as HTML, built in one pass (allocations.request_tables.request_list_rows_html).
         "rows_html": request_list_rows_html(page.object_list) if valid else "",
         # Read only when the list is empty (the template's last branches): not a query on every page.
