@@ -178,8 +178,8 @@ def home_request_rows_html(rows: list[dict[str, object]]) -> SafeString:
 
 
 # An option of the request list's status, team and tier filters, as templates/allocations/request_list.html printed
-# each with a {% for %} (the engine took about as long for the three lists' 16 options as for the 25 rows; issue #15).
-# Change the markup here, not in the template.
+# each with a {% for %} (the engine's loops were about 0.2 ms of a 7 ms page; issue #15). Change the markup here, not
+# in the template.
 _FILTER_OPTION = '\n        <option value="{value}" {selected}>{label}</option>\n        '
 
 
