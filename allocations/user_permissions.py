@@ -15,7 +15,7 @@ from django.db.models import OuterRef, QuerySet, Value
 from django.db.models.functions import Concat
 from django.utils.module_loading import import_string
 
-from allocations.compiled_reads import prepared_cursor
+from allocations.prepared_cursors import prepared_cursor
 
 
 def read_permissions(user: AbstractBaseUser) -> None:

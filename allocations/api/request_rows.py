@@ -26,18 +26,11 @@ from rest_framework import ISO_8601, serializers
 
 from allocations.api.renderers import JsonText
 from allocations.api.serializers import GpuRequestSerializer
-from allocations.compiled_reads import (
-    DATETIME_TIMESTAMPS,
-    ISO_UTC_TIMESTAMPS,
-    column_converters,
-    converted_rows,
-    fits_bigint,
-    prepared_cursor,
-    values_names,
-)
+from allocations.compiled_reads import column_converters, converted_rows, fits_bigint, values_names
 from allocations.models import GpuRequest
 from allocations.pagination import COUNTED as _COUNTED
 from allocations.pagination import RowSource, bounded_count_sql, with_bounded_count
+from allocations.prepared_cursors import DATETIME_TIMESTAMPS, ISO_UTC_TIMESTAMPS, prepared_cursor
 from allocations.selectors import gpu_request_scope, requests_of_member_teams
 
 # Related fields read as correlated subqueries on the primary key, not joins: PostgreSQL spent 4-12 ms planning the

@@ -107,7 +107,7 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # An unreachable database fails a request (and the readiness probe) in seconds instead of hanging a worker.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT", 5))
-    # Reads that run on every call with other values (allocations/compiled_reads.prepared_cursor) are prepared on the
+    # Reads that run on every call with other values (allocations/prepared_cursors.prepared_cursor) are prepared on the
     # connection after this many runs, so PostgreSQL plans them once. Django's own queries bind parameters client-side
     # and are never prepared. "off" for a pooler that cannot keep prepared statements (PgBouncer in transaction mode
     # before 1.21).

@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 from rest_framework import serializers
 
-from allocations.compiled_reads import DATETIME_TIMESTAMPS, ISO_UTC_TIMESTAMPS, prepared_cursor
+from allocations.prepared_cursors import DATETIME_TIMESTAMPS, ISO_UTC_TIMESTAMPS, prepared_cursor
 
 pytestmark = [
     pytest.mark.django_db,

@@ -1,4 +1,4 @@
-"""The hot reads are prepared on PostgreSQL (allocations.compiled_reads.prepared_cursor): planned once per connection,
+"""The hot reads are prepared on PostgreSQL (allocations.prepared_cursors.prepared_cursor): planned once per connection,
 still logged as queries, and read through Django's cursor wherever prepared statements are off."""
 
 from decimal import Decimal
@@ -8,8 +8,9 @@ from django.db import connection
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
-from allocations.compiled_reads import ID_STAND_IN, CompiledRead, prepared_cursor
+from allocations.compiled_reads import ID_STAND_IN, CompiledRead
 from allocations.models import Team
+from allocations.prepared_cursors import prepared_cursor
 from allocations.user_permissions import read_permissions
 from tests.factories import TeamFactory, UserFactory
 
@@ -74,7 +75,7 @@ def test_with_prepared_statements_off_the_read_goes_through_djangos_client_side_
 def test_the_server_binding_cursor_is_kept_per_kind_of_timestamps_and_left_open_for_the_next_read():
     from datetime import datetime
 
-    from allocations.compiled_reads import DATETIME_TIMESTAMPS, ISO_UTC_TIMESTAMPS
+    from allocations.prepared_cursors import DATETIME_TIMESTAMPS, ISO_UTC_TIMESTAMPS
 
     kinds = {"django": {}, "datetime": {"timestamps": DATETIME_TIMESTAMPS}, "iso": {"timestamps": ISO_UTC_TIMESTAMPS}}
     cursors, answers = {}, {}
