@@ -63,7 +63,8 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Django's, with the user read in the same statement as the session (portal/sessions.py).
+    "portal.sessions.AuthenticationMiddleware",
     # Before anything reads the input: a NUL (which PostgreSQL text refuses) is a 400 naming the field, once.
     "portal.middleware.RejectNulCharactersMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -138,7 +139,8 @@ LOGIN_URL = "login"
 # Sessions end after SESSION_COOKIE_AGE (8 hours by default) and are never readable from JavaScript; signing in
 # always issues a new session key and CSRF token (Django's login() rotates both).
 SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
-# Django's database sessions, read with SQL compiled once per process (portal/sessions.py).
+# Django's database sessions whose row names the user they sign in: the session and its user in one statement,
+# compiled once per process (portal/sessions.py).
 SESSION_ENGINE = "portal.sessions"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
