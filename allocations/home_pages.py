@@ -11,7 +11,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from allocations.cluster_pages import node_pool_capacity_rows
 from allocations.compiled_reads import CompiledRead
-from allocations.home_reads import latest_requests_of_teams_of, quota_usage_of_teams_of, teams_with_quotas_of
+from allocations.home_reads import latest_requests_of_teams_of, teams_with_quotas_of
 from allocations.html_text import escaped, shown, width_ratio
 from allocations.models import GpuRequest, NodePool, RequestStatus
 from allocations.quota_usage import units_allocated_by_pool
@@ -21,15 +21,16 @@ from allocations.selectors import User, user_is_approver
 
 def home_overview(*, user: User) -> dict[str, object]:
     """What the home page shows: the user's teams with quota use, their own requests and their teams' latest."""
-    # The teams with their quotas, cluster and pool joined: two queries, compiled once per process.
+    # The teams with their quotas, cluster and pool joined, and what is held against each: two queries, compiled once
+    # per process.
     teams_and_quotas = teams_with_quotas_of(user)
     teams = [team for team, _ in teams_and_quotas]
-    usage = quota_usage_of_teams_of(user=user, quotas=[quota for _, quotas in teams_and_quotas for quota in quotas])
     team_url = slug_url_maker("allocations:team-detail")
     team_rows = []
     for team, quotas in teams_and_quotas:
         quota_rows = [
-            {"quota": quota, "used": usage[quota.pk], "free": max(quota.limit - usage[quota.pk], 0)} for quota in quotas
+            {"quota": quota, "used": quota.units_held, "free": max(quota.limit - quota.units_held, 0)}
+            for quota in quotas
         ]
         team_rows.append(
             {"team": team, "url": team_url(team.slug), "quotas": quota_rows, "quotas_html": quota_rows_html(quota_rows)}

@@ -1,5 +1,5 @@
-"""The compiled reads behind the home page: the member's teams with their quotas, the units held against those
-quotas and the teams' latest requests, each through SQL compiled once per process (``CompiledRead``, issue #15)."""
+"""The compiled reads behind the home page: the member's teams with their quotas and the units held against them,
+and the teams' latest requests, each through SQL compiled once per process (``CompiledRead``, issue #15)."""
 
 from __future__ import annotations
 
@@ -7,23 +7,24 @@ from typing import Any
 
 from allocations.compiled_reads import ID_STAND_IN, CompiledRead
 from allocations.models import GpuRequest, Membership, Quota, Team
-from allocations.quota_usage import held_rows, usage_by_quota
+from allocations.quota_usage import with_units_held
 from allocations.selectors import User, member_teams, requests_of_member_teams
 
-# The home's teams and their quotas (cluster and pool joined), as teams_of() and a prefetch read them, through SQL
-# compiled once per process: building these querysets cost ~1.7 ms of CPU per view, PostgreSQL ~0.2 ms (issue #15).
+# The home's teams and their quotas (cluster and pool joined, and the units held against each), as teams_of() and
+# a prefetch read them, through SQL compiled once per process: building these querysets cost ~1.7 ms of CPU per
+# view, PostgreSQL ~0.2 ms (issue #15).
 _QUOTAS_OF_TEAMS_OF = CompiledRead(
     Quota,
-    lambda user_id: Quota.objects.filter(
-        team_id__in=Membership.objects.filter(user_id=user_id).values("team_id")
+    lambda user_id: with_units_held(
+        Quota.objects.filter(team_id__in=Membership.objects.filter(user_id=user_id).values("team_id"))
     ).select_related("cluster", "node_pool__cluster"),
     stand_in=ID_STAND_IN,
 )
 
 
 def teams_with_quotas_of(user: User) -> list[tuple[Team, list[Quota]]]:
-    """``teams_of(user)``, each with its quotas in ``Quota``'s order, their cluster and pool (with its cluster) loaded:
-    two queries, read now."""
+    """``teams_of(user)``, each with its quotas in ``Quota``'s order, their cluster and pool (with its cluster) loaded
+    and ``units_held`` (``with_units_held``): two queries, read now."""
     if not user.is_authenticated:
         return []
     teams = member_teams(user)
@@ -66,24 +67,3 @@ def latest_requests_of_teams_of(user: User) -> list[dict[str, Any]]:
     if not user.is_authenticated:
         return []
     return _LATEST_OF_TEAMS_OF.values(user.pk)
-
-
-# The units held of the resources the user's teams have quotas for, as quota_usage_by_quota reads them for the home
-# (every quota of the user's teams), through SQL compiled once per process (issue #15).
-_HELD_BY_TEAMS_OF = CompiledRead(
-    GpuRequest,
-    lambda user_id: held_rows(
-        team_id__in=Membership.objects.filter(user_id=user_id).values("team_id"),
-        resource_name__in=Quota.objects.filter(
-            team_id__in=Membership.objects.filter(user_id=user_id).values("team_id")
-        ).values("resource_name"),
-    ),
-    stand_in=ID_STAND_IN,
-)
-
-
-def quota_usage_of_teams_of(*, user: User, quotas: list[Quota]) -> dict[int, int]:
-    """``quota_usage_by_quota(quotas=quotas)`` for quotas of the user's teams (the home's), in one query."""
-    if not quotas:
-        return {}
-    return usage_by_quota(quotas=quotas, rows=_HELD_BY_TEAMS_OF.values(user.pk))

@@ -137,8 +137,7 @@ def _requests_across(teams, pools, statuses, *, count, resources=("nvidia.com/gp
 
 
 @pytest.mark.django_db
-def test_quota_usage_of_teams_of_equals_quota_usage_by_quota(django_assert_num_queries):
-    from allocations.home_reads import quota_usage_of_teams_of
+def test_the_homes_quotas_carry_what_quota_usage_by_quota_counts(django_assert_num_queries):
     from allocations.models import RequestStatus
     from allocations.quota_usage import quota_usage_by_quota
 
@@ -154,12 +153,11 @@ def test_quota_usage_of_teams_of_equals_quota_usage_by_quota(django_assert_num_q
     QuotaFactory(team=foreign, resource_name="nvidia.com/gpu", limit=1)
     statuses = [RequestStatus.ACTIVE, RequestStatus.APPROVED, RequestStatus.PENDING_APPROVAL, RequestStatus.RELEASED]
     _requests_across((vision, nlp, foreign), (pool, other_pool, None), statuses, count=16)
-    quotas = [quota for _, team_quotas in teams_with_quotas_of(user) for quota in team_quotas]
+    with django_assert_num_queries(2):
+        quotas = [quota for _, team_quotas in teams_with_quotas_of(user) for quota in team_quotas]
     expected = quota_usage_by_quota(quotas=quotas)
     assert len(expected) == 3 and any(expected.values())
-    with django_assert_num_queries(1):
-        assert quota_usage_of_teams_of(user=user, quotas=quotas) == expected
-    assert quota_usage_of_teams_of(user=user, quotas=[]) == {}
+    assert {quota.pk: quota.units_held for quota in quotas} == expected
 
 
 # A read with named stand-ins: a team id and a window's two datetimes in one statement.

@@ -89,13 +89,13 @@ def test_fleet_capacity_rows_are_what_the_template_printed(settings, grouping):
 
 
 def test_the_home_carries_the_rows_of_the_users_teams_and_for_an_approver_the_fleet(demo_org):
-    from allocations.home_reads import quota_usage_of_teams_of
+    from allocations.quota_usage import quota_usage_by_quota
 
     overview = home_overview(user=demo_org.member)
     [row] = overview["team_rows"]
     assert row["url"] == f"/teams/{demo_org.team.slug}/"
     assert row["quotas_html"] == quota_rows_html(row["quotas"])
-    usage = quota_usage_of_teams_of(user=demo_org.member, quotas=[q["quota"] for q in row["quotas"]])
+    usage = quota_usage_by_quota(quotas=[q["quota"] for q in row["quotas"]])
     assert [q["used"] for q in row["quotas"]] == [usage[q["quota"].pk] for q in row["quotas"]]
     assert overview["platform"] is None
 

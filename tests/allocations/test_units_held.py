@@ -1,0 +1,81 @@
+"""``with_units_held``: what a quota's team holds against it, counted in SQL in the same statement as the quotas (the
+home's and the approval queue's reads, issue #15), equal to the rule ``usage_by_quota`` applies in Python."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from allocations.models import Quota, RequestStatus
+from allocations.quota_usage import quota_usage, quota_usage_by_quota, with_units_held
+from tests.factories import ClusterFactory, GpuRequestFactory, NodePoolFactory, QuotaFactory, TeamFactory
+
+pytestmark = pytest.mark.django_db
+
+GPU, SLICE = "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"
+
+
+@pytest.fixture
+def fleet():
+    """Two teams, two clusters (one with two pools), quotas in every scope and requests in every placement."""
+    vision, nlp = TeamFactory(), TeamFactory()
+    east, west = ClusterFactory(), ClusterFactory()
+    east_a, east_b, west_a = NodePoolFactory(cluster=east), NodePoolFactory(cluster=east), NodePoolFactory(cluster=west)
+    for team, resource in itertools.product((vision, nlp), (GPU, SLICE)):
+        QuotaFactory(team=team, resource_name=resource, limit=50)  # team-wide
+        QuotaFactory(team=team, resource_name=resource, cluster=east, limit=40)
+        QuotaFactory(team=team, resource_name=resource, cluster=west, limit=30)
+        QuotaFactory(team=team, resource_name=resource, node_pool=east_a, limit=20)
+        QuotaFactory(team=team, resource_name=resource, node_pool=west_a, limit=10)
+    statuses = [
+        RequestStatus.ACTIVE,
+        RequestStatus.APPROVED,
+        RequestStatus.PROVISIONING,
+        RequestStatus.PENDING_APPROVAL,
+        RequestStatus.RELEASED,
+        RequestStatus.REJECTED,
+    ]
+    # Placed on a pool, on a cluster only (no pool yet), on a pool and its cluster, and nowhere.
+    placements = [
+        (east_a, None),
+        (east_b, None),
+        (west_a, None),
+        (None, east),
+        (None, west),
+        (east_a, east),
+        (None, None),
+    ]
+    for i, ((pool, cluster), status) in enumerate(itertools.product(placements, statuses)):
+        GpuRequestFactory(
+            team=(vision, nlp)[i % 2],
+            resource_name=(GPU, SLICE)[i // 2 % 2],
+            node_pool=pool,
+            cluster=cluster,
+            status=status,
+            resource_units=i + 1,
+        )
+    return vision, nlp
+
+
+def test_each_quota_carries_what_usage_by_quota_counts(fleet, django_assert_num_queries):
+    with django_assert_num_queries(1):
+        quotas = list(with_units_held(Quota.objects.order_by("id")))
+    expected = quota_usage_by_quota(quotas=quotas)
+    assert len(quotas) == 20 and len(set(expected.values())) > 5  # the scopes count different things
+    assert {quota.pk: quota.units_held for quota in quotas} == expected
+    for quota in quotas[:5]:  # and what the check under a lock counts, one quota at a time
+        assert quota.units_held == quota_usage(team=quota.team, resource_name=quota.resource_name, quota=quota)
+
+
+def test_narrowed_to_some_statuses_it_counts_those_alone(fleet):
+    quotas = list(with_units_held(Quota.objects.order_by("id"), statuses=[RequestStatus.ACTIVE]))
+    expected = quota_usage_by_quota(quotas=quotas, statuses=[RequestStatus.ACTIVE])
+    assert {quota.pk: quota.units_held for quota in quotas} == expected
+    assert any(expected.values())
+
+
+def test_a_quota_with_nothing_held_against_it_carries_zero():
+    quota = QuotaFactory(cluster=ClusterFactory())
+    GpuRequestFactory(team=quota.team, status=RequestStatus.ACTIVE, resource_units=3)  # on no cluster: not its
+    assert with_units_held(Quota.objects.filter(pk=quota.pk)).get().units_held == 0
