@@ -56,10 +56,10 @@ def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA
 def with_units_held(quotas: QuerySet[Quota], *, statuses: Iterable[str] = QUOTA_HOLDING_STATUSES) -> QuerySet[Quota]:
     """``quotas`` with ``units_held``: what each quota's team holds against it now, counted as ``usage_by_quota``
     counts it (the same team and resource; the quota's pool if it names one; its cluster, as the request's cluster or
-    its pool's, if it names one), in the same statement: the home read the quotas and what was held against them in
-    two round trips (issue #15). A statement whose quotas are chosen by arrays of ids (the approval queue's) keeps
-    the two: PostgreSQL's generic plan for this subquery per quota looks costlier than a plan for the arrays at
-    hand, so it planned the statement again on every run (0.3 ms, more than the round trip saved)."""
+    its pool's, if it names one), in the same statement: the home and the approval queue read the quotas and what
+    was held against them in two round trips (issue #15). Quotas chosen by a list of ids take ``id_among``, not
+    ``id_in``: with ``id_in`` PostgreSQL planned such a statement again on every run (0.3 ms, more than the round
+    trip saved)."""
     held = (
         GpuRequest.objects.filter(
             team_id=OuterRef("team_id"), resource_name=OuterRef("resource_name"), status__in=sorted(statuses)

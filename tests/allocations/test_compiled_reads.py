@@ -277,12 +277,54 @@ def test_quota_headroom_by_request_equals_each_requests_own_headroom(django_asse
     }
     assert sum(1 for items in expected.values() for item in items if item.in_use) >= 4  # usage is really counted
     for _ in range(7):  # past the prepare threshold: the prepared statement answers as the first run did
-        with django_assert_num_queries(2):
+        with django_assert_num_queries(1):
             answer = quota_headroom_by_request(requests=pending)
         assert answer == expected
     # Some of them: the same answers.
     assert quota_headroom_by_request(requests=pending[:6]) == {r.pk: expected[r.pk] for r in pending[:6]}
     assert quota_headroom_by_request(requests=[]) == {}
+
+
+@pytest.mark.django_db
+def test_the_queues_quota_read_is_planned_once_for_any_teams(django_assert_num_queries):
+    """PostgreSQL keeps one plan for the statement whatever teams and resources it is given (``id_among``): with
+    ``team_id = ANY(ids)`` it planned the statement again on every run (issue #15)."""
+    from django.db import connection
+
+    from allocations.quotas import quota_headroom_by_request
+    from tests.factories import GpuRequestFactory
+
+    teams = [TeamFactory() for _ in range(4)]
+    for team in teams:
+        QuotaFactory(team=team, resource_name="nvidia.com/gpu", limit=4)
+        QuotaFactory(team=team, resource_name="nvidia.com/gpu", node_pool=NodePoolFactory(), limit=2)
+    pending = [GpuRequestFactory(team=team) for team in teams]
+    # A history, as a portal in use has: what each quota's subquery looks through (the planner's costs scale with it).
+    history = [GpuRequest(**{**_columns_of(pending[n % 4]), "status": "released"}) for n in range(3000)]
+    GpuRequest.objects.bulk_create(history, batch_size=1000)
+    with connection.cursor() as cursor:  # statistics, as autovacuum keeps them: the planner's estimates use them
+        cursor.execute("ANALYZE allocations_quota, allocations_gpurequest, allocations_nodepool, allocations_cluster")
+    for run in range(20):  # one team, two, three, four: lists of every length
+        requests = pending[: run % 4 + 1]
+        with django_assert_num_queries(1):
+            headroom = quota_headroom_by_request(requests=requests)
+        assert all(len(headroom[request.pk]) == 1 for request in requests)  # the team-wide quota (no pool asked)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+            ['%units_held%FROM "allocations_quota"%'],
+        )
+        [(generic, custom)] = cursor.fetchall()
+    # Prepared from the sixth run on: five planned for their values, then one plan kept for any.
+    assert custom <= 5 and generic >= 10
+
+
+def _columns_of(request: GpuRequest) -> dict:
+    return {
+        f.attname: getattr(request, f.attname)
+        for f in GpuRequest._meta.concrete_fields
+        if not f.primary_key and not f.generated
+    }
 
 
 _TEAMS_WITH_QUOTA_COUNT = CompiledRead(
