@@ -130,6 +130,7 @@ _DATA_MIGRATIONS = (
     ("allocations.migrations.0006_catalog_price_sources_and_throughput", ("seed_price_sources",)),
     ("billing.migrations.0002_cost_price_books_reports", ("seed_finance_group",)),
     ("billing.migrations.0007_usage_aggregates", ("backfill_usage_aggregates",)),
+    ("portal.migrations.0002_user_session", ("forwards",)),  # moves Django's sessions: nothing, after a flush
 )
 
 
