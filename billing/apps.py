@@ -10,10 +10,11 @@ class BillingConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save
 
         from allocations.reference_cache import bump_reference_version
-        from billing.models import GpuPrice, PriceBook
+        from billing.models import GpuPrice, PriceBook, TeamBudget
 
-        # current_gpu_rates() keeps every book's rates per process (allocations.reference_cache): a change rereads.
-        for model in (PriceBook, GpuPrice):
+        # current_gpu_rates() keeps every book's rates per process, budgets_by_team() every team's budget
+        # (allocations.reference_cache): a change rereads.
+        for model in (PriceBook, GpuPrice, TeamBudget):
             post_save.connect(bump_reference_version, sender=model, dispatch_uid=f"reference-version-{model.__name__}")
             post_delete.connect(
                 bump_reference_version, sender=model, dispatch_uid=f"reference-version-del-{model.__name__}"

@@ -8,16 +8,18 @@ process until an input changes (``billing.costs.month_to_date``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
-from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in
 from allocations.models import Team
+from allocations.reference_cache import built_once
 from allocations.selectors import User
 from billing.costs.chargeback import build_month_curves, month_bounds, share_idle_cost
 from billing.costs.month_to_date import month_curves
@@ -76,7 +78,7 @@ def team_budget_states(
     month = now.astimezone(UTC).date().replace(day=1)
     start, end = month_bounds(month)
     so_far = so_far or month_so_far(now=now, for_teams=teams)
-    budgets = {budget.team_id: budget for budget in _budgets_of(teams)}
+    budgets = budgets_by_team()
     states = {}
     for team in teams:
         team_charge = so_far.teams.get(team.slug)
@@ -94,17 +96,26 @@ def team_budget_states(
     return states
 
 
-def _budgets_of(teams: list[Team]) -> list[TeamBudget]:
-    """The teams' money budgets: through SQL compiled once per process, the ids as one parameter (issue #15)."""
-    team_ids = sorted(team.pk for team in teams)
-    if not team_ids:
-        return []
-    return _BUDGETS_OF_TEAMS.instances(teams=team_ids)
+@dataclass(frozen=True)
+class KeptBudget:
+    """A team's money budget as this process keeps it: the amount and the thresholds that notify."""
+
+    monthly_amount: Decimal
+    thresholds_pct: tuple[int, ...]
 
 
-_BUDGETS_OF_TEAMS = CompiledRead(
-    TeamBudget, lambda teams: TeamBudget.objects.filter(id_in("team_id", teams)), stand_ins={"teams": IDS_STAND_IN}
-)
+def budgets_by_team() -> Mapping[int, KeptBudget]:
+    """Every team's money budget by team id, kept per process as reference data (``allocations.reference_cache``; a
+    budget saved or deleted bumps the reference version, billing.apps): admins and leads change them a few times a
+    year, and the approval queue and the home read them on every view, a read of its own (0.12-0.13 ms of Python
+    for a few rows: issue #15). A change made in another process shows from the next request, as every reference
+    value does."""
+    return built_once("team-budgets", _read_budgets)
+
+
+def _read_budgets() -> Mapping[int, KeptBudget]:
+    budgets = TeamBudget.objects.order_by().values_list("team_id", "monthly_amount", "thresholds_pct")
+    return MappingProxyType({team_id: KeptBudget(amount, tuple(thresholds)) for team_id, amount, thresholds in budgets})
 
 
 def team_month_to_date(*, team: Team, now: datetime | None = None) -> dict[str, Any]:
