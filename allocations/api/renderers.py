@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -43,9 +44,13 @@ _DRF_ENCODER = _Encoder()
 
 
 def _orjson_default(obj: Any) -> Any:
-    # JSON text goes in as it is; anything else orjson cannot encode is encoded as DRF's encoder would.
-    if type(obj) is JsonText:
+    # JSON text goes in as it is; anything else orjson cannot encode is encoded as DRF's encoder would: a Decimal
+    # (25 a page of requests) as the float DRF's encoder makes of it, without walking its isinstance chain.
+    kind = type(obj)
+    if kind is JsonText:
         return orjson.Fragment(obj.text)
+    if kind is Decimal:
+        return float(obj)
     return _DRF_ENCODER.default(obj)
 
 
