@@ -22,7 +22,7 @@ from allocations.models import Team
 from allocations.reference_cache import built_once
 from allocations.selectors import User
 from billing.costs.chargeback import build_month_curves, month_bounds, share_idle_cost
-from billing.costs.month_to_date import month_curves
+from billing.costs.month_to_date import month_curves, teams_month_curves
 from billing.costs.visibility import user_can_view_all_costs
 from billing.models import BudgetNotice, TeamBudget
 from gpucore.budget import RUN_RATE_WINDOW_HOURS, MoneyBudgetState, money_budget_state
@@ -56,13 +56,14 @@ def month_so_far(
         return curves.so_far(now, teams=slugs, recent_since=recent_since)
     teams: dict[str, TeamSoFar] = {}
     so_far = None
-    for team in for_teams:
-        curves = month_curves(
-            team_id=team.pk,
-            month=month,
-            share_idle=False,
-            build=lambda team=team: build_month_curves(month=month, teams=[team], share_idle=False),
-        )
+    by_id = {team.pk: team for team in for_teams}
+    curves_by_team = teams_month_curves(
+        team_ids=by_id,
+        month=month,
+        build=lambda team_id: build_month_curves(month=month, teams=[by_id[team_id]], share_idle=False),
+    )
+    for team_id, curves in curves_by_team.items():
+        team = by_id[team_id]
         so_far = curves.so_far(now, teams=[team.slug], recent_since=recent_since)
         teams[team.slug] = so_far.teams[team.slug]
     return MonthSoFar(start=start, end=so_far.end if so_far else now, teams=teams, idle_cost={}, idle_shared=False)

@@ -81,9 +81,28 @@ def month_curves(
     """``build()``'s curves for one team's month (``team_id``) or the whole organisation's (None), reused while none of
     their inputs changed (this process's copy, else the shared cache's, else built and shared); callers must never
     change them."""
-    keys = [PRICING_KEY, ORGANISATION_KEY if team_id is None else _team_key(team_id)]
-    tokens = current_tokens(keys)
-    name = (team_id, month, share_idle)
+    tokens = current_tokens([PRICING_KEY, ORGANISATION_KEY if team_id is None else _team_key(team_id)])
+    return _kept_or_built(name=(team_id, month, share_idle), tokens=tokens, build=build)
+
+
+def teams_month_curves(
+    *, team_ids: Iterable[int], month: date, build: Callable[[int], MonthCurves]
+) -> dict[int, MonthCurves]:
+    """``month_curves`` of each team (idle cost not shared), ``build(team_id)`` building one, with every team's tokens
+    read in one round trip of the shared cache: a page of the approval queue made one per team (issue #15)."""
+    team_ids = list(dict.fromkeys(team_ids))
+    pricing, *team_tokens = current_tokens([PRICING_KEY, *(_team_key(team_id) for team_id in team_ids)])
+    return {
+        team_id: _kept_or_built(
+            name=(team_id, month, False), tokens=(pricing, token), build=lambda team_id=team_id: build(team_id)
+        )
+        for team_id, token in zip(team_ids, team_tokens, strict=True)
+    }
+
+
+def _kept_or_built(
+    *, name: tuple[int | None, date, bool], tokens: tuple[str, ...], build: Callable[[], MonthCurves]
+) -> MonthCurves:
     kept = _built.get(name, tokens)
     if kept is not None:
         return kept

@@ -151,3 +151,44 @@ def test_the_approvers_home_reads_the_organisations_month(priced, settings, shar
     assert fleet["month_costs"]["idle"] == to_cents(whole.total_idle_cost)
     for team in (priced.team, priced.other_team):
         assert fleet["budgets"][team.pk].spent == to_cents(whole.teams[team.slug].total) > 0
+
+
+def test_a_pages_teams_read_their_tokens_in_one_round_trip_and_each_team_rebuilds_alone(priced) -> None:
+    """``teams_month_curves``: every team's tokens in one read of the shared cache (the approval queue made one per
+    team), each team's curves as ``month_curves`` keeps them, and a change to one team rebuilds that team's alone."""
+    from unittest import mock
+
+    from django.core.cache import cache
+
+    from billing.costs.chargeback import build_month_curves
+    from billing.costs.month_to_date import month_curves, month_to_date_changed, teams_month_curves
+    from tests.factories import TeamFactory
+
+    teams = {team.pk: team for team in (priced.team, priced.other_team, TeamFactory())}
+    built = []
+
+    def build(team_id):
+        built.append(team_id)
+        return build_month_curves(month=MONTH, teams=[teams[team_id]], share_idle=False)
+
+    with mock.patch.object(cache, "get_many", wraps=cache.get_many) as get_many:
+        first = teams_month_curves(team_ids=list(teams), month=MONTH, build=build)
+    token_reads = [call.args[0] for call in get_many.call_args_list if any(":team:" in key for key in call.args[0])]
+    assert len(token_reads) == 1 and len(token_reads[0]) == 1 + len(teams)  # the pricing token and each team's
+    assert list(first) == list(teams) and sorted(built) == sorted(teams)
+    for team_id, curves in first.items():  # the very curves month_curves keeps for the team
+        assert month_curves(team_id=team_id, month=MONTH, share_idle=False, build=lambda: None) is curves
+
+    built.clear()
+    month_to_date_changed(team_ids=[priced.team.pk])
+    again = teams_month_curves(team_ids=list(teams), month=MONTH, build=build)
+    assert built == [priced.team.pk]
+    assert all(again[team_id] is first[team_id] for team_id in teams if team_id != priced.team.pk)
+
+    # The queue's and the home's month so far read them so: one round trip for all the page's teams.
+    from billing.costs.month_spend import month_so_far
+
+    with mock.patch.object(cache, "get_many", wraps=cache.get_many) as get_many:
+        so_far = month_so_far(now=NOW, for_teams=list(teams.values()), share_idle=False)
+    assert sum(any(":team:" in key for key in call.args[0]) for call in get_many.call_args_list) == 1
+    assert set(so_far.teams) == {team.slug for team in teams.values()}
