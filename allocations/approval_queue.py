@@ -15,12 +15,11 @@ from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.template.defaultfilters import date as date_filter
-from django.template.defaultfilters import floatformat
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timezone import template_localtime
 
 from allocations.extension_services import extension_decide_refusal
-from allocations.html_text import escaped, shown, width_ratio
+from allocations.html_text import escaped, float_format, shown, width_ratio
 from allocations.models import AllocationExtension, GpuRequest, Team
 from allocations.pending_queues import (
     QUEUE_PAGE_SIZE,
@@ -175,8 +174,8 @@ def _waiting_text(counts: Mapping[str, int]) -> str:
     # "3 requests, 1 extension", the counts grouped by thousands as {{ n|floatformat:"g" }} prints them.
     requests, extensions = counts["requests"], counts["extensions"]
     return (
-        f"{floatformat(requests, 'g')} request{'' if requests == 1 else 's'}, "
-        f"{floatformat(extensions, 'g')} extension{'' if extensions == 1 else 's'}"
+        f"{float_format(requests, 'g')} request{'' if requests == 1 else 's'}, "
+        f"{float_format(extensions, 'g')} extension{'' if extensions == 1 else 's'}"
     )
 
 
@@ -204,7 +203,7 @@ def _cost_cell(spec: Any) -> str:
     cost, monthly = _key(spec, "estimated_cost"), _key(spec, "estimated_monthly_cost")
     cell = ""
     if _key(cost, "amount"):
-        hours = floatformat(_key(cost, "hours") or "", "-2")
+        hours = float_format(_key(cost, "hours") or "", "-2")
         cell += (
             f"<strong>{shown(format_money_value(cost, settings.PORTAL_CURRENCY))}</strong><br>"
             f'<span class="muted small">for {hours} h</span><br>'

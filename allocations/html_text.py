@@ -9,6 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.template import Context
 from django.template.base import render_value_in_context
+from django.template.defaultfilters import floatformat
+from django.utils.formats import number_format
 
 _SHOWN = Context()
 
@@ -37,3 +39,24 @@ def width_ratio(value: float, max_value: float) -> str:
         return "0"
     except (ValueError, TypeError, OverflowError):
         return ""
+
+
+def float_format(value: Any, arg: str | int = -1) -> str:
+    """``{{ value|floatformat:arg }}``: Django's ``floatformat``, with a whole number (an ``int``) shown to no decimal
+    places printed without its Decimal arithmetic, the same text: the approval queue's counts and hours went through
+    it ten times a page (issue #15)."""
+    if type(value) is int:
+        text, grouping, localized = str(arg), False, True
+        if text[-2:] in ("gu", "ug"):
+            text, grouping, localized = text[:-2] or "-1", True, False
+        elif text[-1:] == "g":
+            text, grouping = text[:-1] or "-1", True
+        elif text[-1:] == "u":
+            text, localized = text[:-1] or "-1", False
+        try:
+            places = int(text)
+        except ValueError:
+            places = 1  # not a number of places: Django's own answer
+        if places <= 0:
+            return number_format(str(value), 0, use_l10n=localized, force_grouping=grouping)
+    return floatformat(value, arg)

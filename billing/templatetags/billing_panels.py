@@ -12,10 +12,9 @@ from typing import Any
 
 from django import template
 from django.conf import settings
-from django.template.defaultfilters import floatformat
 from django.utils.safestring import SafeString, mark_safe
 
-from allocations.html_text import escaped
+from allocations.html_text import escaped, float_format
 from allocations.models import Cluster, GpuRequest, Team
 from billing.costs.budget import request_budget_effect, spec_budget_effect
 from billing.costs.budget_services import user_may_edit_budget
@@ -157,10 +156,10 @@ def money_budget_html(state: MoneyBudgetState, currency: str) -> SafeString:
         )
     else:
         used, projected = state.used_pct, state.projected_pct
-        used_text = "" if used is None else f"({floatformat(used, '0g')} %)"
-        projected_text = "" if projected is None else f" ({floatformat(projected, '0g')} %)"
+        used_text = "" if used is None else f"({float_format(used, '0g')} %)"
+        projected_text = "" if projected is None else f" ({float_format(projected, '0g')} %)"
         bar = " over" if state.level == "over" else (" warn" if state.level in ("warning", "projected_over") else "")
-        width = floatformat(used, 0)
+        width = float_format(used, 0)
         # Each branch but the last ended its template line: the next line's indent came with it.
         if state.level == "over":
             said = '<span class="no">Budget spent.</span>\n    '
@@ -224,9 +223,10 @@ def request_budget_panel_html(
     if effect:
         cost = "" if effect.cost_this_month is None else f" \N{MIDDLE DOT} {money(effect.cost_this_month)}"
         to_month_end = ", no end date: to the month's end" if effect.runs_to_month_end else ""
+        hours_this_month = float_format(effect.hours_this_month, "-1")
         html += (
             f"\n  <div>This request this month: {hours(effect.gpu_hours_this_month)} GPU-h{cost}"
-            f'\n    <span class="muted">({floatformat(effect.hours_this_month, "-1")} h{to_month_end})</span></div>\n  '
+            f'\n    <span class="muted">({hours_this_month} h{to_month_end})</span></div>\n  '
         )
         if effect.budget_gpu_hours is None:
             html += '\n  <div class="muted">No monthly budget set.</div>\n  '
