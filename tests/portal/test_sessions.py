@@ -238,3 +238,25 @@ def test_the_upgrade_moves_live_sessions_with_their_user_and_a_rollback_moves_th
     migration.backwards(apps, None)
     assert sorted(DjangoSession.objects.values_list("session_key", flat=True)) == ["a" * 32, "b" * 32, "c" * 32]
     assert not Session.objects.exists()
+
+
+def test_the_daily_task_deletes_expired_sessions_and_keeps_live_ones():
+    from portal.celery import app
+    from portal.tasks import clear_expired_sessions
+
+    live, ended = _signed_in(UserFactory(), BACKENDS[0]), _signed_in(UserFactory(), BACKENDS[0])
+    Session.objects.filter(session_key=ended.session.session_key).update(expire_date=timezone.now())
+    assert app.conf.beat_schedule["clear-expired-sessions"]["task"] == clear_expired_sessions.name
+
+    clear_expired_sessions.apply().get()
+    clear_expired_sessions.apply().get()  # again: nothing more to delete
+    assert list(Session.objects.values_list("session_key", flat=True)) == [live.session.session_key]
+    assert live.get("/").status_code == 200
+
+
+def test_every_periodic_task_is_one_a_worker_finds():
+    """Each beat entry names a task the worker registers from the apps' ``tasks`` modules (autodiscovery)."""
+    from portal.celery import app
+
+    app.loader.import_default_modules()
+    assert {entry["task"] for entry in app.conf.beat_schedule.values()} <= set(app.tasks)
