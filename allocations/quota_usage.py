@@ -4,59 +4,31 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from django.db.models import IntegerField, Lookup, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.db.models.lookups import IsNull
 
 from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in
-from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, Quota, Team
-
-# What ``usage_by_quota`` reads of the requests held, grouped (with their ``units``).
-USAGE_COLUMNS = ("team_id", "resource_name", "cluster_id", "node_pool_id", "node_pool__cluster_id")
-
-
-def held_rows(*filters: Q | Lookup, statuses: Iterable[str] = QUOTA_HOLDING_STATUSES, **lookups: Any) -> QuerySet:
-    """Units held by the requests in ``statuses`` matching the filters, per ``USAGE_COLUMNS``: ``usage_by_quota``'s
-    rows (a queryset, so a ``CompiledRead`` can compile it)."""
-    return (
-        GpuRequest.objects.filter(*filters, status__in=sorted(statuses), **lookups)
-        .values(*USAGE_COLUMNS)
-        .annotate(units=Sum("resource_units"))
-        .order_by()
-    )
-
-
-def quota_usage(*, team: Team, resource_name: str, quota: Quota | None = None) -> int:
-    """Units of a resource the team holds now (approved, provisioning or active), within the quota's scope."""
-    qs = GpuRequest.objects.filter(team=team, resource_name=resource_name, status__in=QUOTA_HOLDING_STATUSES)
-    if quota is not None and quota.node_pool_id:
-        qs = qs.filter(node_pool_id=quota.node_pool_id)
-    elif quota is not None and quota.cluster_id:
-        qs = qs.filter(Q(cluster_id=quota.cluster_id) | Q(node_pool__cluster_id=quota.cluster_id))
-    return int(qs.aggregate(total=Sum("resource_units"))["total"] or 0)
+from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, Quota
 
 
 def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA_HOLDING_STATUSES) -> dict[int, int]:
-    """Units each quota's team holds against it now, by quota id, in one query (counted as ``quota_usage`` does).
+    """Units each quota's team holds against it now, by quota id, in one query (``with_units_held``).
 
     ``statuses`` narrows the count, e.g. to what is running (active) rather than everything approved.
     """
     if not quotas:
         return {}
-    held = held_rows(
-        statuses=statuses,
-        team_id__in={quota.team_id for quota in quotas},
-        resource_name__in={quota.resource_name for quota in quotas},
-    )
-    return usage_by_quota(quotas=quotas, rows=list(held))
+    chosen = Quota.objects.filter(pk__in=[quota.pk for quota in quotas]).order_by()
+    return dict(with_units_held(chosen, statuses=statuses).values_list("pk", "units_held"))
 
 
 def with_units_held(quotas: QuerySet[Quota], *, statuses: Iterable[str] = QUOTA_HOLDING_STATUSES) -> QuerySet[Quota]:
-    """``quotas`` with ``units_held``: what each quota's team holds against it now, counted as ``usage_by_quota``
-    counts it (the same team and resource; the quota's pool if it names one; its cluster, as the request's cluster or
-    its pool's, if it names one), in the same statement: the home and the approval queue read the quotas and what
+    """``quotas`` with ``units_held``: what each quota's team holds against it now (approved, provisioning or active
+    requests: the same team and resource; the quota's pool if it names one; its cluster, as the request's cluster or
+    its pool's, if it names one), in the same statement. The one rule every count of quota use goes through: the
+    check under a lock, the headroom and team pages, the home and the approval queue, which read the quotas and what
     was held against them in two round trips (issue #15). Quotas chosen by a list of ids take ``id_among``, not
     ``id_in``: with ``id_in`` PostgreSQL planned such a statement again on every run (0.3 ms, more than the round
     trip saved)."""
@@ -76,24 +48,6 @@ def with_units_held(quotas: QuerySet[Quota], *, statuses: Iterable[str] = QUOTA_
         .values("units")
     )
     return quotas.annotate(units_held=Coalesce(Subquery(held, output_field=IntegerField()), 0))
-
-
-def usage_by_quota(*, quotas: list[Quota], rows: list[dict[str, Any]]) -> dict[int, int]:
-    """Units held against each quota, by quota id, from ``rows`` of units held per team, resource name, cluster and
-    pool (``team_id``, ``resource_name``, ``cluster_id``, ``node_pool_id``, ``node_pool__cluster_id``, ``units``)."""
-    usage: dict[int, int] = {}
-    for quota in quotas:
-        total = 0
-        for row in rows:
-            if row["team_id"] != quota.team_id or row["resource_name"] != quota.resource_name:
-                continue
-            if quota.node_pool_id and row["node_pool_id"] != quota.node_pool_id:
-                continue
-            if quota.cluster_id and quota.cluster_id not in (row["cluster_id"], row["node_pool__cluster_id"]):
-                continue
-            total += int(row["units"] or 0)
-        usage[quota.pk] = total
-    return usage
 
 
 def units_allocated_by_pool(*, cluster_ids: list[int]) -> dict[int, dict[str, int]]:

@@ -15,7 +15,7 @@ from django.db.models import Q
 
 from allocations.compiled_reads import IDS_STAND_IN, TEXTS_STAND_IN, CompiledRead, id_among, text_among
 from allocations.models import GpuRequest, NodePool, Quota, Team
-from allocations.quota_usage import quota_usage, quota_usage_by_quota, with_units_held
+from allocations.quota_usage import quota_usage_by_quota, with_units_held
 from gpucore.quota import CohortMember, admit
 
 
@@ -50,22 +50,23 @@ def _covers(quota: Quota, node_pool: NodePool | None) -> bool:
 
 
 def applicable_quotas(*, team: Team, resource_name: str, node_pool: NodePool | None) -> list[Quota]:
-    """Quotas on this resource that cover the pool: the pool's own, its cluster's, and the team-wide one."""
+    """Quotas on this resource that cover the pool: the pool's own, its cluster's, and the team-wide one, each with
+    ``units_held`` (``with_units_held``)."""
     scope = Q(cluster__isnull=True, node_pool__isnull=True)
     if node_pool is not None:
         scope |= Q(node_pool=node_pool) | Q(cluster_id=node_pool.cluster_id)
     # In the order they were set (a page lists them so, whichever read found them).
     return list(
-        Quota.objects.filter(scope, team=team, resource_name=resource_name)
+        with_units_held(Quota.objects.filter(scope, team=team, resource_name=resource_name))
         .select_related("cluster", "node_pool__cluster")
         .order_by("id")
     )
 
 
 def quota_headroom(*, team: Team, resource_name: str, node_pool: NodePool | None) -> list[QuotaHeadroom]:
-    """Each applicable quota with what the team holds against it now."""
+    """Each applicable quota with what the team holds against it now, in one query."""
     return [
-        QuotaHeadroom(quota=quota, in_use=quota_usage(team=team, resource_name=resource_name, quota=quota))
+        QuotaHeadroom(quota=quota, in_use=quota.units_held)
         for quota in applicable_quotas(team=team, resource_name=resource_name, node_pool=node_pool)
     ]
 

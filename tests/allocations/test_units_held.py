@@ -1,5 +1,6 @@
 """``with_units_held``: what a quota's team holds against it, counted in SQL in the same statement as the quotas (the
-home's and the approval queue's reads, issue #15), equal to the rule ``usage_by_quota`` applies in Python."""
+check under a lock, the home's and the approval queue's reads, issue #15), equal to the rule counted here in Python
+over every request."""
 
 from __future__ import annotations
 
@@ -7,13 +8,35 @@ import itertools
 
 import pytest
 
-from allocations.models import Quota, RequestStatus
-from allocations.quota_usage import quota_usage, quota_usage_by_quota, with_units_held
+from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, NodePool, Quota, RequestStatus
+from allocations.quota_usage import quota_usage_by_quota, with_units_held
+from allocations.quotas import quota_headroom
 from tests.factories import ClusterFactory, GpuRequestFactory, NodePoolFactory, QuotaFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
 
 GPU, SLICE = "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"
+
+
+def counted(quotas, statuses=QUOTA_HOLDING_STATUSES) -> dict[int, int]:
+    """The rule, one request at a time: the quota's team and resource, a held status, its pool if it names one, its
+    cluster (the request's own or its pool's) if it names one."""
+    requests = list(GpuRequest.objects.select_related("node_pool"))
+    usage = {}
+    for quota in quotas:
+        usage[quota.pk] = sum(
+            request.resource_units
+            for request in requests
+            if request.team_id == quota.team_id
+            and request.resource_name == quota.resource_name
+            and request.status in statuses
+            and (quota.node_pool_id is None or request.node_pool_id == quota.node_pool_id)
+            and (
+                quota.cluster_id is None
+                or quota.cluster_id in (request.cluster_id, request.node_pool and request.node_pool.cluster_id)
+            )
+        )
+    return usage
 
 
 @pytest.fixture
@@ -58,20 +81,35 @@ def fleet():
     return vision, nlp
 
 
-def test_each_quota_carries_what_usage_by_quota_counts(fleet, django_assert_num_queries):
+def test_each_quota_carries_what_the_rule_counts(fleet, django_assert_num_queries):
     with django_assert_num_queries(1):
         quotas = list(with_units_held(Quota.objects.order_by("id")))
-    expected = quota_usage_by_quota(quotas=quotas)
+    expected = counted(quotas)
     assert len(quotas) == 20 and len(set(expected.values())) > 5  # the scopes count different things
     assert {quota.pk: quota.units_held for quota in quotas} == expected
-    for quota in quotas[:5]:  # and what the check under a lock counts, one quota at a time
-        assert quota.units_held == quota_usage(team=quota.team, resource_name=quota.resource_name, quota=quota)
+    assert quota_usage_by_quota(quotas=quotas) == expected
+    # And what the check under a lock reads: the quotas covering a request on each pool, or on none.
+    for team, pool in itertools.product(fleet, [*NodePool.objects.all(), None]):
+        headroom = quota_headroom(team=team, resource_name=GPU, node_pool=pool)
+        covering = [
+            quota
+            for quota in quotas
+            if quota.team_id == team.pk
+            and quota.resource_name == GPU
+            and (
+                (quota.cluster_id is None and quota.node_pool_id is None)
+                or (pool is not None and pool.pk == quota.node_pool_id)
+                or (pool is not None and pool.cluster_id == quota.cluster_id)
+            )
+        ]
+        assert {item.quota.pk: item.in_use for item in headroom} == {quota.pk: expected[quota.pk] for quota in covering}
 
 
 def test_narrowed_to_some_statuses_it_counts_those_alone(fleet):
     quotas = list(with_units_held(Quota.objects.order_by("id"), statuses=[RequestStatus.ACTIVE]))
-    expected = quota_usage_by_quota(quotas=quotas, statuses=[RequestStatus.ACTIVE])
+    expected = counted(quotas, statuses=[RequestStatus.ACTIVE])
     assert {quota.pk: quota.units_held for quota in quotas} == expected
+    assert quota_usage_by_quota(quotas=quotas, statuses=[RequestStatus.ACTIVE]) == expected
     assert any(expected.values())
 
 
