@@ -249,9 +249,9 @@ def test_the_dcgm_scrape_job_keeps_the_exporters_attribution_labels() -> None:
     assert keep[("__meta_kubernetes_pod_label_app",)] == "nvidia-dcgm-exporter"
 
 
-def _readme_commands() -> list[str]:
-    """The shell commands of the README's Kubernetes section, one per line (continuations joined)."""
-    text = (ROOT / "README.md").read_text()
+def _deployment_doc_commands() -> list[str]:
+    """The shell commands of docs/deployment.md's Kubernetes section, one per line (continuations joined)."""
+    text = (ROOT / "docs" / "deployment.md").read_text()
     start = text.index("## Run it on Kubernetes")
     end = text.find("\n## ", start + 1)
     section = text[start : end if end != -1 else None]
@@ -281,8 +281,8 @@ def _secret_keys_needed(objects: list[dict[str, Any]]) -> dict[str, set[str]]:
     return needed
 
 
-def test_the_readme_steps_match_the_overlays_secrets_and_names() -> None:
-    commands = _readme_commands()
+def test_the_deployment_doc_steps_match_the_overlays_secrets_and_names() -> None:
+    commands = _deployment_doc_commands()
     applied = {}
     created: dict[tuple[str | None, str], set[str]] = {}
     for command in commands:
@@ -297,7 +297,7 @@ def test_the_readme_steps_match_the_overlays_secrets_and_names() -> None:
         objects = render(overlay)
         namespace = NAMESPACES[overlay]
         for name, keys in _secret_keys_needed(objects).items():
-            assert (namespace, name) in created, f"the README never creates the Secret {name} in {namespace}"
+            assert (namespace, name) in created, f"docs/deployment.md never creates the Secret {name} in {namespace}"
             assert keys <= created[namespace, name], (name, keys - created[namespace, name])
         names = {obj["metadata"]["name"] for obj in objects}
         for command in commands:

@@ -8,8 +8,9 @@ entry, are gone; while it is down an approver approves one more request over the
 message cannot be sent). The worker reconnects on its own. The requests left in ``approved`` or not torn down are
 untouched by anything but the sweeper: once they are older than ``STUCK_AFTER`` (their ``updated_at`` is moved back
 by that much, as the clock would), beat's ``reconcile_requests`` message is sent as beat sends it, and every approved
-request must end active, once, with one Job, and every released one's Job must be gone. The README states the
-resulting bound; ``test_readme_states_the_sweepers_bound`` keeps it equal to the beat period plus ``STUCK_AFTER``.
+request must end active, once, with one Job, and every released one's Job must be gone. docs/operating.md states
+the resulting bound; ``test_operating_doc_states_the_sweepers_bound`` keeps it equal to the beat period plus
+``STUCK_AFTER``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from tests.integration.k8s_emulator import EmulatedCluster
 
 REQUESTS = 20
 RELEASED = 5  # requests running before, released while the approvals wait: their teardowns are queued too
-README = Path(__file__).resolve().parents[2] / "README.md"
+OPERATING_DOC = Path(__file__).resolve().parents[2] / "docs" / "operating.md"
 
 
 def _free_port() -> int:
@@ -261,13 +262,13 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approval_and_release(
     assert not problems, "\n".join(problems) + f"\n{workers_on.logs()}"
 
 
-def test_readme_states_the_sweepers_bound() -> None:
-    """The README's bound for finishing an approval whose message was lost: beat's period plus ``STUCK_AFTER``."""
+def test_operating_doc_states_the_sweepers_bound() -> None:
+    """The documented bound for finishing an approval whose message was lost: beat's period plus ``STUCK_AFTER``."""
     from portal.celery import app
 
     period = app.conf.beat_schedule["reconcile-requests"]["schedule"]
     bound_minutes = (float(period) + STUCK_AFTER.total_seconds()) / 60
-    operating = README.read_text().split("## Operating it", 1)[1].split("\n## ", 1)[0]
+    operating = OPERATING_DOC.read_text().split("## Provisioning and lost work", 1)[1].split("\n## ", 1)[0]
     stated = re.search(r"within (\d+) minutes of (?:its|the) approval", operating)
-    assert stated, "the README's 'Operating it' section must say within how long a lost approval is provisioned"
-    assert float(stated[1]) == bound_minutes, f"README says {stated[1]} minutes, the schedule gives {bound_minutes}"
+    assert stated, "docs/operating.md must say within how long a lost approval is provisioned"
+    assert float(stated[1]) == bound_minutes, f"the doc says {stated[1]} minutes, the schedule gives {bound_minutes}"
