@@ -7,6 +7,7 @@ to GB as MiB / 1024, NVIDIA's "GB" in profile names such as ``1g.10gb``), energy
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +18,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from allocations.models import Cluster, GpuRequest, Team
+from gpucore.pricing import price_book_starts
 
 
 class UtilizationRollup(models.Model):
@@ -242,6 +244,11 @@ class PriceBook(models.Model):
 
     def __str__(self) -> str:
         return f"Price book v{self.version} from {self.effective_from:%Y-%m-%d} ({self.currency})"
+
+    @property
+    def starts(self) -> datetime:
+        """When its prices start to apply (``gpucore.pricing.book_in_effect`` picks by it)."""
+        return price_book_starts(self.effective_from)
 
 
 class GpuPrice(models.Model):

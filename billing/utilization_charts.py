@@ -11,9 +11,6 @@ import json
 from typing import Any
 
 import plotly.graph_objects as go
-from django.core.serializers.json import DjangoJSONEncoder
-from django.utils.html import format_html
-from django.utils.safestring import mark_safe
 from plotly.subplots import make_subplots
 
 SERIES = [
@@ -30,8 +27,8 @@ def utilization_timeseries_figure(points: list[dict[str, Any]], *, title: str) -
     None when there are no points (the page says so instead of drawing empty axes). The figure's layout and trace
     styles never change, so plotly builds them once per process (``_skeleton``); each call fills in the hours and
     the values, in new top-level dicts that share the skeleton's nested ones (read them, never change them).
-    Building the figure through plotly's validated objects on every view was 40 % of a request page (issue #15);
-    the answer is the same JSON (``tests/billing/test_utilization_series.py`` compares the two).
+    The answer is the JSON plotly's validated objects give (``tests/billing/test_utilization_series.py`` compares
+    the two).
     """
     if not points:
         return None
@@ -45,17 +42,6 @@ def utilization_timeseries_figure(points: list[dict[str, Any]], *, title: str) -
         for trace, key in zip(skeleton["data"], keys, strict=True)
     ]
     return {**skeleton, "data": data, "layout": {**skeleton["layout"], "meta": {"title": title}}}
-
-
-def figure_json_script(figure: Any, element_id: str) -> str:
-    """Django's ``json_script`` (the same bytes): the figure as JSON in a ``<script type="application/json">``.
-
-    Escaped with three ``str.replace`` passes rather than ``str.translate``, which looks up each character in a
-    dict: for a request's 100 KB figure (26 days of hours) that was 4 ms of its page, this is ~0.3 ms (issue #15).
-    """
-    text = json.dumps(figure, cls=DjangoJSONEncoder)
-    text = text.replace("&", "\\u0026").replace("<", "\\u003C").replace(">", "\\u003E")
-    return format_html('<script id="{}" type="application/json">{}</script>', element_id, mark_safe(text))  # noqa: S308 (escaped above)
 
 
 def utilization_timeseries_figure_by_plotly(points: list[dict[str, Any]], *, title: str) -> dict[str, Any]:

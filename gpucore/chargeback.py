@@ -18,9 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from itertools import pairwise
 
 from gpucore.catalog import BUILTIN_CATALOG, Catalog, CatalogError
-from gpucore.pricing import PricingError, gpu_share, weighted_shares
+from gpucore.pricing import PricingError, book_in_effect, gpu_share, weighted_shares
 from gpucore.vocabulary import Strategy
 
 ZERO = Decimal(0)
@@ -173,22 +174,10 @@ def hours_between(start: datetime, end: datetime) -> Decimal:
 def price_segments(
     start: datetime, end: datetime, periods: Sequence[PricePeriod]
 ) -> list[tuple[datetime, datetime, PricePeriod | None]]:
-    """Split [start, end) where a price book takes effect; ``None`` for the part before the first one."""
-    ordered = sorted(periods, key=lambda p: p.starts)
-    segments: list[tuple[datetime, datetime, PricePeriod | None]] = []
-    cursor = start
-    current: PricePeriod | None = None
-    for period in ordered:
-        if period.starts <= cursor:
-            current = period
-            continue
-        if period.starts >= end:
-            break
-        segments.append((cursor, period.starts, current))
-        cursor, current = period.starts, period
-    if cursor < end:
-        segments.append((cursor, end, current))
-    return segments
+    """Split [start, end) where a price book takes effect, each part with the book in effect over it (``None`` for
+    the part before the first one)."""
+    edges = [start, *sorted({p.starts for p in periods if start < p.starts < end}), end]
+    return [(a, b, book_in_effect(periods, at=a)) for a, b in pairwise(edges) if a < b]
 
 
 def _gpu_rate(

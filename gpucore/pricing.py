@@ -10,11 +10,12 @@ slices, scaled down when the pool's layout weighs more than one GPU; each times 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from gpucore.catalog import CatalogError, GpuModelSpec, MigProfile
 from gpucore.vocabulary import Strategy
@@ -95,6 +96,28 @@ def allocation_hourly_rate(gpu_hourly_rate: Decimal, share: Decimal, sla_multipl
 def monthly_cost(hourly_rate: Decimal, replicas: int = 1) -> Decimal:
     """The cost of running an allocation for a month of 730 hours."""
     return hourly_rate * HOURS_PER_MONTH * Decimal(replicas)
+
+
+class DatedPriceBook(Protocol):
+    """Anything standing for a price book: its prices apply from ``starts`` until the next book's."""
+
+    @property
+    def starts(self) -> datetime: ...
+
+
+_Book = TypeVar("_Book", bound=DatedPriceBook)
+
+
+def price_book_starts(effective_from: date) -> datetime:
+    """When a price book dated ``effective_from`` takes effect: 00:00 UTC of that date."""
+    return datetime.combine(effective_from, time(0), tzinfo=UTC)
+
+
+def book_in_effect(books: Iterable[_Book], *, at: datetime) -> _Book | None:
+    """The price book whose prices apply at ``at``: the latest that has taken effect by then (None before the first).
+
+    The one rule for every path that asks which book applies: recommendations, pages, reports and chargeback."""
+    return max((book for book in books if book.starts <= at), key=lambda book: book.starts, default=None)
 
 
 def to_cents(amount: Decimal) -> Decimal:

@@ -12,6 +12,7 @@ from datetime import date
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -30,6 +31,7 @@ from billing.costs.visibility import cost_teams_visible_to, monthly_reports_visi
 from billing.models import PriceBook
 from gpucore.months import MonthError, parse_month
 from gpucore.pricebook import TCO_FIELDS
+from gpucore.pricing import book_in_effect
 
 _MONEY = MoneySerializer()
 REPORT_SCHEMA = inline_serializer(
@@ -136,8 +138,8 @@ class PriceBookView(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 403: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
-        current = price_book_in_effect()
-        books = PriceBook.objects.prefetch_related("gpu_prices", "sla_multipliers").order_by("-effective_from")
+        books = list(PriceBook.objects.prefetch_related("gpu_prices", "sla_multipliers").order_by("-effective_from"))
+        current = book_in_effect(books, at=timezone.now())
         return Response(
             {"current": _book(current, current) if current else None, "versions": [_book(b, current) for b in books]}
         )

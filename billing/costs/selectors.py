@@ -5,8 +5,9 @@ imports and price books are checked against.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import NamedTuple
 
 from django.conf import settings
 from django.utils import timezone
@@ -16,34 +17,35 @@ from allocations.reference_cache import built_once
 from allocations.reference_data import catalog_from_db
 from billing.models import PriceBook
 from gpucore.chargeback import PricePeriod
-from gpucore.pricing import catalog_hourly_rate
+from gpucore.pricing import book_in_effect, catalog_hourly_rate
 
 
 def price_book_in_effect(*, at: datetime | None = None) -> PriceBook | None:
-    """The price book in effect at ``at`` (now by default): the latest whose date has begun, in UTC."""
-    day = (at or timezone.now()).astimezone(UTC).date()
-    return PriceBook.objects.filter(effective_from__lte=day).order_by("-effective_from").first()
+    """The price book in effect at ``at`` (now by default): ``gpucore.pricing.book_in_effect`` over every book."""
+    return book_in_effect(PriceBook.objects.all(), at=at or timezone.now())
 
 
 def current_gpu_rates() -> dict[str, Decimal]:
     """Model name -> hourly price of one whole GPU in the price book in effect now (empty when there is none).
 
     Every recommendation asks: the books' rates are read once per process (``built_once``; a price book change
-    bumps the reference version, billing.apps) and the one in effect is picked by today's date (UTC), so a book that
-    takes effect at midnight applies without a write.
+    bumps the reference version, billing.apps) and the one in effect is picked now, so a book that takes effect at
+    midnight applies without a write.
     """
-    day = timezone.now().astimezone(UTC).date()
-    for effective_from, rates in built_once("price-book-rates", _every_book_rates):
-        if effective_from <= day:
-            return dict(rates)
-    return {}
+    book = book_in_effect(built_once("price-book-rates", _every_book_rates), at=timezone.now())
+    return dict(book.rates) if book is not None else {}
 
 
-def _every_book_rates() -> tuple[tuple[date, tuple[tuple[str, Decimal], ...]], ...]:
-    """Each price book's (effective_from, GPU rates), latest first."""
-    books = PriceBook.objects.order_by("-effective_from").prefetch_related("gpu_prices")
+class _BookRates(NamedTuple):
+    starts: datetime
+    rates: tuple[tuple[str, Decimal], ...]
+
+
+def _every_book_rates() -> tuple[_BookRates, ...]:
+    """Each price book's start and GPU rates."""
+    books = PriceBook.objects.prefetch_related("gpu_prices")
     return tuple(
-        (book.effective_from, tuple((price.gpu_model, price.hourly_rate) for price in book.gpu_prices.all()))
+        _BookRates(book.starts, tuple((price.gpu_model, price.hourly_rate) for price in book.gpu_prices.all()))
         for book in books
     )
 
@@ -55,7 +57,7 @@ def price_periods(*, until: datetime) -> list[PricePeriod]:
     )
     return [
         PricePeriod(
-            starts=datetime.combine(book.effective_from, time(0), tzinfo=UTC),
+            starts=book.starts,
             version=book.version,
             gpu_rates={p.gpu_model.casefold(): p.hourly_rate for p in book.gpu_prices.all()},
             sla_multipliers={m.tier_slug: m.multiplier for m in book.sla_multipliers.all()},

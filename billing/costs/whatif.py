@@ -8,9 +8,9 @@ recommendation uses them); quota is ``allocations.quotas.quota_check`` without w
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.utils import timezone
@@ -25,7 +25,7 @@ from billing.costs.month_spend import team_month_to_date
 from billing.models import PriceBook
 from gpucore.decision import WorkloadProfile
 from gpucore.decision.whatif import WhatIfOption, compare
-from gpucore.pricing import CATALOG_PRICE_BASIS, share_text, to_cents
+from gpucore.pricing import CATALOG_PRICE_BASIS, book_in_effect, price_book_starts, share_text, to_cents
 
 
 def _money(amount: Decimal | None) -> str | None:
@@ -34,24 +34,32 @@ def _money(amount: Decimal | None) -> str | None:
 
 def price_basis(*, at: datetime | None = None) -> dict[str, Any]:
     """Which prices amounts use now: the price book in effect (and its version), else the catalog's list price."""
-    day = (at or timezone.now()).astimezone(UTC).date()
     # Every book's date, version and currency, kept per process (a price book change bumps the reference version,
-    # billing.apps): pages that print this sentence read no price book row (issue #15).
-    book = next((book for book in built_once("price-book-headers", _price_book_headers) if book[0] <= day), None)
+    # billing.apps): pages that print this sentence read no price book row.
+    book = book_in_effect(built_once("price-book-headers", _price_book_headers), at=at or timezone.now())
     if book is None:
         text = f"No price book loaded: every GPU model is priced at its {CATALOG_PRICE_BASIS}."
         return {"price_book_version": None, "basis": CATALOG_PRICE_BASIS, "text": text}
-    effective_from, version, currency = book
     text = (
-        f"Price book v{version} (in effect from {effective_from:%Y-%m-%d}, {currency}); "
+        f"Price book v{book.version} (in effect from {book.effective_from:%Y-%m-%d}, {book.currency}); "
         f"a model it does not price falls back to its {CATALOG_PRICE_BASIS}."
     )
-    return {"price_book_version": version, "basis": "price book", "text": text}
+    return {"price_book_version": book.version, "basis": "price book", "text": text}
 
 
-def _price_book_headers() -> tuple[tuple[date, int, str], ...]:
-    """Each price book's (effective_from, version, currency), latest first (as ``price_book_in_effect`` picks)."""
-    return tuple(PriceBook.objects.order_by("-effective_from").values_list("effective_from", "version", "currency"))
+class _PriceBookHeader(NamedTuple):
+    starts: datetime
+    effective_from: date
+    version: int
+    currency: str
+
+
+def _price_book_headers() -> tuple[_PriceBookHeader, ...]:
+    """Each price book's start, date, version and currency."""
+    return tuple(
+        _PriceBookHeader(price_book_starts(effective_from), effective_from, version, currency)
+        for effective_from, version, currency in PriceBook.objects.values_list("effective_from", "version", "currency")
+    )
 
 
 def team_what_if(

@@ -6,15 +6,12 @@ the template layer composes the two apps and the dependency keeps pointing one w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
 from django import template
 from django.conf import settings
-from django.utils.safestring import SafeString, mark_safe
 
-from allocations.html_text import escaped, float_format
 from allocations.models import Cluster, GpuRequest, Team
 from billing.costs.budget import request_budget_effect, spec_budget_effect
 from billing.costs.budget_services import user_may_edit_budget
@@ -24,9 +21,8 @@ from billing.utilization.request_utilization import request_utilization_context
 from billing.utilization.selectors import team_utilization_context
 from billing.utilization.series import TEAM_SERIES_DAYS, request_series, team_series
 from billing.utilization.troubleshooting import cluster_triage_context, request_triage_context
-from billing.utilization_charts import figure_json_script, utilization_timeseries_figure
-from gpucore.budget import BudgetEffect, MoneyBudgetState
-from gpucore.formatting import format_gpu_hours, format_money_value
+from billing.utilization_charts import utilization_timeseries_figure
+from gpucore.budget import MoneyBudgetState
 from gpucore.pricing import CATALOG_PRICE_BASIS
 
 register = template.Library()
@@ -116,7 +112,7 @@ def price_basis_note(context: template.Context) -> str:
 @register.simple_tag(takes_context=True)
 def team_months_to_date(context: template.Context, teams: list[Team]) -> str:
     """Read the month to date of every team a page's request_budget_panel rows belong to, at once (two queries, not
-    two per team: issue #15); prints nothing. Call it before the rows, in the same template."""
+    two per team); prints nothing. Call it before the rows, in the same template."""
     months = context.render_context.setdefault("month_to_date_by_team", {})
     missing = [team for team in teams if team.pk not in months]
     if missing:
@@ -124,71 +120,14 @@ def team_months_to_date(context: template.Context, teams: list[Team]) -> str:
     return ""
 
 
-def _money_text(value: Any, currency: str | None) -> str:
-    """``{{ value|money:currency }}``, escaped: the portal's currency when ``currency`` names none."""
-    return escaped(format_money_value(value, currency or settings.PORTAL_CURRENCY))
+@register.inclusion_tag("billing/_money_budget.html")
+def money_budget(state: MoneyBudgetState, currency: str) -> dict[str, Any]:
+    """A team's money budget this month: spend, budget, month-end projection and level."""
+    return {"state": state, "currency": currency}
 
 
-def _gpu_hours_text(value: Any) -> str:
-    """``{{ value|gpu_hours }}``, escaped."""
-    return escaped(format_gpu_hours(value))
-
-
-@register.simple_tag
-def money_budget(state: MoneyBudgetState, currency: str) -> SafeString:
-    """A team's money budget this month: spend, budget, month-end projection and level (``money_budget_html``)."""
-    return money_budget_html(state, currency)
-
-
-def money_budget_html(state: MoneyBudgetState, currency: str) -> SafeString:
-    """``{% money_budget %}`` as HTML, every value escaped as ``{{ }}`` escapes it: the home's team cards, the team
-    pages and the request form's preview printed it through an include of ~40 template nodes (issue #15)."""
-
-    def money(value: Any) -> str:
-        return _money_text(value, currency)
-
-    level = escaped(state.level)
-    html = f'\n\n<div class="money-budget level-{level}" data-level="{level}">\n  '
-    if state.budget is None:
-        html += (
-            f"\n  <p><strong>{money(state.spent)}</strong> spent this month "
-            '<span class="muted">(no money budget set)</span>.</p>\n  '
-        )
-    else:
-        used, projected = state.used_pct, state.projected_pct
-        used_text = "" if used is None else f"({float_format(used, '0g')} %)"
-        projected_text = "" if projected is None else f" ({float_format(projected, '0g')} %)"
-        bar = " over" if state.level == "over" else (" warn" if state.level in ("warning", "projected_over") else "")
-        width = float_format(used, 0)
-        # Each branch but the last ended its template line: the next line's indent came with it.
-        if state.level == "over":
-            said = '<span class="no">Budget spent.</span>\n    '
-        elif state.level == "warning":
-            crossed = state.crossed_pct
-            said = (
-                f'<span class="warn-text">{escaped(crossed[-1]) if crossed else ""} % threshold crossed.</span>\n    '
-            )
-        elif state.level == "projected_over":
-            said = '<span class="warn-text">On course to exceed the budget by month end.</span>\n    '
-        else:
-            said = '<span class="yes">Within budget.</span>'
-        thresholds = ", ".join(escaped(pct) for pct in state.thresholds_pct)
-        html += (
-            f"\n  <p><strong>{money(state.spent)}</strong> of a {money(state.budget)} budget"
-            f"\n    {used_text};"
-            f"\n    at the last day's pace <strong>{money(state.projected)}</strong> by month end{projected_text}.</p>"
-            f'\n  <div class="bar{bar}" role="img" aria-label="{width} % of the monthly budget spent">'
-            f'<span style="width: {width}%"></span></div>'
-            '\n  <p class="small budget-level">'
-            f"\n    {said}"
-            f'\n    <span class="muted">Alerts at {thresholds} %.</span>'
-            "\n  </p>\n  "
-        )
-    return mark_safe(html + "\n</div>\n\n")  # noqa: S308 - every value is escaped
-
-
-@register.simple_tag(takes_context=True)
-def request_budget_panel(context: template.Context, gpu_request: GpuRequest) -> SafeString:
+@register.inclusion_tag("billing/_request_budget.html", takes_context=True)
+def request_budget_panel(context: template.Context, gpu_request: GpuRequest) -> dict[str, Any]:
     """What a pending request does to its team's month: spend so far, its cost this month, the budget left."""
     months = context.render_context.setdefault("month_to_date_by_team", {})
     team = gpu_request.team
@@ -197,67 +136,12 @@ def request_budget_panel(context: template.Context, gpu_request: GpuRequest) -> 
     effect = request_budget_effect(request=gpu_request, month_to_date=months[team.pk])
     money = months[team.pk]["money"]
     cost = effect.cost_this_month if effect is not None else None
-    money_after = None if cost is None or money.budget is None else money.spent + cost
-    return request_budget_panel_html(effect=effect, month_to_date=months[team.pk], money_after=money_after)
-
-
-def request_budget_panel_html(
-    *, effect: BudgetEffect | None, month_to_date: Mapping[str, Any], money_after: Decimal | None
-) -> SafeString:
-    """The panel of ``request_budget_panel`` as HTML, every value escaped as ``{{ }}`` escapes it: an inclusion
-    template cost ~0.6 ms a row of the approval queue, half of what rendering the page's rows took (issue #15).
-    ``effect`` is the request's (gpucore.budget.BudgetEffect, None when its cost is unknown), ``month_to_date`` its
-    team's (``team_month_to_date``), ``money_after`` the team's spend with it (None without a money budget)."""
-    currency = month_to_date["currency"]
-
-    def money(value: Any) -> str:
-        return _money_text(value, currency)
-
-    hours = _gpu_hours_text
-
-    html = (
-        '\n<div class="budget-effect small">'
-        f"\n  <div>Team this month: {hours(month_to_date['gpu_hours'])} GPU-h \N{MIDDLE DOT} "
-        f"{money(month_to_date['amount'])}</div>\n  "
-    )
-    if effect:
-        cost = "" if effect.cost_this_month is None else f" \N{MIDDLE DOT} {money(effect.cost_this_month)}"
-        to_month_end = ", no end date: to the month's end" if effect.runs_to_month_end else ""
-        hours_this_month = float_format(effect.hours_this_month, "-1")
-        html += (
-            f"\n  <div>This request this month: {hours(effect.gpu_hours_this_month)} GPU-h{cost}"
-            f'\n    <span class="muted">({hours_this_month} h{to_month_end})</span></div>\n  '
-        )
-        if effect.budget_gpu_hours is None:
-            html += '\n  <div class="muted">No monthly budget set.</div>\n  '
-        elif effect.fits_budget:
-            html += (
-                f"\n  <div>Budget left after it: <strong>{hours(effect.budget_left_gpu_hours)}</strong> of "
-                f"{hours(effect.budget_gpu_hours)} GPU-h</div>\n  "
-            )
-        else:
-            html += (
-                f'\n  <div class="no">Over budget by {hours(effect.over_budget_gpu_hours)} GPU-h '
-                f"(budget {hours(effect.budget_gpu_hours)} GPU-h)</div>\n  "
-            )
-        html += "\n  "
-    else:
-        html += (
-            '\n  <div class="muted">Its cost this month is unknown (spec frozen before GPU shares were recorded).'
-            "</div>\n  "
-        )
-    html += "\n  "
-    budget = month_to_date["money"]
-    if budget.budget is not None:
-        after = ""
-        if money_after is not None:
-            over = ' class="no"' if money_after > budget.budget else ""
-            after = f"; <span{over}>{money(money_after)} with it</span>"
-        html += (
-            f'\n  <div class="money-budget-effect" data-level="{escaped(budget.level)}">Money budget: '
-            f"{money(budget.spent)} of {money(budget.budget)}{after}</div>\n  "
-        )
-    return mark_safe(html + "\n</div>\n")  # noqa: S308 - every value is escaped
+    return {
+        "effect": effect,
+        "month_to_date": months[team.pk],
+        "gpu_request": gpu_request,
+        "money_after": None if cost is None or money.budget is None else money.spent + cost,
+    }
 
 
 @register.inclusion_tag("billing/_budget_preview.html")
@@ -285,9 +169,3 @@ def team_budget_preview(team: Team, spec: dict[str, Any]) -> dict[str, Any]:
 def catalog_price_basis() -> str:
     """The basis of every price a price book does not give (gpucore.pricing.CATALOG_PRICE_BASIS)."""
     return CATALOG_PRICE_BASIS
-
-
-@register.filter(is_safe=True)
-def series_json_script(figure: Any, element_id: str) -> str:
-    """``json_script`` for the hourly series figures (billing.utilization_charts.figure_json_script): the same HTML."""
-    return figure_json_script(figure, element_id)

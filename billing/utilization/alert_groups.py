@@ -9,10 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
 from django.utils import timezone
 
-from allocations.compiled_reads import ID_STAND_IN, OTHER_TEXTS_STAND_IN, TEXTS_STAND_IN, CompiledRead, text_in
 from allocations.models import Team
 from billing.models import AlertAcknowledgement
 from gpucore import alerts as alert_rules
@@ -27,11 +25,10 @@ def alert_group_rows(
     if not groups:
         return []
     now = now or timezone.now()
-    devices, kinds = sorted({g.device for g in groups}), sorted({g.kind.value for g in groups})
-    if team is None:
-        found = _FLEET_ACKNOWLEDGEMENTS.values(devices=devices, kinds=kinds)
-    else:
-        found = _TEAM_ACKNOWLEDGEMENTS.values(team=team.pk, devices=devices, kinds=kinds)
+    # team=None is "IS NULL": the fleet's own acknowledgements.
+    found = AlertAcknowledgement.objects.filter(
+        team=team, device__in=sorted({g.device for g in groups}), kind__in=sorted({g.kind.value for g in groups})
+    ).values("cluster__name", "device", "kind", "acknowledged_through", "acknowledged_by__username", "muted_until")
     acks = {(row["cluster__name"], row["device"], row["kind"]): row for row in found}
     rows = []
     for group in groups:
@@ -52,26 +49,3 @@ def alert_group_rows(
         )
     rows.sort(key=lambda row: not row["needs_action"])  # stable: the groups' severity and recency order stays
     return rows
-
-
-def _acknowledgements(*, team: int | None, devices: list[str], kinds: list[str]) -> QuerySet:
-    """The acknowledgements and mutes of these GPUs and rules in one scope (a team's id, None for the fleet)."""
-    # team_id=None is "IS NULL": the fleet's own acknowledgements.
-    return AlertAcknowledgement.objects.filter(text_in("device", devices), text_in("kind", kinds), team_id=team).values(
-        "cluster__name", "device", "kind", "acknowledged_through", "acknowledged_by__username", "muted_until"
-    )
-
-
-# Read on every view of the approver's home and the utilization pages, through SQL compiled once per process: the
-# ORM built and compiled this read for more than PostgreSQL takes to run it (issue #15).
-_LISTS = {"devices": TEXTS_STAND_IN, "kinds": OTHER_TEXTS_STAND_IN}
-_FLEET_ACKNOWLEDGEMENTS = CompiledRead(
-    AlertAcknowledgement,
-    lambda devices, kinds: _acknowledgements(team=None, devices=devices, kinds=kinds),
-    stand_ins=_LISTS,
-)
-_TEAM_ACKNOWLEDGEMENTS = CompiledRead(
-    AlertAcknowledgement,
-    lambda team, devices, kinds: _acknowledgements(team=team, devices=devices, kinds=kinds),
-    stand_ins={"team": ID_STAND_IN, **_LISTS},
-)

@@ -1,10 +1,5 @@
 """The request page's utilization partial (``billing/_request_utilization.html``): the request's usage summary, its
 alerts, right-sizing advice and its cluster's ingest coverage over the window.
-
-The summary and the coverage run on every view of a request page, so they are read through SQL compiled once per
-process (``allocations.compiled_reads.CompiledRead`` with named stand-ins for the ids and the window): building and
-compiling them was most of their cost (the summary's nine aggregates: ~0.8 ms a view, running it 0.05 ms; the
-coverage's two reads 0.5 ms; issue #15). The tests compare each with the ORM's own answer.
 """
 
 from __future__ import annotations
@@ -16,7 +11,6 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count
 
-from allocations.compiled_reads import ID_STAND_IN, WINDOW_STAND_INS, CompiledRead
 from allocations.models import GpuModel, GpuRequest
 from allocations.placement import gpu_hourly_rates
 from allocations.selectors import User, gpu_requests_visible_to
@@ -101,62 +95,25 @@ def request_advice(*, request: GpuRequest, summary: dict[str, Any]) -> list[dict
     ]
 
 
-# usage_summary's aggregates and the row count of one request's rollups in a window, grouped by the request: no row
-# when it has none.
-_REQUEST_SUMMARY = CompiledRead(
-    UtilizationRollup,
-    lambda request, start, end: (
-        UtilizationRollup.objects.filter(request_id=request, hour__gte=start, hour__lt=end)
-        .order_by()
-        .values("request_id")
-        .annotate(**summary_aggregates(), rows=Count("id"))
-    ),
-    stand_ins={"request": ID_STAND_IN, **WINDOW_STAND_INS},
-)
-# The cluster's hours not read completely in the window, counted (no row when none).
-_INCOMPLETE_HOURS = CompiledRead(
-    UtilizationIngestHour,
-    lambda cluster, start, end: (
-        UtilizationIngestHour.objects.filter(cluster_id=cluster, hour__gte=start, hour__lt=end)
-        .exclude(status=IngestStatus.COMPLETE)
-        .order_by()
-        .values("cluster_id")
-        .annotate(hours=Count("id"))
-    ),
-    stand_ins={"cluster": ID_STAND_IN, **WINDOW_STAND_INS},
-)
-_WATERMARK = CompiledRead(
-    UtilizationWatermark,
-    lambda cluster: UtilizationWatermark.objects.filter(cluster_id=cluster).order_by().values("last_complete_hour"),
-    stand_in=ID_STAND_IN,
-)
-
-
-def _request_coverage(*, start: datetime, end: datetime, cluster_id: int | None) -> dict[str, Any]:
-    """``ingest_coverage`` of the request's one cluster: its watermark read by id (the cluster exists: a foreign
-    key), through the statements compiled once."""
+def request_coverage(*, start: datetime, end: datetime, cluster_id: int | None) -> dict[str, Any]:
+    """``ingest_coverage`` of the request's one cluster (every read cluster when it has none yet)."""
     if cluster_id is None:
         return ingest_coverage(start=start, end=end)
-    # How many hours incomplete_hours() would list (only their count is shown): counted, not listed and ordered.
-    counted = _INCOMPLETE_HOURS.values(cluster=cluster_id, start=start, end=end)
-    marks = _WATERMARK.values(cluster_id)
-    missing = counted[0]["hours"] if counted else 0
-    through = marks[0]["last_complete_hour"] + HOUR if marks else None  # as ingested_through() for one cluster
+    # Only the number of incomplete hours is shown: counted, not listed.
+    missing = (
+        UtilizationIngestHour.objects.filter(cluster_id=cluster_id, hour__gte=start, hour__lt=end)
+        .exclude(status=IngestStatus.COMPLETE)
+        .count()
+    )
+    last_complete = (
+        UtilizationWatermark.objects.filter(cluster_id=cluster_id).values_list("last_complete_hour", flat=True).first()
+    )
+    through = last_complete + HOUR if last_complete is not None else None  # as ingested_through() for one cluster
     return {
         "incomplete_hours": missing,
         "ingested_through": through,
         "complete": not missing and through is not None and through >= end - HOUR,
     }
-
-
-def _request_rollup_summary(*, request_id: int, start: datetime, end: datetime) -> dict[str, Any]:
-    """What ``qs.aggregate(**summary_aggregates(), rows=Count("id"))`` answers for the request's rollups in
-    [start, end), through the statement compiled once."""
-    rows = _REQUEST_SUMMARY.values(request=request_id, start=start, end=end)
-    if rows:
-        return rows[0]
-    # No rollups: what aggregate() answers over none (the sums and extremes NULL, the counts 0).
-    return {**dict.fromkeys(summary_aggregates()), "pressure_hours": 0, "rows": 0}
 
 
 def request_utilization_context(
@@ -174,14 +131,13 @@ def request_utilization_context(
     if not visibility_checked and not gpu_requests_visible_to(user=user).filter(pk=request.pk).exists():
         return {"utilization": None}
     start, end = window(days=days, now=now)
-    row = _request_rollup_summary(request_id=request.pk, start=start, end=end)
+    rollups = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
+    row = rollups.aggregate(**summary_aggregates(), rows=Count("id"))
     summary = summary_from(row)
     has_data = summary["gpu_hours"] > 0
     # Without rollups there is nothing to raise an alert on, and advice is shown only beside measured use: neither
-    # is read then (a request that ran before the window, or never ran, is most of them; issue #15).
-    alerts = []
-    if row["rows"]:  # the queryset built only then: it was a fifth of the panel for a request with no rollups
-        alerts = alerts_for(UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end))
+    # is read then (a request that ran before the window, or never ran, is most of them).
+    alerts = alerts_for(rollups) if row["rows"] else []
     return {
         "utilization": {
             "request": request,
@@ -193,6 +149,6 @@ def request_utilization_context(
             "summary": summary,
             "alert_groups": alert_group_rows(alerts=alerts, team=request.team, now=now)[:MAX_ALERTS_SHOWN],
             "advice": request_advice(request=request, summary=summary) if has_data else [],
-            **_request_coverage(start=start, end=end, cluster_id=request.cluster_id),
+            **request_coverage(start=start, end=end, cluster_id=request.cluster_id),
         }
     }

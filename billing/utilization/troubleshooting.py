@@ -18,7 +18,6 @@ from django.db import connection
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from allocations.compiled_reads import ID_STAND_IN, WINDOW_STAND_INS, CompiledRead
 from allocations.models import Cluster, GpuRequest, RequestStatus
 from allocations.selectors import User, clusters_visible_to, gpu_requests_visible_to
 from billing.models import GpuHealthHour, UtilizationRollup
@@ -124,30 +123,6 @@ def cluster_drivers(*, cluster_ids: Iterable[int], start: datetime, end: datetim
     return latest
 
 
-# cluster_drivers of one cluster, compiled once per process: the request page reads it on every view (issue #15).
-# DISTINCT ON: PostgreSQL only, as cluster_drivers.
-_ONE_CLUSTER_DRIVERS = CompiledRead(
-    GpuHealthHour,
-    lambda cluster, start, end: (
-        GpuHealthHour.objects.filter(cluster_id=cluster, hour__gte=start, hour__lt=end)
-        .exclude(driver_version="")
-        .order_by("hostname", "-hour")
-        .distinct("hostname")
-        .values("hostname", "driver_version")
-    ),
-    stand_ins={"cluster": ID_STAND_IN, **WINDOW_STAND_INS},
-)
-
-
-def _drivers(*, cluster_ids: set[int], start: datetime, end: datetime) -> dict[str, str]:
-    """``cluster_drivers``; for one cluster (a request's usual case) through the statement compiled once."""
-    if len(cluster_ids) == 1 and connection.vendor == "postgresql":
-        (cluster_id,) = cluster_ids
-        rows = _ONE_CLUSTER_DRIVERS.values(cluster=cluster_id, start=start, end=end)
-        return {row["hostname"]: row["driver_version"] for row in rows}
-    return cluster_drivers(cluster_ids=cluster_ids, start=start, end=end)
-
-
 def request_triage_context(
     *,
     user: User,
@@ -165,7 +140,7 @@ def request_triage_context(
     start, end = window(days=REQUEST_WINDOW_DAYS, now=now)
     held: dict[tuple[int, str], set[datetime]] = defaultdict(set)
     hot: dict[str, _Hottest] = {}  # no rollups in the window: none was hot
-    # The queryset is built only where it is read: building it was half of the panel for a request with no rollups.
+    # Skipped when the utilization panel already found none of the request's rollups in this window.
     if no_rollups_between is None or not (no_rollups_between[0] <= start and end <= no_rollups_between[1]):
         rollups = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end)
         for cluster_id, uuid, hour in rollups.values_list("cluster_id", "gpu_uuid", "hour"):
@@ -191,7 +166,7 @@ def request_triage_context(
     branches: tuple[Any, ...] = ()
     if has_readings:  # without readings the panel is not shown: the cluster's drivers are not read for it
         cluster_ids = {cluster_id for cluster_id, _ in held} or ({request.cluster_id} if request.cluster_id else set())
-        drivers = _drivers(cluster_ids=cluster_ids, start=end - timedelta(days=1), end=end)
+        drivers = cluster_drivers(cluster_ids=cluster_ids, start=end - timedelta(days=1), end=end)
         failing = request.status == RequestStatus.FAILED or request.observed_phase in FAILING_PHASES
         branches = triage(gpus=gpus, drivers=drivers, messages=messages, failing=failing)
     return {

@@ -6,7 +6,6 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.db.models import Count
 from django.template import Context, Template
 from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
@@ -15,16 +14,11 @@ from django.utils import timezone
 
 from allocations.models import Cluster, GpuRequest, RequestEvent, RequestStatus
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
-from billing.utilization.request_utilization import (
-    _request_coverage,
-    _request_rollup_summary,
-    request_utilization_context,
-)
+from billing.utilization.request_utilization import request_coverage, request_utilization_context
 from billing.utilization.selectors import (
     ingest_coverage,
     platform_utilization,
     pool_forecasts,
-    summary_aggregates,
     team_utilization_context,
     window,
 )
@@ -205,8 +199,9 @@ def test_a_request_page_still_charts_a_life_older_than_the_window(demo_org: Demo
     assert 'id="request-series"' in html and "No hourly readings to chart yet" not in html
 
 
-def test_the_request_summary_compiled_once_answers_what_the_orm_aggregate_does(demo_org: DemoOrg) -> None:
-    """The summary's SQL is compiled once per process with stand-ins: each run gets its own request and window."""
+def test_the_request_summary_counts_only_its_own_rollups_in_the_window(demo_org: DemoOrg) -> None:
+    """The panel's summary and alerts are of the request's own rollups in [start, end): another request's hours and
+    hours outside the window are not in them."""
     busy, other, idle = (GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE) for _ in range(3))
     now = timezone.now()
     hours = hours_back(now, 6)
@@ -216,7 +211,7 @@ def test_the_request_summary_compiled_once_answers_what_the_orm_aggregate_does(d
             hour=hour,
             team=demo_org.team,
             request=busy,
-            sample_count=30 + n,
+            sample_count=60,
             avg_utilization_pct=None if n == 2 else 10.0 * n,
             memory_pressure_minutes=n % 2,
             max_temperature_c=60.0 + n,
@@ -224,22 +219,22 @@ def test_the_request_summary_compiled_once_answers_what_the_orm_aggregate_does(d
             energy_kwh=0.1 * n,
         )
     rollup(cluster=demo_org.cluster, hour=hours[0], team=demo_org.team, request=other, sample_count=7)
-    aggregates = {**summary_aggregates(), "rows": Count("id")}
+    rollup(cluster=demo_org.cluster, hour=hours_back(now - timedelta(days=31), 1)[0], team=demo_org.team, request=idle)
 
-    for req, start, end in (
-        (busy, *window(days=30, now=now)),
-        (busy, hours[1], hours[4]),
-        (other, *window(days=30, now=now)),
-        (idle, *window(days=30, now=now)),
-    ):
-        expected = UtilizationRollup.objects.filter(request=req, hour__gte=start, hour__lt=end).aggregate(**aggregates)
-        found = _request_rollup_summary(request_id=req.pk, start=start, end=end)
-        assert {key: found[key] for key in expected} == expected
-    assert _request_rollup_summary(request_id=idle.pk, start=start, end=end)["rows"] == 0
+    def panel(req, days: int = 30) -> dict:
+        return request_utilization_context(user=demo_org.member, request=req, now=now, days=days)["utilization"]
+
+    found = panel(busy)
+    assert found["rollups_in_window"] == 6 and found["has_data"]
+    assert found["summary"]["memory_pressure_hours"] == 3
+    assert panel(other)["rollups_in_window"] == 1
+    idle_panel = panel(idle)
+    assert idle_panel["rollups_in_window"] == 0 and not idle_panel["has_data"] and idle_panel["alert_groups"] == []
+    assert panel(idle, days=32)["rollups_in_window"] == 1
 
 
-def test_the_request_coverage_compiled_once_answers_what_the_cluster_coverage_does(demo_org: DemoOrg) -> None:
-    """The request page's coverage of its one cluster (compiled once) agrees with ``ingest_coverage`` of it."""
+def test_the_request_coverage_is_the_cluster_coverage_of_its_one_cluster(demo_org: DemoOrg) -> None:
+    """The request page's coverage of its one cluster agrees with ``ingest_coverage`` of that cluster."""
     now = timezone.now()
     start, end = window(days=30, now=now)
     other = ClusterFactory()
@@ -256,7 +251,7 @@ def test_the_request_coverage_compiled_once_answers_what_the_cluster_coverage_do
 
     def both() -> tuple[dict, dict]:
         expected = ingest_coverage(start=start, end=end, clusters=Cluster.objects.filter(pk=cluster.pk))
-        return _request_coverage(start=start, end=end, cluster_id=cluster.pk), expected
+        return request_coverage(start=start, end=end, cluster_id=cluster.pk), expected
 
     found, expected = both()
     assert found == expected and found["incomplete_hours"] == 2 and found["ingested_through"] is None

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal as D
+from types import SimpleNamespace
 
 import pytest
 
 from gpucore.pricebook import PriceBookError, load_price_book_text
-from gpucore.pricing import to_cents
+from gpucore.pricing import book_in_effect, price_book_starts, to_cents
 
 DESIGN_EXAMPLE = """
 currency: USD
@@ -88,3 +89,19 @@ def test_every_problem_is_reported_at_once() -> None:
         errors
     )
     assert "gpu_models.T4.hourly" in str(PriceBookError(errors))
+
+
+SEP_1, OCT_1, NOV_1 = dt.date(2026, 9, 1), dt.date(2026, 10, 1), dt.date(2026, 11, 1)
+
+
+def test_the_book_in_effect_is_the_latest_that_has_begun_at_00_utc() -> None:
+    dated = ((2, OCT_1), (1, SEP_1), (3, NOV_1))  # in no order
+    books = [SimpleNamespace(version=v, starts=price_book_starts(day)) for v, day in dated]
+    midnight = dt.datetime(2026, 10, 1, tzinfo=dt.UTC)
+    assert book_in_effect(books, at=midnight - dt.timedelta(microseconds=1)).version == 1
+    assert book_in_effect(books, at=midnight).version == 2
+    # 02:00 on 1 October in UTC+3 is still 30 September in UTC.
+    assert book_in_effect(books, at=dt.datetime(2026, 10, 1, 2, tzinfo=dt.timezone(dt.timedelta(hours=3)))).version == 1
+    assert book_in_effect(books, at=dt.datetime(2027, 1, 1, tzinfo=dt.UTC)).version == 3
+    assert book_in_effect(books, at=dt.datetime(2026, 8, 31, tzinfo=dt.UTC)) is None
+    assert book_in_effect([], at=midnight) is None
