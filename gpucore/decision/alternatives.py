@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from gpucore.decision.bands import BANDS
 from gpucore.decision.choosing import walk
 from gpucore.decision.explain import ISOLATION_TRADEOFF, PERFORMANCE_TRADEOFF, cost_tradeoff, why_not
 from gpucore.decision.inputs import OfferSet
@@ -108,7 +107,6 @@ def _alternative(
     if alternative is None:
         if len(_ALTERNATIVES) >= _ALTERNATIVES_LIMIT:  # bounded: new price books and pools bring new keys
             _ALTERNATIVES.clear()
-            BANDS.clear()  # a band holds alternatives: it must not keep those this memo lets go
         alternative = _ALTERNATIVES[key] = _explain_alternative(
             ctx, option, chosen, preference, intent_reason, forbidden, offered, named=named
         )

@@ -28,7 +28,6 @@ from typing import Any
 
 from gpucore.catalog import Catalog, CatalogError, GpuModelSpec
 from gpucore.decision.alternatives import list_alternatives
-from gpucore.decision.bands import BANDS, NOTHING_FITS, Band, floors_for, limits_here, remember_band
 from gpucore.decision.choosing import choose_model, walk
 from gpucore.decision.explain import (
     cost_line,
@@ -56,7 +55,13 @@ from gpucore.decision.results import (
     Isolation,
     Recommendation,
 )
-from gpucore.decision.rules import LATENCY_MEMORY_THRESHOLD_GB, check_replicas, classify_intent, tier1_latency_ms
+from gpucore.decision.rules import (
+    LATENCY_MEMORY_THRESHOLD_GB,
+    apply_floors,
+    check_replicas,
+    classify_intent,
+    tier1_latency_ms,
+)
 from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
 from gpucore.vocabulary import WorkloadType
@@ -119,9 +124,7 @@ def recommend(
     _check_node_size(profile, model, node_sizes)
     rationale: list[str] = []
     intent, intent_reason = classify_intent(profile, rationale)
-    floors = floors_for(profile, tier, intent, intent_reason, tier1_latency_ms(tiers.values()))
-    forbidden, order = floors[1], floors[2]
-    rationale.extend(floors[3])
+    forbidden, order = apply_floors(profile, tier, intent, rationale, tier1_p99_ms=tier1_latency_ms(tiers.values()))
     ctx = DecisionContext(
         profile=profile,
         catalog=catalog,
@@ -145,39 +148,15 @@ def recommend(
         ),
         node_pools=pools,
     )
-    # Without pools or with their offers as data, what is chosen and listed depends on the memory only through the
-    # bands it falls in; a callback's answers could change between calls, so with one nothing is remembered.
-    limits = limits_here(ctx) if offered is None or offered.__class__ is OfferSet else None
-    key: tuple[Any, ...] | None = None
-    band: Band | None = None
-
     if model is not None:
         rationale.append(f"GPU model {model.name} ({model.family}, {model.memory_gb} GB), as requested.")
-        if limits is not None:
-            key = (limits.walk_id(ctx), floors[4], model.name, *limits.bands(ctx, floors, intent, order, model))
-            band = BANDS.get(key)
-        # Falling back to a later strategy says why each earlier one did not fit, in words of this memory: walk.
-        if band is not None and (band.chosen is None or band.chosen.strategy is order[0]):
-            chosen = band.chosen
-        else:
-            chosen = walk(ctx, model, intent, order, rationale)
-            if band is not None and chosen is not band.chosen:  # never expected: the bands' limits are exact
-                band = None
+        chosen = walk(ctx, model, intent, order, rationale)
         if chosen is None:
             if offered is not None and walk(replace(ctx, offered=None), model, intent, order, None) is not None:
                 raise ProfileError({"cluster": [_no_pool_serves(ctx, model)]})
-            if key is not None and band is None:
-                remember_band(key, NOTHING_FITS)
             raise ProfileError({"gpu_memory_gb": [too_big_for_line(ctx, model)]})
     else:
-        if limits is not None:
-            choice_key = (limits.walk_id(ctx), floors[4], limits.plan_band(ctx, floors, intent, order))
-            choice = BANDS.get(choice_key)
-            if choice is None:
-                choice = choose_model(ctx, intent, order)
-                remember_band(choice_key, choice)
-        else:
-            choice = choose_model(ctx, intent, order)
+        choice = choose_model(ctx, intent, order)
         chosen = choice.chosen
         if chosen is None:
             unfiltered = replace(ctx, offered=None)
@@ -187,30 +166,20 @@ def recommend(
         for strategy in choice.skipped:
             rationale.append(nobody_serves_line(ctx, intent, strategy))
         rationale.append(choice.line)
-        if limits is not None:
-            key = (*choice_key, limits.model_band(ctx, chosen.model))
-            band = BANDS.get(key)
 
     rationale.append(sizing_line(ctx, chosen))
     rationale.append(cost_line(ctx, chosen))
     utilization = utilization_line(profile, chosen.strategy)
     if utilization:
         rationale.append(utilization)
-
-    if band is not None:
-        alternatives, alternatives_json = band.alternatives, band.alternatives_json
-    else:
-        alternatives = list_alternatives(ctx, intent, intent_reason, order, chosen, named=model is not None)
-        alternatives_json = tuple(alternative.stored_json() for alternative in alternatives)
-        if key is not None:
-            remember_band(key, Band(chosen, alternatives, alternatives_json))
+    alternatives = list_alternatives(ctx, intent, intent_reason, order, chosen, named=model is not None)
     return Recommendation(
         *core_values(ctx, chosen),
         tuple(rationale),
         alternatives,
         profile.workload_type is WorkloadType.HPC_SIMULATION,
         core_json(ctx, chosen),
-        alternatives_json,
+        tuple(alternative.stored_json() for alternative in alternatives),
     )
 
 
