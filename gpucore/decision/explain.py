@@ -86,13 +86,7 @@ def _share_words(option: Option) -> str:
 
 
 def cost_line(ctx: DecisionContext, option: Option) -> str:
-    """The rationale's cost sentence: the option's key holds everything it reads of ``ctx``, so it is written once."""
-    if option.cost_words is None:
-        object.__setattr__(option, "cost_words", _cost_line(ctx, option))
-    return option.cost_words
-
-
-def _cost_line(ctx: DecisionContext, option: Option) -> str:
+    """The rationale's cost sentence."""
     saving = option.saving_pct
     saving_words = f", {format_pct(saving)} less than dedicated {option.model.name} GPUs" if saving > 0 else ""
     if option.monthly is None or option.gpu_rate is None:

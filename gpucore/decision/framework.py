@@ -8,14 +8,9 @@ fires adds a sentence to ``rationale`` so a reviewer can follow the decision.
 
 This module holds ``recommend``, the flow of one decision, and the checks of its model, tier and node size; ``rules``
 has the tree and the floors, ``choosing`` walks a model's plan and picks the model when none is named,
-``alternatives`` lists the other options, ``bands`` remembers floors and answers per band of memory, ``options``
-defines an option and a decision's context, ``sizing`` fits and prices each option, ``steps`` turns a model's walk
-into memory limits, ``explain`` writes the sentences (``prose`` words the numbers), ``results`` defines the answers
-and their JSON, ``inputs`` checks the arguments.
-
-Options, alternatives and walk steps are worked out once per process for what decides them (issue #15), so a
-decision mostly compares the memory with limits and assembles sentences already written;
-``tests/gpucore/decision/test_golden.py`` checks the answers did not change.
+``alternatives`` lists the other options, ``options`` defines an option and a decision's context, ``sizing`` fits
+and prices each option, ``explain`` writes the sentences (``prose`` words the numbers), ``results`` defines the
+answers and their JSON, ``inputs`` checks the arguments.
 """
 
 from __future__ import annotations
@@ -28,8 +23,7 @@ from typing import Any
 
 from gpucore.catalog import Catalog, CatalogError, GpuModelSpec
 from gpucore.decision.alternatives import list_alternatives
-from gpucore.decision.bands import BANDS, NOTHING_FITS, Band, floors_for, limits_here, remember_band
-from gpucore.decision.choosing import choose_model, walk
+from gpucore.decision.choosing import choose_model, fitting_options, walk
 from gpucore.decision.explain import (
     cost_line,
     nobody_serves_line,
@@ -46,7 +40,7 @@ from gpucore.decision.inputs import (
     normalize_pools,
     normalize_rates,
 )
-from gpucore.decision.options import CATALOG_CURRENCY, DecisionContext, core_json, core_values
+from gpucore.decision.options import CATALOG_CURRENCY, DecisionContext, core_values
 from gpucore.decision.prose import need_text
 from gpucore.decision.results import (
     EXPECTED_OVERHEAD_PCT,
@@ -56,7 +50,13 @@ from gpucore.decision.results import (
     Isolation,
     Recommendation,
 )
-from gpucore.decision.rules import LATENCY_MEMORY_THRESHOLD_GB, check_replicas, classify_intent, tier1_latency_ms
+from gpucore.decision.rules import (
+    LATENCY_MEMORY_THRESHOLD_GB,
+    apply_floors,
+    check_replicas,
+    classify_intent,
+    tier1_latency_ms,
+)
 from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
 from gpucore.vocabulary import WorkloadType
@@ -99,9 +99,8 @@ def recommend(
     more is refused on ``gpu_count`` (its GPUs must share a node). ``mig_layouts`` maps (model, MIG profile) to the
     per-GPU layout of the pool serving it, so a slice's GPU share is the one chargeback bills on that pool.
     ``offered`` says which (model, strategy, MIG profile) options some node pool serves: a callback, or the set of
-    them. Given as a set (data, not code), the answers are remembered per band of memory as without pools; a callback
-    is asked afresh every time. ``pools`` gives the last four at once, normalised already (``NodePools``), in place
-    of them. The cost is monthly, and for ``duration_hours``.
+    them. ``pools`` gives the last four at once, normalised already (``NodePools``), in place of them. The cost is
+    monthly, and for ``duration_hours``.
     """
     model, tier = _resolve(profile, catalog, tiers)
     if default_time_slice_replicas < 2:
@@ -119,9 +118,7 @@ def recommend(
     _check_node_size(profile, model, node_sizes)
     rationale: list[str] = []
     intent, intent_reason = classify_intent(profile, rationale)
-    floors = floors_for(profile, tier, intent, intent_reason, tier1_latency_ms(tiers.values()))
-    forbidden, order = floors[1], floors[2]
-    rationale.extend(floors[3])
+    forbidden, order = apply_floors(profile, tier, intent, rationale, tier1_p99_ms=tier1_latency_ms(tiers.values()))
     ctx = DecisionContext(
         profile=profile,
         catalog=catalog,
@@ -143,74 +140,38 @@ def recommend(
         mig_layouts=(
             pools.mig_layouts if pools is not None else normalize_layouts(mig_layouts) if mig_layouts else _NONE
         ),
-        node_pools=pools,
     )
-    # Without pools or with their offers as data, what is chosen and listed depends on the memory only through the
-    # bands it falls in; a callback's answers could change between calls, so with one nothing is remembered.
-    limits = limits_here(ctx) if offered is None or offered.__class__ is OfferSet else None
-    key: tuple[Any, ...] | None = None
-    band: Band | None = None
-
+    outcomes = fitting_options(ctx, intent, order)
     if model is not None:
         rationale.append(f"GPU model {model.name} ({model.family}, {model.memory_gb} GB), as requested.")
-        if limits is not None:
-            key = (limits.walk_id(ctx), floors[4], model.name, *limits.bands(ctx, floors, intent, order, model))
-            band = BANDS.get(key)
-        # Falling back to a later strategy says why each earlier one did not fit, in words of this memory: walk.
-        if band is not None and (band.chosen is None or band.chosen.strategy is order[0]):
-            chosen = band.chosen
-        else:
-            chosen = walk(ctx, model, intent, order, rationale)
-            if band is not None and chosen is not band.chosen:  # never expected: the bands' limits are exact
-                band = None
+        chosen = walk(ctx, model, intent, order, rationale)
         if chosen is None:
-            if offered is not None and walk(replace(ctx, offered=None), model, intent, order, None) is not None:
+            if offered is not None and walk(replace(ctx, offered=None), model, intent, order) is not None:
                 raise ProfileError({"cluster": [_no_pool_serves(ctx, model)]})
-            if key is not None and band is None:
-                remember_band(key, NOTHING_FITS)
             raise ProfileError({"gpu_memory_gb": [too_big_for_line(ctx, model)]})
     else:
-        if limits is not None:
-            choice_key = (limits.walk_id(ctx), floors[4], limits.plan_band(ctx, floors, intent, order))
-            choice = BANDS.get(choice_key)
-            if choice is None:
-                choice = choose_model(ctx, intent, order)
-                remember_band(choice_key, choice)
-        else:
-            choice = choose_model(ctx, intent, order)
+        choice = choose_model(ctx, order, outcomes)
         chosen = choice.chosen
         if chosen is None:
             unfiltered = replace(ctx, offered=None)
-            if ctx.offered is not None and any(walk(unfiltered, m, intent, order, None) for m in ctx.catalog):
+            if ctx.offered is not None and fitting_options(unfiltered, intent, order):
                 raise ProfileError({"cluster": [_no_pool_serves(ctx, None)]})
             raise ProfileError({"gpu_memory_gb": [too_big_for_any_line(ctx)]})
         for strategy in choice.skipped:
             rationale.append(nobody_serves_line(ctx, intent, strategy))
         rationale.append(choice.line)
-        if limits is not None:
-            key = (*choice_key, limits.model_band(ctx, chosen.model))
-            band = BANDS.get(key)
 
     rationale.append(sizing_line(ctx, chosen))
     rationale.append(cost_line(ctx, chosen))
     utilization = utilization_line(profile, chosen.strategy)
     if utilization:
         rationale.append(utilization)
-
-    if band is not None:
-        alternatives, alternatives_json = band.alternatives, band.alternatives_json
-    else:
-        alternatives = list_alternatives(ctx, intent, intent_reason, order, chosen, named=model is not None)
-        alternatives_json = tuple(alternative.stored_json() for alternative in alternatives)
-        if key is not None:
-            remember_band(key, Band(chosen, alternatives, alternatives_json))
+    alternatives = list_alternatives(ctx, intent, intent_reason, chosen, outcomes, named=model is not None)
     return Recommendation(
         *core_values(ctx, chosen),
         tuple(rationale),
         alternatives,
         profile.workload_type is WorkloadType.HPC_SIMULATION,
-        core_json(ctx, chosen),
-        alternatives_json,
     )
 
 

@@ -49,11 +49,8 @@ def normalize_node_sizes(sizes: Mapping[str, int]) -> dict[str, int]:
 
 
 class OfferSet:
-    """Node-pool offers given as data: the (model, strategy, MIG profile) triples some pool serves.
-
-    Called like any ``offered`` callback, but its answers are a function of ``offers`` alone, so the framework may
-    remember decisions for it (keyed on ``offers``) as it does when no pools are given (issue #15).
-    """
+    """Node-pool offers given as data: the (model, strategy, MIG profile) triples some pool serves, called like any
+    ``offered`` callback."""
 
     __slots__ = ("offers",)
 
@@ -73,11 +70,10 @@ class NodePools:
 
     The same as passing ``offered`` (a set), ``time_slice_replicas``, ``gpus_per_node`` and ``mig_layouts``, without
     normalising them again on every call: a caller that keeps one per version of its pools (placement) pays that once.
-    Read-only once built. The framework's memos key on it: equal when everything above is, its hash worked out once,
-    so a lookup with the object a caller keeps costs an identity check (issue #15).
+    Read-only once built.
     """
 
-    __slots__ = ("_hash", "_key", "gpus_per_node", "mig_layouts", "offered", "time_slice_replicas")
+    __slots__ = ("gpus_per_node", "mig_layouts", "offered", "time_slice_replicas")
 
     def __init__(
         self,
@@ -92,21 +88,6 @@ class NodePools:
         self.gpus_per_node = _frozen(normalize_node_sizes(gpus_per_node or {}))
         layouts = normalize_layouts(mig_layouts or {})
         self.mig_layouts = _frozen({where: MappingProxyType(layout) for where, layout in layouts.items()})
-        self._key = (
-            self.offered.offers,
-            tuple(self.time_slice_replicas.items()),
-            tuple(self.gpus_per_node.items()),
-            tuple((where, tuple(layout.items())) for where, layout in layouts.items()),
-        )
-        self._hash = hash(self._key)
-
-    def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
-        return other.__class__ is NodePools and self._hash == other._hash and self._key == other._key  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return self._hash
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, name):

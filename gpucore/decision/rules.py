@@ -42,10 +42,6 @@ class Intent(Enum):
     MIG_OR_DEDICATED = "mig-or-dedicated"  # real-time inference, explicitly not latency-sensitive (matrix)
     TIME_SLICING = "time-slicing"
 
-    # Members are singletons compared by identity: hash them so (Enum's own hash is Python code, read on every
-    # model of every walk as part of a memo key).
-    __hash__ = object.__hash__
-
 
 # The order strategies are tried in, across models, for each intent (before policy removes some).
 STRATEGY_ORDER: dict[Intent, tuple[Strategy, ...]] = {
@@ -58,39 +54,17 @@ STRATEGY_ORDER: dict[Intent, tuple[Strategy, ...]] = {
 
 def model_plan(intent: Intent, model: GpuModelSpec) -> tuple[Strategy, ...]:
     """The strategies one model is tried with, in order (a subsequence of ``STRATEGY_ORDER[intent]``)."""
-    return _MODEL_PLANS[intent, model.mig_capable]
-
-
-def _model_plan(intent: Intent, mig_capable: bool) -> tuple[Strategy, ...]:
     if intent is Intent.DEDICATED:
         return (DEDICATED,)
     if intent in (Intent.MIG, Intent.MIG_OR_DEDICATED):
         # Real-time inference (latency-sensitive or not: the matrix says isolation prevents jitter) gets MIG or a
         # dedicated GPU; on a model without MIG that means a dedicated GPU, never a time-sliced one.
-        return (MIG, DEDICATED) if mig_capable else (DEDICATED,)
-    return (TIME_SLICING, MIG, DEDICATED) if mig_capable else (TIME_SLICING, DEDICATED)
-
-
-# Read for every model of every decision: worked out once.
-_MODEL_PLANS = {(intent, capable): _model_plan(intent, capable) for intent in Intent for capable in (False, True)}
+        return (MIG, DEDICATED) if model.mig_capable else (DEDICATED,)
+    return (TIME_SLICING, MIG, DEDICATED) if model.mig_capable else (TIME_SLICING, DEDICATED)
 
 
 def tier1_latency_ms(tiers: Iterable[SlaTierSpec]) -> Decimal:
     """The tightest p99 target of a tier that accepts dedicated GPUs only (tier 1), else the guide's 10 ms."""
-    given = tuple(tiers)
-    key = tuple(map(id, given))  # tiers are frozen: the same objects give the same answer
-    known = _TIER1.get(key)
-    if known is None:
-        if len(_TIER1) >= 64:  # bounded: tiers read again from the database are new objects
-            _TIER1.clear()
-        known = _TIER1[key] = (given, _tier1_latency_ms(given))  # the entry keeps the tiers alive: ids stay unique
-    return known[1]
-
-
-_TIER1: dict[tuple[int, ...], tuple[tuple[SlaTierSpec, ...], Decimal]] = {}
-
-
-def _tier1_latency_ms(tiers: Iterable[SlaTierSpec]) -> Decimal:
     targets = [
         t.latency_p99_ms
         for t in tiers

@@ -1,5 +1,5 @@
-"""Fit, size and price one option: whether a profile fits a model with a strategy, and if so the option, priced and
-interned (one object per sizing and price in a process); if not, why (``Misfit``). Pure: no Django.
+"""Fit, size and price one option: whether a profile fits a model with a strategy, and if so the option, priced; if
+not, why (``Misfit``). Pure: no Django.
 
 Memory: ``gpu_memory_gb`` is the peak GPU memory one replica needs, spread evenly over its ``gpu_count`` GPUs. A
 dedicated allocation fits when ``gpu_memory_gb / gpu_count <= memory of one GPU``; a MIG slice when its profile has at
@@ -8,14 +8,13 @@ time-slicing has no memory isolation and a tenant can only count on a fair share
 instead of dividing so boundaries such as exactly 10 GB are exact.
 
 Apart from ``options`` (what an option and a decision's context are) because this is the arithmetic of fitting and
-pricing, which ``steps`` and ``whatif`` call into as well as the framework's walks.
+pricing, which ``whatif`` calls into as well as the framework's walks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import Any
 
 from gpucore.catalog import GpuModelSpec, MigProfile
 from gpucore.decision.options import CATALOG_CURRENCY, DEDICATED, MIG, DecisionContext, Option
@@ -48,16 +47,7 @@ class Misfit:
 
 
 def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | Misfit:
-    """The option of running the profile on ``model`` with ``strategy``, or why it does not fit (once per context)."""
-    key = (model.name, strategy)
-    sized = ctx.sized.get(key)
-    if sized is None:
-        sized = ctx.sized[key] = size_fresh(ctx, model, strategy)
-    return sized
-
-
-def size_fresh(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -> Option | Misfit:
-    """``size_option`` without its memo: for a caller that just looked there (``ctx.sized``, key (model, strategy))."""
+    """The option of running the profile on ``model`` with ``strategy``, priced, or why it does not fit."""
     profile = ctx.profile
     memory, n = profile.gpu_memory_gb, profile.gpu_count
     mig: MigProfile | None = None
@@ -88,46 +78,7 @@ def size_fresh(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) ->
         if isinstance(fitted, Misfit):
             return fitted
         replicas, source = fitted
-    return intern_option(ctx, model, strategy, mig, layout, replicas, source)
-
-
-def intern_option(
-    ctx: DecisionContext,
-    model: GpuModelSpec,
-    strategy: Strategy,
-    mig: MigProfile | None,
-    layout: Mapping[str, int] | None,
-    replicas: int | None,
-    source: str | None,
-) -> Option:
-    """The option of this sizing, priced: the process's one object for it (made on first use)."""
-    rated = ctx.rated.get(model.name)
-    if rated is None:
-        rate, rate_source = _gpu_rate(ctx, model)
-        rated = ctx.rated[model.name] = (rate, rate_source, (id(model), str(rate), rate_source, ctx.price_key))
-    rate, rate_source, prefix = rated
-    # The same sizing and price give the same option, one object per process: the framework's explanations of an
-    # option (alternatives, tradeoffs, JSON) are then worked out once and found again by it
-    # (alternatives._alternative).
-    key = (
-        prefix,
-        strategy,
-        mig.name if mig is not None else None,
-        tuple(layout.items()) if layout else None,
-        replicas,
-        source,
-    )
-    option = _OPTIONS.get(key)
-    if option is None or option.model is not model:
-        if len(_OPTIONS) >= _OPTIONS_LIMIT:  # bounded: other price books and tiers bring new options
-            _OPTIONS.clear()
-        option = _OPTIONS[key] = _priced(ctx, model, strategy, mig, layout, replicas, source, rate, rate_source)
-    return option
-
-
-# The options worked out in this process, by what decides them (the entry keeps its model alive: id() stays unique).
-_OPTIONS: dict[tuple[Any, ...], Option] = {}
-_OPTIONS_LIMIT = 16_384
+    return _priced(ctx, model, strategy, mig, layout, replicas, source)
 
 
 def _priced(
@@ -138,9 +89,8 @@ def _priced(
     layout: Mapping[str, int] | None,
     replicas: int | None,
     source: str | None,
-    rate: Decimal | None,
-    rate_source: str | None,
 ) -> Option:
+    rate, rate_source = _gpu_rate(ctx, model)
     profile = ctx.profile
     n = profile.gpu_count
     if strategy is DEDICATED:

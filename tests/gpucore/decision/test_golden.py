@@ -1,10 +1,10 @@
-"""recommend() answers exactly what it answered before its speed-ups (issue #15): a regression guard on the frozen spec.
+"""recommend() answers exactly what the golden file holds: a regression guard on the frozen spec.
 
 ``golden_recommendations.json.gz`` holds, for a spread of profiles and framework inputs (every workload type and
 SLA tier, MIG, time-sliced and dedicated outcomes, multi-GPU replicas, latency targets, price books, other
 currencies, time-sliced pools, MIG layouts, node sizes, node-pool offers), the JSON of each recommendation
 (``Recommendation.to_dict()``: rationale, alternatives, tradeoffs, costs) or the field errors of its refusal, as
-main produced them before the framework was made faster. A change of the prose or of a figure fails here, naming
+the framework produced them when the file was written. A change of the prose or of a figure fails here, naming
 the case and the first key that differs.
 
 A deliberate change of the answers regenerates the file (and the diff is then reviewed):
