@@ -207,7 +207,7 @@ def catalog_for_pools(profile: WorkloadProfile, offered: PoolOffers) -> Catalog:
 
 def _restricted(catalog: Catalog, models: list[str]) -> Catalog:
     """``catalog.restricted_to(models)``, one object per (catalog, models): the framework remembers its decisions per
-    catalog object (issue #15), so a new one per call would work every decision out afresh."""
+    catalog object, so a new one per call would work every decision out afresh."""
     key = (id(catalog), tuple(models))
     known = _RESTRICTED.get(key)
     if known is None or known[0] is not catalog:
@@ -240,7 +240,7 @@ def recommend_for_pools(
         tiers=tiers_by_slug(),
         rates=gpu_hourly_rates(),
         currency=settings.PORTAL_CURRENCY,
-        # The offers as data, never a callback: the framework then remembers its answers for them (issue #15).
+        # The offers as data, never a callback: the framework then remembers its answers for them.
         pools=_node_pools(offered) if node_pools is None else node_pools,
     )
 

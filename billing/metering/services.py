@@ -372,7 +372,7 @@ def utilization_pull(
     return result
 
 
-# --- Alert inputs: hottest minute and memory-pressure minutes per rollup (issue #6 item 5) ----------------------
+# --- Alert inputs: hottest minute and memory-pressure minutes per rollup --------------------------------------------
 
 TEMP_EXPR = f"DCGM_FI_DEV_GPU_TEMP < {_FLOOR}"
 
