@@ -17,10 +17,10 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from allocations.models import Cluster, GpuModel, NodePool, SharingMode
-from allocations.reference_cache import built_once, one_version
 from allocations.reference_data import catalog_from_db, tiers_by_slug
 from gpucore.decision import Catalog, NodePools, ProfileError, Recommendation, WorkloadProfile, recommend
 from gpucore.pricing import CATALOG_PRICE_BASIS
+from infra.reference_cache import REFERENCE_DATA, cached
 
 _MODE_FOR_STRATEGY = {"dedicated": SharingMode.NONE, "mig": SharingMode.MIG, "time-slicing": SharingMode.TIME_SLICING}
 
@@ -53,7 +53,8 @@ def _placement_inputs(cluster: Cluster | None) -> _Placing:
     """The candidate pools and what they offer, read once per process until a cluster, pool or GPU model changes.
 
     Every recommendation and submission needs them and admins change them rarely; a save or delete of those rows
-    bumps the reference version (allocations.apps), so a stale copy is never used. The pools are read, never saved.
+    replaces the reference data's token (``infra.reference_cache``), so a stale copy is never used. The pools are
+    read, never saved.
     """
 
     def read() -> _Placing:
@@ -64,7 +65,7 @@ def _placement_inputs(cluster: Cluster | None) -> _Placing:
         offered = pool_offers(list(ordered))
         return _Placing(ordered, offered, _node_pools(offered), _first_pools(ordered))
 
-    return built_once(f"placement:{cluster.pk if cluster is not None else '*'}", read)
+    return cached(REFERENCE_DATA, f"placement:{cluster.pk if cluster is not None else '*'}", read)
 
 
 def _node_pools(offered: PoolOffers) -> NodePools:
@@ -206,7 +207,7 @@ def catalog_for_pools(profile: WorkloadProfile, offered: PoolOffers) -> Catalog:
 
 def _restricted(catalog: Catalog, models: list[str]) -> Catalog:
     """``catalog.restricted_to(models)``, one object per (catalog, models): the framework remembers its decisions per
-    catalog object (issue #15), so a new one per call would work every decision out afresh."""
+    catalog object, so a new one per call would work every decision out afresh."""
     key = (id(catalog), tuple(models))
     known = _RESTRICTED.get(key)
     if known is None or known[0] is not catalog:
@@ -239,7 +240,7 @@ def recommend_for_pools(
         tiers=tiers_by_slug(),
         rates=gpu_hourly_rates(),
         currency=settings.PORTAL_CURRENCY,
-        # The offers as data, never a callback: the framework then remembers its answers for them (issue #15).
+        # The offers as data, never a callback: the framework then remembers its answers for them.
         pools=_node_pools(offered) if node_pools is None else node_pools,
     )
 
@@ -267,11 +268,6 @@ def pool_for(
 
 def place(profile: WorkloadProfile, *, cluster: Cluster | None = None) -> Placement:
     """Recommend among what the candidate pools offer and choose the pool; ProfileError when none can serve it."""
-    with one_version():  # pools, catalog, tiers and rates of one version, its token read once as in a request
-        return _place(profile, cluster)
-
-
-def _place(profile: WorkloadProfile, cluster: Cluster | None) -> Placement:
     placing = _placement_inputs(cluster)
     recommendation = recommend_for_pools(
         profile, list(placing.pools), offered=placing.offered, node_pools=placing.node_pools

@@ -1,23 +1,23 @@
-"""The GPU catalog and the SLA tiers as the pure core takes them, built once per process and rebuilt after a change
-(``allocations.reference_cache``)."""
+"""The GPU catalog and the SLA tiers as the pure core takes them, kept per process and rebuilt after a change
+(``infra.reference_cache``)."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
 from allocations.models import GpuModel, SlaTier
-from allocations.reference_cache import built_once
 from gpucore.catalog import Catalog
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import IsolationFloor
+from infra.reference_cache import REFERENCE_DATA, cached
 
 
 def catalog_from_db() -> Catalog:
     """The GPU catalog as the decision framework takes it, from the GpuModel table (admins may edit it).
 
-    Built once per process and rebuilt after a change (``allocations.reference_cache``); the Catalog is frozen.
+    Kept per process and rebuilt after a change (``infra.reference_cache``); the Catalog is frozen.
     """
-    return built_once("catalog", _read_catalog)
+    return cached(REFERENCE_DATA, "catalog", _read_catalog)
 
 
 def _read_catalog() -> Catalog:
@@ -43,6 +43,8 @@ def tier_spec(tier: SlaTier) -> SlaTierSpec:
 
 
 def tiers_by_slug() -> dict[str, SlaTierSpec]:
-    """Every SLA tier, keyed by slug (built once per process and rebuilt after a change, as the catalog)."""
-    frozen = built_once("tiers", lambda: tuple((tier.slug, tier_spec(tier)) for tier in SlaTier.objects.all()))
+    """Every SLA tier, keyed by slug (kept per process and rebuilt after a change, as the catalog)."""
+    frozen = cached(
+        REFERENCE_DATA, "tiers", lambda: tuple((tier.slug, tier_spec(tier)) for tier in SlaTier.objects.all())
+    )
     return dict(frozen)  # a fresh dict: callers may change theirs

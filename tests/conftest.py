@@ -87,7 +87,7 @@ def _report_missing_services(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> None:
     """Each test starts with an empty cache: a rolled-back test must not leave throttle counters or the catalog
-    version token (allocations.reference_cache) of rows that no longer exist."""
+    version token (infra.reference_cache) of rows that no longer exist."""
     from django.conf import settings
 
     if not settings.configured:  # the pure core's tests run without Django (make test-core)

@@ -19,7 +19,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from allocations.models import Team
-from allocations.reference_cache import built_once
 from allocations.selectors import User
 from billing.costs.chargeback import build_month_curves, month_bounds, share_idle_cost
 from billing.costs.month_to_date import month_curves, teams_month_curves
@@ -28,6 +27,7 @@ from billing.models import BudgetNotice, TeamBudget
 from gpucore.budget import RUN_RATE_WINDOW_HOURS, MoneyBudgetState, money_budget_state
 from gpucore.month_curves import MonthSoFar, TeamSoFar
 from gpucore.pricing import to_cents
+from infra.reference_cache import REFERENCE_DATA, cached
 
 
 def month_so_far(
@@ -106,12 +106,10 @@ class KeptBudget:
 
 
 def budgets_by_team() -> Mapping[int, KeptBudget]:
-    """Every team's money budget by team id, kept per process as reference data (``allocations.reference_cache``; a
-    budget saved or deleted bumps the reference version, billing.apps): admins and leads change them a few times a
-    year, and the approval queue and the home read them on every view, a read of its own (0.12-0.13 ms of Python
-    for a few rows: issue #15). A change made in another process shows from the next request, as every reference
-    value does."""
-    return built_once("team-budgets", _read_budgets)
+    """Every team's money budget by team id, kept per process as reference data (``infra.reference_cache``; a
+    budget saved or deleted rereads them): admins and leads change them a few times a year, and the approval queue
+    and the home read them on every view."""
+    return cached(REFERENCE_DATA, "team-budgets", _read_budgets)
 
 
 def _read_budgets() -> Mapping[int, KeptBudget]:

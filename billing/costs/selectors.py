@@ -13,11 +13,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from allocations.models import GpuModel
-from allocations.reference_cache import built_once
 from allocations.reference_data import catalog_from_db
 from billing.models import PriceBook
 from gpucore.chargeback import PricePeriod
 from gpucore.pricing import book_in_effect, catalog_hourly_rate
+from infra.reference_cache import REFERENCE_DATA, cached
 
 
 def price_book_in_effect(*, at: datetime | None = None) -> PriceBook | None:
@@ -28,11 +28,11 @@ def price_book_in_effect(*, at: datetime | None = None) -> PriceBook | None:
 def current_gpu_rates() -> dict[str, Decimal]:
     """Model name -> hourly price of one whole GPU in the price book in effect now (empty when there is none).
 
-    Every recommendation asks: the books' rates are read once per process (``built_once``; a price book change
-    bumps the reference version, billing.apps) and the one in effect is picked now, so a book that takes effect at
+    Every recommendation asks: the books' rates are kept per process (``infra.reference_cache``; a price book
+    change rereads them) and the one in effect is picked now, so a book that takes effect at
     midnight applies without a write.
     """
-    book = book_in_effect(built_once("price-book-rates", _every_book_rates), at=timezone.now())
+    book = book_in_effect(cached(REFERENCE_DATA, "price-book-rates", _every_book_rates), at=timezone.now())
     return dict(book.rates) if book is not None else {}
 
 

@@ -18,7 +18,6 @@ from django.utils import timezone
 from allocations.models import Cluster, NodePool, SharingMode, SlaTier, Team
 from allocations.placement import candidate_pools, catalog_for_pools, gpu_hourly_rates, pool_for, pool_offers
 from allocations.quotas import QuotaExceeded, quota_check
-from allocations.reference_cache import built_once
 from allocations.reference_data import tiers_by_slug
 from billing.costs.budget import spec_budget_effect
 from billing.costs.month_spend import team_month_to_date
@@ -26,6 +25,7 @@ from billing.models import PriceBook
 from gpucore.decision import WorkloadProfile
 from gpucore.decision.whatif import WhatIfOption, compare
 from gpucore.pricing import CATALOG_PRICE_BASIS, book_in_effect, price_book_starts, share_text, to_cents
+from infra.reference_cache import REFERENCE_DATA, cached
 
 
 def _money(amount: Decimal | None) -> str | None:
@@ -34,9 +34,9 @@ def _money(amount: Decimal | None) -> str | None:
 
 def price_basis(*, at: datetime | None = None) -> dict[str, Any]:
     """Which prices amounts use now: the price book in effect (and its version), else the catalog's list price."""
-    # Every book's date, version and currency, kept per process (a price book change bumps the reference version,
-    # billing.apps): pages that print this sentence read no price book row.
-    book = book_in_effect(built_once("price-book-headers", _price_book_headers), at=at or timezone.now())
+    # Every book's date, version and currency, kept per process until a price book changes: pages that print this
+    # sentence read no price book row.
+    book = book_in_effect(cached(REFERENCE_DATA, "price-book-headers", _price_book_headers), at=at or timezone.now())
     if book is None:
         text = f"No price book loaded: every GPU model is priced at its {CATALOG_PRICE_BASIS}."
         return {"price_book_version": None, "basis": CATALOG_PRICE_BASIS, "text": text}

@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
 
-from billing.metering.rollups_version import rollups_changed
 from gpucore.periods import midnight, next_month_start
+from infra import reference_cache
 
 DAILY = "billing_dailyusage"
 MONTHLY = "billing_monthlyusage"
@@ -64,7 +64,9 @@ def refresh_usage_aggregates(*, cluster_id: int, start: datetime, end: datetime)
     """
     if end <= start:
         return
-    rollups_changed()  # what is derived from the rollups (the fleet's alerts) is read again
+    reference_cache.invalidate(
+        reference_cache.ROLLUPS
+    )  # what is derived from the rollups (the fleet's alerts) is read again
     first_day = start.astimezone(UTC).date()
     last = (end - timedelta(microseconds=1)).astimezone(UTC).date()
     end_day = last + timedelta(days=1)

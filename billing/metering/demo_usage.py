@@ -201,7 +201,7 @@ def backdate_demo_requests(*, now: datetime) -> int:
         updates = [name for name in ("submitted_at", "approved_at", "activated_at") if getattr(req, name) is not None]
         for name in updates:
             setattr(req, name, getattr(req, name) - shift)
-        req.save(update_fields=updates)  # a save, so what keeps the team's month so far (billing.apps) rereads it
+        req.save(update_fields=updates)  # a save: the month so far kept (infra.reference_cache) is rebuilt
         moved += 1
     return moved
 

@@ -30,10 +30,10 @@ from allocations.models import Cluster, GpuRequest, Team
 from billing.metering.aggregates import refresh_usage_aggregates
 from billing.metering.prometheus import PrometheusClient, PrometheusError, Series
 from billing.metering.rollup_store import ingest_hours_log, rollups_replace
-from billing.metering.rollups_version import rollups_changed
 from billing.models import IngestStatus, UtilizationRollup, UtilizationWatermark
 from gpucore import attribution
 from gpucore.attribution import GAUGE_BLANK_FLOOR, GPU_UTIL, GR_ENGINE_ACTIVE, HourStats
+from infra.reference_cache import ROLLUPS, invalidate
 
 logger = logging.getLogger(__name__)
 
@@ -372,7 +372,7 @@ def utilization_pull(
     return result
 
 
-# --- Alert inputs: hottest minute and memory-pressure minutes per rollup (issue #6 item 5) ----------------------
+# --- Alert inputs: hottest minute and memory-pressure minutes per rollup --------------------------------------------
 
 TEMP_EXPR = f"DCGM_FI_DEV_GPU_TEMP < {_FLOOR}"
 
@@ -440,7 +440,7 @@ def utilization_health_pull(
             key = (row.hour, row.gpu_uuid, row.mig_instance, row.namespace, row.pod)
             row.memory_pressure_minutes = pressure.get(key, 0) if row.peak_memory_used_mib is not None else None
         UtilizationRollup.objects.bulk_update(rows, ["max_temperature_c", "memory_pressure_minutes"], batch_size=2000)
-        rollups_changed()  # the alert inputs changed: the alerts derived from them are read again
+        invalidate(ROLLUPS)  # the alert inputs changed: the alerts derived from them are read again
         updated += len(rows)
     return updated
 

@@ -20,8 +20,6 @@ from django.utils import timezone
 from allocations.held_intervals import held_span_rows
 from allocations.models import Cluster, GpuRequest, NodePool, Team
 from allocations.selectors import User, teams_visible_to, user_is_approver
-from allocations.version_tokens import KeptUnderTokens
-from billing.metering.rollups_version import rollups_version
 from billing.metering.selectors import (
     MIB_PER_GB,
     incomplete_hours,
@@ -35,6 +33,7 @@ from billing.models import UtilizationRollup, UtilizationWatermark
 from billing.utilization.alert_groups import alert_group_rows
 from gpucore import alerts as alert_rules
 from gpucore import forecast as forecast_rules
+from infra.reference_cache import ROLLUPS, cached
 
 _T = TypeVar("_T")
 
@@ -469,24 +468,13 @@ def fleet_alerts_needing_action(*, user: User, now: datetime | None = None) -> d
 
 def fleet_alerts_between(*, start: datetime, end: datetime) -> list[alert_rules.Alert]:
     """``alerts_for`` every rollup of the fleet in [start, end), kept per process until a rollup is written
-    (``billing.metering.rollups_version``) or the window moves: the approver's home and the platform page read every
-    breaching rollup of their window on each view (issue #15). Callers must never change the list."""
+    (``infra.reference_cache``) or the window moves: the approver's home and the platform page read every
+    breaching rollup of their window on each view. Callers must never change the list."""
     return _derived_from_rollups(
         "alerts", start, end, lambda: alerts_for(UtilizationRollup.objects.filter(hour__gte=start, hour__lt=end))
     )
 
 
-# What the fleet's pages derive from the rollups alone (alerts, busy GPUs per pool), per kind and window, under the
-# rollups' version token; the windows used last, a few at most (the home's day, the platform page's week, its other
-# lengths).
-_derived = KeptUnderTokens(limit=6)
-
-
 def _derived_from_rollups(kind: str, start: datetime, end: datetime, derive: Callable[[], _T]) -> _T:
-    # The token is read before the rollups: a write in between leaves the answer under the older token, read again.
-    version = rollups_version()
-    kept = _derived.get((kind, start, end), version)
-    if kept is None:
-        kept = derive()
-        _derived.put((kind, start, end), version, kept)
-    return kept
+    # What the fleet's pages derive from the rollups alone (alerts, busy GPUs per pool), per kind and window.
+    return cached(ROLLUPS, f"fleet-{kind}:{start.isoformat()}:{end.isoformat()}", derive)

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "audit",
     "allocations",
     "billing",
+    "infra",
 ]
 
 MIDDLEWARE = [

@@ -10,7 +10,6 @@ from django.core.cache import cache
 
 from allocations.models import GpuModel, MigProfileDefinition, NodePool, SlaTier
 from allocations.placement import candidate_pools
-from allocations.reference_cache import VERSION_KEY
 from allocations.reference_data import catalog_from_db, tiers_by_slug
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +49,7 @@ def test_a_deleted_mig_profile_and_a_changed_tier_are_seen_at_once():
 
 def test_a_cleared_cache_rebuilds(django_assert_num_queries):
     catalog_from_db()
-    cache.delete(VERSION_KEY)
+    cache.clear()
 
     with django_assert_num_queries(2):  # the models and their MIG profiles, read again
         catalog_from_db()
@@ -59,7 +58,7 @@ def test_a_cleared_cache_rebuilds(django_assert_num_queries):
 def test_pools_and_prices_for_placement_are_read_once_and_seen_at_once_after_a_change(
     demo_org, django_assert_num_queries
 ):
-    # The recommendation path (issue #15): candidate pools and the price book's rates are kept per process too.
+    # The recommendation path: candidate pools and the price book's rates are kept per process too.
     from billing.costs.selectors import current_gpu_rates
     from tests.billing.cost_helpers import load_book
 
@@ -90,49 +89,3 @@ def test_a_price_book_takes_effect_on_its_date_without_a_write(demo_org):
     load_book({"H100-80GB": "9.00"}, effective_from=f"{today + timedelta(days=1):%Y-%m-%d}")
 
     assert current_gpu_rates() == {"H100-80GB": Decimal("2.00")}  # tomorrow's book is not in effect yet
-
-
-def test_a_web_request_reads_the_version_once_and_sees_its_own_changes():
-    from django.core.signals import request_finished, request_started
-    from django.db import close_old_connections
-
-    from allocations.reference_cache import reference_version
-
-    first = reference_version()
-    # The signals a request sends, without closing the test's database connection (as Django's test client does).
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    request_started.send(sender=None)
-    try:
-        assert reference_version() == first
-        cache.set(VERSION_KEY, "another-process-changed-it")
-        assert reference_version() == first  # one consistent version for the whole request
-        model = GpuModel.objects.get(name="T4")
-        model.list_hourly_price = Decimal("0.4343")
-        model.save()  # a change the request makes itself is seen at once
-        assert reference_version() not in (first, "another-process-changed-it")
-        assert catalog_from_db().get("T4").list_hourly_usd == Decimal("0.4343")
-    finally:
-        request_finished.send(sender=None)
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
-    cache.set(VERSION_KEY, "after-the-request")
-    assert reference_version() == "after-the-request"  # outside a request: read every time, as before
-
-
-def test_a_placement_outside_a_request_reads_the_version_once(demo_org):
-    # place() builds four kept values (pools, catalog, tiers, price book rates): from one version, read once, as a
-    # web request does; a Celery task or a benchmark placing outside a request used to read the cache four times.
-    from unittest import mock
-
-    from allocations.placement import place
-    from allocations.reference_cache import reference_version
-    from gpucore.decision import WorkloadProfile
-
-    profile = WorkloadProfile(workload_type="training", gpu_memory_gb=Decimal(40))
-    place(profile)  # built once
-    with mock.patch.object(cache, "get", wraps=cache.get) as reads:
-        assert place(profile).node_pool == demo_org.pool
-    assert [call.args[0] for call in reads.call_args_list].count(VERSION_KEY) == 1
-    cache.set(VERSION_KEY, "changed-after-the-placement")
-    assert reference_version() == "changed-after-the-placement"  # after it: read every time again

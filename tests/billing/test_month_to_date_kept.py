@@ -171,10 +171,11 @@ def test_a_pages_teams_read_their_tokens_in_one_round_trip_and_each_team_rebuild
         built.append(team_id)
         return build_month_curves(month=MONTH, teams=[teams[team_id]], share_idle=False)
 
+    first = teams_month_curves(team_ids=list(teams), month=MONTH, build=build)
     with mock.patch.object(cache, "get_many", wraps=cache.get_many) as get_many:
-        first = teams_month_curves(team_ids=list(teams), month=MONTH, build=build)
-    token_reads = [call.args[0] for call in get_many.call_args_list if any(":team:" in key for key in call.args[0])]
-    assert len(token_reads) == 1 and len(token_reads[0]) == 1 + len(teams)  # the pricing token and each team's
+        assert teams_month_curves(team_ids=list(teams), month=MONTH, build=build) == first
+    token_reads = [call.args[0] for call in get_many.call_args_list]
+    assert len(token_reads) == 1 and len(token_reads[0]) == 1 + len(teams)  # the prices' token and each team's
     assert list(first) == list(teams) and sorted(built) == sorted(teams)
     for team_id, curves in first.items():  # the very curves month_curves keeps for the team
         assert month_curves(team_id=team_id, month=MONTH, share_idle=False, build=lambda: None) is curves
@@ -190,5 +191,5 @@ def test_a_pages_teams_read_their_tokens_in_one_round_trip_and_each_team_rebuild
 
     with mock.patch.object(cache, "get_many", wraps=cache.get_many) as get_many:
         so_far = month_so_far(now=NOW, for_teams=list(teams.values()), share_idle=False)
-    assert sum(any(":team:" in key for key in call.args[0]) for call in get_many.call_args_list) == 1
+    assert sum(any("month-held:" in key for key in call.args[0]) for call in get_many.call_args_list) == 1
     assert set(so_far.teams) == {team.slug for team in teams.values()}

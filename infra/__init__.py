@@ -1,0 +1,1 @@
+"""Infrastructure shared by the apps (the reference cache), below every domain app."""
