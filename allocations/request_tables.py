@@ -19,8 +19,7 @@ from allocations.models import RequestStatus, WorkloadType
 
 # --- Links of list pages ----------------------------------------------------------------------------------------
 
-# Stand-ins reversed once per page; each row's link is then the same URL with its own id or slug (issue #15: a
-# ``{% url %}`` per row of a 25-row table cost as much as the table's query).
+# Stand-ins reversed once per page; each row's link is then the same URL with its own id or slug.
 _ID_STAND_IN = 987654321987
 _SLUG_STAND_IN = "url-stand-in-slug"
 
@@ -56,7 +55,7 @@ def _around(viewname: str, stand_in: object) -> tuple[str, str]:
 
 class _KeptTimeString:
     """One of ``timesince``'s unit texts (``"%(num)d day"``...) in one language, kept per count once translated:
-    translating two units a row was 70 % of what ``timesince`` cost, ~10 us of ~13 (issue #15)."""
+    translating the unit texts was most of what ``timesince`` cost."""
 
     def __init__(self, unit: str, language: str | None) -> None:
         self.unit, self.language, self.texts = unit, language, {}
@@ -96,7 +95,7 @@ def label_request_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]
     now = timezone.now()
     for row in rows:
         if "created_at" in row:
-            # Built here, not by the template's filters per row (~1 ms of a 25-row table: issue #15).
+            # Built here, not by the template's filters per row.
             created = row["created_at"]
             row["created_iso"] = timezone.localtime(created).isoformat() if created else ""
             row["created_ago"] = time_since(created, now) if created else ""
@@ -125,8 +124,7 @@ def _shared_cells(row: dict[str, object]) -> dict[str, str]:
 
 
 # One row of a home page request table, as templates/_home_requests.html printed it with a {% for %}: filled here,
-# every value escaped as {{ }} escapes it (the engine took ~3 ms for the home's two tables of 10). Change the markup
-# here, not in the template.
+# every value escaped as {{ }} escapes it. Change the markup here, not in the template.
 _HOME_REQUEST_ROW = (
     "\n    <tr>"
     "\n      <td>{id}</td>"
