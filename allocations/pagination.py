@@ -1,81 +1,53 @@
 """A page-number paginator whose count stops at a bound, shared by the API lists and the request pages.
 
-``COUNT(*)`` of every row a list matches grows with the table (the requests list was 10x slower at 100,000 requests
-than at 1,000, issue #15): the count stops at ``COUNT_LIMIT`` rows, or at the end of the page asked for when it lies
-deeper, so a list costs the same at any size and the last pages are still reachable.
+``COUNT(*)`` of every row a list matches grows with the table: the count stops at ``COUNT_LIMIT`` rows, or at the end
+of the page asked for when it lies deeper, so a list costs the same at any size and its last pages are still
+reachable.
 """
 
 from __future__ import annotations
 
-import abc
-import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from django.core.exceptions import EmptyResultSet
-from django.core.paginator import Paginator
-from django.db.models import QuerySet
-from django.db.models.expressions import RawSQL
+from django.core.paginator import Page, Paginator
+from django.db.models import IntegerField, QuerySet, Subquery
 from django.utils.functional import cached_property
-
-from allocations.compiled_reads import prepared_values
 
 # Rows counted at most for ``count``: beyond it ``count`` is this and ``count_exact`` false.
 COUNT_LIMIT = 1000
+# The deepest row a page may reach. No table holds that many rows, and a LIMIT or OFFSET past it would overflow the
+# 64-bit integers of the databases (SQLite refuses them before running the query).
+MAX_REACH = 2**62
+# The name the bounded count is read under, beside a page's rows.
+COUNTED = "bounded_count"
 
-RowReader = Callable[[QuerySet], QuerySet]
-# The column that carries the bounded count on each row of a page read with it.
-COUNTED = "_bounded_count"
-
-
-def bounded_count_sql(rows: QuerySet, upto: int) -> tuple[str, tuple[object, ...]]:
-    """SQL counting ``rows`` up to ``upto`` (``COUNT(*)`` over their first ``upto`` ids), with its parameters; raises
-    ``EmptyResultSet`` for a queryset that matches nothing by construction."""
-    bounded = rows.order_by()[:upto].values("pk")
-    sql, params = bounded.query.get_compiler(bounded.db).as_sql()
-    # Our own queryset's SQL, compiled by Django; every value in it is a bound parameter.
-    return f"SELECT COUNT(*) FROM ({sql}) AS bounded", tuple(params)  # noqa: S608
+RowReader = Callable[[QuerySet], Iterable[Any]]
 
 
-def with_bounded_count(page: QuerySet, rows: QuerySet, upto: int) -> QuerySet:
-    """``page`` (a ``values()`` slice of ``rows``) with ``COUNTED`` on each row: ``rows`` counted up to ``upto`` in
-    the same query, one round trip less, which on a loaded server is most of what a query costs (issue #15)."""
-    return page.annotate(**{COUNTED: RawSQL(*bounded_count_sql(rows, upto))})  # noqa: S611
+class BoundedCount(Subquery):
+    """``queryset[:upto].count()`` as an expression: the count of the queryset's first ``upto`` rows, read in the
+    same query as something else (a page of the queryset)."""
 
+    template = "(SELECT COUNT(*) FROM (%(subquery)s) AS bounded)"
 
-class RowSource(abc.ABC):
-    """Rows a paginator may read instead of a queryset's, by position, in their one order (a reader with its own SQL,
-    such as ``allocations.api.request_rows.VisibleRequestRows``)."""
-
-    @abc.abstractmethod
-    def count(self, upto: int) -> int:
-        """The rows, counted up to ``upto``."""
-
-    @abc.abstractmethod
-    def rows(self, start: int, stop: int) -> list[Any]:
-        """The rows from position ``start`` to ``stop`` (excluded)."""
-
-    @abc.abstractmethod
-    def rows_with_count(self, start: int, stop: int, upto: int) -> tuple[list[Any], int | None]:
-        """The rows from ``start`` to ``stop`` and the count up to ``upto``, in one read; None for the count when
-        there are no such rows."""
-
-    def after(self, key: int, size: int) -> list[Any]:
-        """At most ``size`` rows whose primary key is greater than ``key``, by ascending key: keyset paging, for the
-        sources that offer it (the requests API's)."""
-        raise NotImplementedError(f"{type(self).__name__} offers no keyset paging")
+    def __init__(self, queryset: QuerySet, upto: int) -> None:
+        super().__init__(queryset.order_by().values("pk")[:upto], output_field=IntegerField())
 
 
 class BoundedCountPaginator(Paginator):
     """Django's paginator counting at most ``COUNT_LIMIT`` rows, or up to the page asked for when it lies deeper.
 
-    ``read`` turns the page's slice of the queryset into its rows (``.values(...)``); with it, the page and its count
-    are read in one query. ``object_list`` may also be a ``RowSource``, which reads the page and its count in one
-    query its own way (``read`` is then not used).
+    With ``count_with_page``, a page and the count are read in one query (the count annotated on the page's rows); an
+    empty page leaves the count to its own query. ``read`` turns a page's slice of the queryset into the rows the page
+    holds (``.values(...)`` of the columns a list shows); the count is of the queryset itself.
     """
 
-    def __init__(self, object_list: QuerySet | RowSource, per_page: int, *, read: RowReader | None = None) -> None:
+    def __init__(
+        self, object_list: Any, per_page: int, *, count_with_page: bool = False, read: RowReader | None = None
+    ) -> None:
         super().__init__(object_list, per_page)
+        self.count_with_page = count_with_page and isinstance(object_list, QuerySet)
         self.read = read
         self.reach = 0  # rows up to the end of the page asked for
 
@@ -87,8 +59,6 @@ class BoundedCountPaginator(Paginator):
     @cached_property
     def count(self) -> int:
         """The rows, counted up to one beyond ``limit`` (then there are more pages than the limit's)."""
-        if isinstance(self.object_list, RowSource):
-            return self.object_list.count(self.limit + 1)
         if not isinstance(self.object_list, QuerySet):
             return len(self.object_list)
         return self.object_list.order_by()[: self.limit + 1].count()
@@ -98,55 +68,45 @@ class BoundedCountPaginator(Paginator):
         """Whether ``count`` is every row (else there are more than ``limit``)."""
         return self.count <= self.limit
 
-    def get_page(self, number: Any) -> Any:
+    def _asked(self, number: Any) -> int | None:
+        """The page number asked for, as an integer (None for anything else), and the reach it sets."""
+        try:
+            asked = int(number)
+        except (TypeError, ValueError):
+            return None
+        self.reach = min(max(asked, 0) * self.per_page, MAX_REACH)
+        return asked
+
+    def get_page(self, number: Any) -> Page:
         """Django's forgiving ``get_page`` (a bad number is page 1, one past the end the last page), with the reach
         set before the count is read, so a page deeper than ``COUNT_LIMIT`` is counted to its end."""
-        with contextlib.suppress(TypeError, ValueError):
-            self.reach = int(number) * self.per_page
+        self._asked(number)
         return super().get_page(number)
 
-    def page(self, number: Any) -> Any:
-        self.rows = None
-        with contextlib.suppress(TypeError, ValueError):  # validate_number refuses it
-            asked = int(number)
-            self.reach = asked * self.per_page
-            if asked >= 1 and "count" not in self.__dict__:
-                if isinstance(self.object_list, RowSource):
-                    start = (asked - 1) * self.per_page
-                    rows, count = self.object_list.rows_with_count(start, start + self.per_page, self.limit + 1)
-                    if rows:
-                        self.__dict__["count"], self.rows = count, rows
-                elif self.read is not None:
-                    self._read_with_count(asked)
-        if isinstance(self.object_list, RowSource):
-            # Django's page(), reading the rows from the source (it would slice the object list).
-            number = self.validate_number(number)
-            start = (number - 1) * self.per_page
-            stop = start + self.per_page
-            if stop + self.orphans >= self.count:
-                stop = self.count
-            if self.rows is None:
-                self.rows = self.object_list.rows(start, stop)
-            return self._get_page(self.rows, number, self)
+    def page(self, number: Any) -> Page:
+        asked = self._asked(number)
+        if asked is not None and self.count_with_page and "count" not in self.__dict__:
+            rows = self._rows_with_count(asked)
+            if rows:
+                return self._get_page(rows, self.validate_number(asked), self)
         return super().page(number)
 
-    def _read_with_count(self, number: int) -> None:
-        """Read the page's rows and the bounded count in one query: one round trip less, which on a loaded server
-        is most of what a query costs (issue #15). An empty page leaves the count to its own query."""
+    def _rows_with_count(self, number: int) -> list[Any]:
+        """The rows of page ``number`` with the bounded count read beside them (kept as ``count``); none for a page
+        that cannot exist or lies past the end."""
         start = (number - 1) * self.per_page
-        page = self.read(self.object_list[start : start + self.per_page])
-        try:
-            counted = with_bounded_count(page, self.object_list, self.limit + 1)
-        except EmptyResultSet:  # a queryset that matches nothing by construction (none()): no query at all
-            self.__dict__["count"] = 0
-            return
-        rows = prepared_values(counted)
+        if number < 1 or start >= MAX_REACH:
+            return []
+        window = self.object_list[start : start + self.per_page]
+        if self.read is not None:
+            window = self.read(window)
+        rows = list(window.annotate(**{COUNTED: BoundedCount(self.object_list, self.limit + 1)}))
         if rows:
-            self.__dict__["count"] = rows[0][COUNTED]
-            self.rows = rows
+            first = rows[0]
+            self.count = first[COUNTED] if isinstance(first, dict) else getattr(first, COUNTED)
+        return rows
 
-    def _get_page(self, object_list: Any, number: int, paginator: Paginator) -> Any:
-        if self.rows is not None:
-            return super()._get_page(self.rows, number, paginator)
-        rows = object_list if self.read is None else prepared_values(self.read(object_list))
-        return super()._get_page(rows, number, paginator)
+    def _get_page(self, object_list: Any, number: int, paginator: Paginator) -> Page:
+        if self.read is not None and isinstance(object_list, QuerySet):
+            object_list = list(self.read(object_list))
+        return super()._get_page(object_list, number, paginator)

@@ -1,11 +1,12 @@
-"""The request tables of the pages: rows read with ``values()`` labelled with their links and display texts (the
-home and the request list), the my-requests rows as HTML, and the request list's sortable columns."""
+"""What the home page and the approval queue still print from Python: request rows read with ``values()``
+labelled with their links and display texts, and the home's request rows as HTML. The request list renders its
+rows with its template."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone, translation
@@ -18,8 +19,7 @@ from allocations.models import RequestStatus, WorkloadType
 
 # --- Links of list pages ----------------------------------------------------------------------------------------
 
-# Stand-ins reversed once per page; each row's link is then the same URL with its own id or slug (issue #15: a
-# ``{% url %}`` per row of a 25-row table cost as much as the table's query).
+# Stand-ins reversed once per page; each row's link is then the same URL with its own id or slug.
 _ID_STAND_IN = 987654321987
 _SLUG_STAND_IN = "url-stand-in-slug"
 
@@ -55,7 +55,7 @@ def _around(viewname: str, stand_in: object) -> tuple[str, str]:
 
 class _KeptTimeString:
     """One of ``timesince``'s unit texts (``"%(num)d day"``...) in one language, kept per count once translated:
-    translating two units a row was 70 % of what ``timesince`` cost, ~10 us of ~13 (issue #15)."""
+    translating the unit texts was most of what ``timesince`` cost."""
 
     def __init__(self, unit: str, language: str | None) -> None:
         self.unit, self.language, self.texts = unit, language, {}
@@ -95,7 +95,7 @@ def label_request_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]
     now = timezone.now()
     for row in rows:
         if "created_at" in row:
-            # Built here, not by the template's filters per row (~1 ms of a 25-row table: issue #15).
+            # Built here, not by the template's filters per row.
             created = row["created_at"]
             row["created_iso"] = timezone.localtime(created).isoformat() if created else ""
             row["created_ago"] = time_since(created, now) if created else ""
@@ -107,41 +107,8 @@ def label_request_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]
     return rows
 
 
-# One row of the my-requests table, as templates/allocations/request_list.html printed it with a {% for %} over the
-# page: filled here, every value escaped as {{ }} escapes it (the engine's twelve variables and two tags per row cost
-# ~0.75 ms of a 25-row page: issue #15). Change the markup here, not in the template.
-_REQUEST_LIST_ROW = (
-    "\n      <tr>"
-    "\n        <td>{id}</td>"
-    '\n        <td><a href="{url}">{name}</a></td>'
-    '\n        <td><a href="{team_url}">{team}</a></td>'
-    "\n        <td>{requester}</td>"
-    "\n        <td>{workload}</td>"
-    "\n        <td>{allocation}</td>"
-    "\n        <td>{tier}</td>"
-    '\n        <td><span class="status status-{status}">{status_label}</span></td>'
-    '\n        <td title="{created_iso}">{created_ago} ago</td>'
-    "\n      </tr>\n    "
-)
-
-
-def request_list_rows_html(rows: list[dict[str, object]]) -> SafeString:
-    """The my-requests table's body rows as HTML, from rows of ``label_request_rows`` with the list's columns."""
-    return mark_safe(  # noqa: S308 - every value is escaped
-        "".join(
-            _REQUEST_LIST_ROW.format(
-                **_shared_cells(row),
-                team_url=escaped(row["team_url"]),
-                requester=escaped(row["requester__username"]),
-                tier=escaped(row["sla_tier__name"]) if row["sla_tier__name"] else "—",
-            )
-            for row in rows
-        )
-    )
-
-
 def _shared_cells(row: dict[str, object]) -> dict[str, str]:
-    """The cells the request list's and the home's tables both print, escaped as ``{{ }}`` escapes them."""
+    """The cells the home's tables print, escaped as ``{{ }}`` escapes them."""
     return {
         "id": escaped(row["id"]),
         "url": escaped(row["url"]),
@@ -157,8 +124,7 @@ def _shared_cells(row: dict[str, object]) -> dict[str, str]:
 
 
 # One row of a home page request table, as templates/_home_requests.html printed it with a {% for %}: filled here,
-# every value escaped as {{ }} escapes it (the engine took ~3 ms for the home's two tables of 10). Change the markup
-# here, not in the template.
+# every value escaped as {{ }} escapes it. Change the markup here, not in the template.
 _HOME_REQUEST_ROW = (
     "\n    <tr>"
     "\n      <td>{id}</td>"
@@ -177,79 +143,8 @@ def home_request_rows_html(rows: list[dict[str, object]]) -> SafeString:
     return mark_safe("".join(_HOME_REQUEST_ROW.format(**_shared_cells(row)) for row in rows))  # noqa: S308 - escaped
 
 
-# An option of the request list's status, team and tier filters, as templates/allocations/request_list.html printed
-# each with a {% for %} (the engine's loops were about 0.2 ms of a 7 ms page; issue #15). Change the markup here, not
-# in the template.
-_FILTER_OPTION = '\n        <option value="{value}" {selected}>{label}</option>\n        '
-
-
-def filter_options_html(options: Iterable[tuple[object, object]], *, selected: Callable[[object], bool]) -> SafeString:
-    """A filter's ``<option>``s from (value, label) pairs, ``selected`` where ``selected(value)`` says so."""
-    return mark_safe(  # noqa: S308 - escaped
-        "".join(
-            _FILTER_OPTION.format(
-                value=escaped(value), selected="selected" if selected(value) else "", label=escaped(label)
-            )
-            for value, label in options
-        )
-    )
-
-
 def _allocation_html(row: dict[str, object]) -> str:
     # The allocation cell: the resource and its units, or a dash when the request names no resource.
     if not row["resource_name"]:
         return '<span class="muted">—</span>'
     return f"<code>{escaped(row['resource_name'])}</code> \N{MULTIPLICATION SIGN} {escaped(row['resource_units'])}"
-
-
-# The request list's sortable columns, ``?sort=<key>`` or ``?sort=-<key>``: an allow-list of keys mapped to
-# fields (the URL never names a field), each ending on the id so pages do not shuffle rows that tie.
-REQUEST_LIST_SORTS: dict[str, tuple[str, ...]] = {
-    "id": ("id",),
-    "name": ("name", "id"),
-    "team": ("team__name", "id"),
-    "requester": ("requester__username", "id"),
-    "workload": ("workload_type", "id"),
-    "tier": ("sla_tier__name", "id"),
-    "status": ("status", "id"),
-    "created": ("created_at", "id"),
-}
-REQUEST_LIST_DEFAULT_SORT = "-created"
-REQUEST_LIST_COLUMNS: list[tuple[str, str | None]] = [
-    ("#", "id"),
-    ("Name", "name"),
-    ("Team", "team"),
-    ("Requester", "requester"),
-    ("Workload", "workload"),
-    ("Allocation", None),
-    ("Tier", "tier"),
-    ("Status", "status"),
-    ("Created", "created"),
-]
-
-
-def request_list_ordering(sort: str) -> list[str]:
-    """The ``order_by`` fields of a ``?sort=`` value; ValueError naming the allowed keys for any other value."""
-    key = sort.removeprefix("-")
-    if key not in REQUEST_LIST_SORTS:
-        raise ValueError(f"sort: Sort by one of {', '.join(REQUEST_LIST_SORTS)} (with a leading - for descending).")
-    direction = "-" if sort.startswith("-") else ""
-    return [direction + field for field in REQUEST_LIST_SORTS[key]]
-
-
-def request_list_columns(*, sort: str, query: list[tuple[str, str]]) -> list[dict[str, str | None]]:
-    """The list's header cells: label, the link that sorts by the column (flipping it when it is the current one)
-    with the other filters kept (``query``: the URL's name/value pairs), and ``aria-sort`` for the current column."""
-    columns: list[dict[str, str | None]] = []
-    for label, key in REQUEST_LIST_COLUMNS:
-        if key is None:
-            columns.append({"label": label, "href": None, "aria_sort": None})
-            continue
-        current = sort.removeprefix("-") == key
-        descending = sort.startswith("-")
-        next_sort = (key if descending else f"-{key}") if current else key
-        aria_sort = ("descending" if descending else "ascending") if current else None
-        kept = [(name, value) for name, value in query if name not in ("sort", "page")]
-        href = "?" + urlencode([*kept, ("sort", next_sort)])
-        columns.append({"label": label, "href": href, "aria_sort": aria_sort})
-    return columns

@@ -3,16 +3,13 @@ status refresh and manifests download, and the requester's actions (cancel, rele
 
 from __future__ import annotations
 
-import functools
 import uuid
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
-from typing import Any
+from collections.abc import Callable
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -26,7 +23,12 @@ from allocations.models import GpuRequest, RequestStatus
 from allocations.pagination import BoundedCountPaginator
 from allocations.placement import place
 from allocations.reference_data import tiers_by_slug
-from allocations.request_list_rows import UnfilteredRequestRows, request_table_rows
+from allocations.request_list import (
+    REQUEST_LIST_DEFAULT_SORT,
+    request_list_columns,
+    request_list_ordering,
+    request_list_requests,
+)
 from allocations.request_pages import (
     gpu_request_actions,
     gpu_request_clone_initial,
@@ -34,15 +36,7 @@ from allocations.request_pages import (
     gpu_request_live_status,
     gpu_request_manifests_yaml,
 )
-from allocations.request_tables import (
-    REQUEST_LIST_DEFAULT_SORT,
-    filter_options_html,
-    label_request_rows,
-    request_list_columns,
-    request_list_ordering,
-    request_list_rows_html,
-)
-from allocations.selectors import gpu_requests_visible_to, teams_of, teams_visible_to, user_is_approver, visible_teams
+from allocations.selectors import teams_of, teams_visible_to, user_is_approver
 from allocations.services import (
     form_submission_claim,
     form_submission_done,
@@ -148,16 +142,9 @@ def _initial_from_query(request: HttpRequest) -> dict[str, str]:
     return {"team": team} if team else {}
 
 
-@functools.cache
-def _unfiltered_choices() -> Mapping[str, Any]:
-    """The filter form's values when no filter is asked (``form[name].value()`` of an empty query), once a process."""
-    form = GpuRequestFilterSet(QueryDict(), queryset=GpuRequest.objects.none()).form
-    return MappingProxyType({name: form[name].value() for name in form.fields})
-
-
 @login_required
 def request_list(request: HttpRequest) -> HttpResponse:
-    """The requests of the user's teams (all teams for approvers), filtered, searched and paginated."""
+    """The requests of the user's teams (all teams for approvers), filtered, searched, sorted and paginated."""
     user = request.user
     mine = request.GET.get("mine") == "1"
     sort = request.GET.get("sort") or REQUEST_LIST_DEFAULT_SORT
@@ -165,33 +152,19 @@ def request_list(request: HttpRequest) -> HttpResponse:
         ordering = request_list_ordering(sort)
     except ValueError as exc:
         raise BadRequest(str(exc)) from exc
-    if any(name in request.GET for name in GpuRequestFilterSet.base_filters):
-        queryset = gpu_requests_visible_to(user=user).select_related(None)
-        if mine:
-            queryset = queryset.filter(requester=user)
-        filterset = GpuRequestFilterSet(request.GET, queryset=queryset)
-        filterset.filters["team"].queryset = teams_visible_to(user)
-        valid = filterset.is_valid()
-        chosen = {name: filterset.form[name].value() for name in filterset.form.fields}
-        filter_errors = filterset.errors
-        # Invalid filters list nothing (and an empty queryset has no SQL to read rows with).
-        rows: Any = filterset.qs.order_by(*ordering) if valid else queryset.none()
-    else:
-        # No filter or search: no FilterSet to build, and the rows read by SQL compiled once (issue #15).
-        valid, chosen, filter_errors = True, _unfiltered_choices(), {}
-        rows = UnfilteredRequestRows(user=user, mine=mine, ordering=ordering)
-    page = BoundedCountPaginator(rows, PAGE_SIZE, read=request_table_rows if valid else None).get_page(
-        request.GET.get("page")
-    )
-    if valid:
-        label_request_rows(page.object_list)
+    requests = request_list_requests(user=user, mine=mine)
+    teams = teams_visible_to(user).only("slug", "name")
+    filterset = GpuRequestFilterSet(request.GET, queryset=requests)
+    filterset.filters["team"].queryset = teams
+    valid = filterset.is_valid()
+    # Invalid filters list nothing.
+    rows = filterset.qs.order_by(*ordering) if valid else requests.none()
+    page = BoundedCountPaginator(rows, PAGE_SIZE, count_with_page=True).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
-    # The teams of the filter, read through compiled SQL (the filter's own queryset checks a chosen one).
-    team_options = visible_teams(user)
     context = {
-        "chosen": chosen,
-        "filter_errors": filter_errors,
+        "chosen": {name: filterset.form[name].value() for name in filterset.form.fields},
+        "filter_errors": filterset.errors,
         "page": page,
         "mine": mine,
         "filtered": any(value for key, value in request.GET.items() if key not in ("page", "sort")),
@@ -199,21 +172,11 @@ def request_list(request: HttpRequest) -> HttpResponse:
         "columns": request_list_columns(
             sort=sort, query=[(name, value) for name, values in query.lists() for value in values]
         ),
-        # The filters' options as HTML, built in one pass each (allocations.request_tables.filter_options_html).
-        "status_options_html": filter_options_html(
-            RequestStatus.choices, selected=lambda value: value in (chosen.get("status") or ())
-        ),
-        "team_options_html": filter_options_html(
-            ((team.slug, team.name) for team in team_options), selected=lambda slug: chosen.get("team") == slug
-        ),
-        # The SLA tiers of the filter, from the reference data kept per process: not a query per page.
-        "tier_options_html": filter_options_html(
-            ((tier.slug, tier.name) for tier in tiers_by_slug().values()),
-            selected=lambda slug: chosen.get("sla_tier") == slug,
-        ),
-        # The table's rows as HTML, built in one pass (allocations.request_tables.request_list_rows_html).
-        "rows_html": request_list_rows_html(page.object_list) if valid else "",
-        # Read only when the list is empty (the template's last branches): not a query on every page.
+        "status_options": RequestStatus.choices,
+        "team_options": teams,
+        # The SLA tiers of the filter, from the reference data kept per process.
+        "tier_options": [(tier.slug, tier.name) for tier in tiers_by_slug().values()],
+        # Read only when the list is empty (the template's last branches).
         "has_teams": lambda: teams_of(user).exists() or user_is_approver(user),
     }
     return render(request, "allocations/request_list.html", context)

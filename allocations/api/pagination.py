@@ -1,9 +1,9 @@
 """Pagination of the API lists: page numbers with a bounded page size and a bounded count, and a keyset mode.
 
 ``count`` stops at ``COUNT_LIMIT`` rows (``allocations.pagination``; more when the page asked for lies beyond them)
-and says so with ``count_exact``. A notebook that pages through every request with ``?page=N`` makes
-the database skip ever more rows; ``?after=<id>`` instead answers the rows with a larger id, oldest first, with no
-count and no offset, so each page costs the same however deep it is (issue #15).
+and says so with ``count_exact``. A notebook that pages through every request with ``?page=N`` makes the database
+skip ever more rows; ``?after=<id>`` instead answers the rows with a larger id, oldest first, with no count and no
+offset, so each page costs the same however deep it is.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from rest_framework import exceptions
 from rest_framework.pagination import PageNumberPagination
@@ -18,28 +19,29 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from allocations.pagination import COUNT_LIMIT, BoundedCountPaginator, RowSource
+from allocations.pagination import COUNT_LIMIT, BoundedCountPaginator
 
 MAX_PAGE_SIZE = 200
 
 
 class BoundedPageNumberPagination(PageNumberPagination):
     """``?page=`` with the default size of 25, ``?page_size=`` up to ``MAX_PAGE_SIZE`` (larger is clamped), and a
-    bounded ``count`` with ``count_exact``.
+    bounded ``count`` with ``count_exact``. With ``count_with_page``, a page and its count are one query.
 
-    A view with a ``read_page`` method (a queryset slice in, its rows out) reads each page through it; a
-    ``RowSource`` in place of the queryset reads its own.
+    A view with a ``read_page`` method (a queryset slice in, its rows out: ``.values()`` of what the list shows) has
+    each page read through it.
     """
 
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
+    count_with_page = False
 
-    def paginate_queryset(
-        self, queryset: QuerySet | RowSource, request: Request, view: Any = None
-    ) -> Sequence[Any] | None:
-        read = getattr(view, "read_page", None)
-        self.django_paginator_class = lambda rows, size: BoundedCountPaginator(rows, size, read=read)
+    def paginate_queryset(self, queryset: QuerySet, request: Request, view: Any = None) -> Sequence[Any] | None:
+        self.read = getattr(view, "read_page", None)
         return super().paginate_queryset(queryset, request, view)
+
+    def django_paginator_class(self, object_list: Any, per_page: int) -> BoundedCountPaginator:
+        return BoundedCountPaginator(object_list, per_page, count_with_page=self.count_with_page, read=self.read)
 
     def get_paginated_response(self, data: Any) -> Response:
         paginator = self.page.paginator
@@ -67,35 +69,38 @@ class BoundedPageNumberPagination(PageNumberPagination):
 
 
 class KeysetPageNumberPagination(BoundedPageNumberPagination):
-    """Page numbers as above, or with ``?after=<id>`` the next rows by ascending id and ``count`` null."""
+    """Page numbers as above (each page and its count in one query), or with ``?after=<id>`` the next rows by
+    ascending id and ``count`` null."""
 
     after_query_param = "after"
+    count_with_page = True
 
-    def paginate_queryset(
-        self, queryset: QuerySet | RowSource, request: Request, view: Any = None
-    ) -> Sequence[Any] | None:
+    def paginate_queryset(self, queryset: QuerySet, request: Request, view: Any = None) -> Sequence[Any] | None:
         raw = request.query_params.get(self.after_query_param)
         self.keyset = raw is not None
         if not self.keyset:
             return super().paginate_queryset(queryset, request, view)
-        try:
-            after = int(raw)
-        except ValueError:
-            raise exceptions.ValidationError(
-                {self.after_query_param: ["A whole number (the last id you read)."]}
-            ) from None
+        after = self._after(raw, queryset)
         size = self.get_page_size(request) or self.page_size
         self.request = request
         # One more row than asked tells whether a next page exists without counting.
-        if isinstance(queryset, RowSource):
-            rows = queryset.after(after, size + 1)
-        else:
-            window = queryset.filter(pk__gt=after).order_by("pk")[: size + 1]
-            read = getattr(view, "read_page", None)
-            rows = list(window if read is None else read(window))
+        window = queryset.filter(pk__gt=after).order_by("pk")[: size + 1]
+        read = getattr(view, "read_page", None)
+        rows = list(window if read is None else read(window))
         self.has_next_keyset = len(rows) > size
         self.keyset_rows = rows[:size]
         return self.keyset_rows
+
+    def _after(self, raw: str, queryset: QuerySet) -> int:
+        """``?after=`` as an id the table's primary key can hold; a 400 naming the parameter for anything else."""
+        try:
+            after = int(raw)
+            queryset.model._meta.pk.run_validators(after)
+        except (ValueError, DjangoValidationError):
+            raise exceptions.ValidationError(
+                {self.after_query_param: ["A whole number (the last id you read)."]}
+            ) from None
+        return after
 
     def get_paginated_response(self, data: Any) -> Response:
         if not getattr(self, "keyset", False):

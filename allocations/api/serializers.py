@@ -54,7 +54,7 @@ class _SharedQuerysetSlugField(serializers.SlugRelatedField):
     """A ``SlugRelatedField`` whose copies share its queryset instead of deep-copying it.
 
     DRF deep-copies every declared field for each serializer instance, and a ``QuerySet``'s deep copy clones its
-    query: most of what binding the recommendation's ``cluster`` field cost (issue #15). Sharing is safe because DRF
+    query: most of what binding the recommendation's ``cluster`` field cost. Sharing is safe because DRF
     never evaluates the declared queryset itself: ``get_queryset()`` answers ``queryset.all()``, a fresh clone.
     """
 
@@ -107,8 +107,8 @@ class ProfileInputSerializer(serializers.Serializer):
     )
 
     def get_fields(self) -> dict[str, serializers.Field]:
-        # DRF deep-copies every declared field for every instance, which cost more than the recommendation itself
-        # (issue #15). The profile fields only document the schema (to_internal_value hands them to the core, never
+        # DRF deep-copies every declared field for every instance, which cost more than the recommendation itself.
+        # The profile fields only document the schema (to_internal_value hands them to the core, never
         # runs them), so a shallow copy to bind is enough; the others (cluster, team, ...) are copied as DRF does.
         return {
             name: copy.copy(field) if name in _PROFILE_FIELD_NAMES else copy.deepcopy(field)
@@ -119,7 +119,7 @@ class ProfileInputSerializer(serializers.Serializer):
         """The declared fields DRF validates (cluster, team...), bound on their own.
 
         Validating never needs the profile's eleven fields, and binding them (``self.fields``) was a fifth of the
-        recommendation endpoint's view (issue #15); they are bound when the schema or the browsable API's form reads
+        recommendation endpoint's view; they are bound when the schema or the browsable API's form reads
         ``fields``.
         """
         fields = BindingDict(self)

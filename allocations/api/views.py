@@ -34,7 +34,7 @@ from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.api.pagination import COUNT_LIMIT, KeysetPageNumberPagination
 from allocations.api.renderers import KubernetesYamlRenderer
-from allocations.api.request_rows import VisibleRequestRows, gpu_request_rows, gpu_request_values
+from allocations.api.request_values import gpu_request_values, serialize_gpu_requests
 from allocations.filtersets import GpuRequestFilterSet
 from allocations.models import GpuRequest
 from allocations.placement import place
@@ -126,7 +126,7 @@ class RecommendationViewSet(ServiceApiMixin, viewsets.GenericViewSet):
         serializer.is_valid(raise_exception=True)
         placement = place(serializer.validated_data["profile"], cluster=serializer.validated_data.get("cluster"))
         # The spec is already the documented JSON (Recommendation.to_dict); RecommendationSerializer documents it,
-        # and running it over ~8 nested alternatives cost more than the recommendation itself (issue #15).
+        # and running it over the nested alternatives cost more than the recommendation itself.
         return Response(placement.spec)
 
 
@@ -157,29 +157,6 @@ _FIELD_SELECTION = [
 ]
 
 
-class FiltersWhenAskedBackend(DjangoFilterBackend):
-    """django-filter, skipped when the query names none of the filters: validating an empty form was ~10 % of a
-    detail call (issue #15)."""
-
-    def filter_queryset(self, request: Request, queryset: QuerySet, view: Any) -> QuerySet:
-        filterset_class = self.get_filterset_class(view, queryset)
-        if filterset_class is not None and not asks_for_filters(request, filterset_class):
-            return queryset
-        return super().filter_queryset(request, queryset, view)
-
-
-def asks_for_filters(request: Request, filterset_class: type) -> bool:
-    """Whether the query names one of the filterset's filters."""
-    # A filter reads its name, or its name and a suffix (range widgets: ``created_min``, ``created_max``).
-    names = tuple(filterset_class.base_filters)
-    prefixes = tuple(f"{name}_" for name in names)
-    return any(param in names or param.startswith(prefixes) for param in request.query_params)
-
-
-# The filter backends of GpuRequestViewSet that a query with no filter, search or ordering leaves idle.
-_PLAIN_BACKENDS = (FiltersWhenAskedBackend, SearchFilter, OrderingFilter)
-
-
 @extend_schema_view(
     list=extend_schema(
         summary="List the requests you may see",
@@ -203,7 +180,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
     """GPU requests: list, read, submit, and the lifecycle actions (approve, reject, cancel, release)."""
 
     serializer_class = api.GpuRequestSerializer
-    filter_backends = list(_PLAIN_BACKENDS)
+    filter_backends = [DjangoFilterBackend, SearchFilter, OrderingFilter]
     filterset_class = GpuRequestFilterSet
     lookup_value_regex = r"[^/]+"  # "0.5" or "x" is a JSON 404 from get_object, not Django's HTML 404
     search_fields = ["name", "purpose", "team__slug", "requester__username"]
@@ -213,50 +190,27 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
     pagination_class = KeysetPageNumberPagination
 
     def get_queryset(self) -> QuerySet[GpuRequest]:
-        # VisibleRequestRows (_plain_rows) reads the same scope from gpu_request_scope.
         return gpu_requests_visible_to(user=self.request.user)
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """A page of the visible requests, each with the fields asked for (all by default)."""
-        source = self._plain_rows()
-        if source is not None and self.paginator is not None:
-            return self.get_paginated_response(gpu_request_rows(self.paginate_queryset(source), source.fields))
         queryset = self.filter_queryset(self.get_queryset())
-        rows = self.paginate_queryset(queryset)
-        if rows is None:
-            return Response(gpu_request_rows(self.read_page(queryset), self._answered_fields()))
-        return self.get_paginated_response(gpu_request_rows(rows, self._answered_fields()))
+        page = self.paginate_queryset(queryset)
+        if page is None:  # a view with no pagination
+            return Response(serialize_gpu_requests(self.read_page(queryset), self._answered_fields()))
+        return self.get_paginated_response(serialize_gpu_requests(page, self._answered_fields()))
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """One visible request (404 for others), with the fields asked for (all by default)."""
-        key = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
-        source = self._plain_rows()
-        if source is not None:
-            row = source.get(key)
-        else:
-            row = get_object_or_404(self.read_page(self.filter_queryset(self.get_queryset())), pk=key)
+        rows = self.read_page(self.filter_queryset(self.get_queryset()))
+        lookup_url_kwarg = self.lookup_url_kwarg or self.lookup_field
+        row = get_object_or_404(rows, **{self.lookup_field: self.kwargs[lookup_url_kwarg]})
         self.check_object_permissions(request, row)
-        return Response(gpu_request_rows([row], self._answered_fields())[0])
-
-    def _plain_rows(self) -> VisibleRequestRows | None:
-        """With no filter, search or ordering in the query (what notebooks poll), the visible requests' rows read
-        with SQL compiled once per process (``VisibleRequestRows``); None otherwise, for the querysets' path, which
-        answers the same."""
-        # Only with the filters it knows to be idle: another backend (or a narrower get_queryset) must not be skipped.
-        own_scope = type(self).get_queryset is GpuRequestViewSet.get_queryset
-        if tuple(self.filter_backends) != _PLAIN_BACKENDS or not own_scope:
-            return None
-        params = self.request.query_params
-        if SearchFilter.search_param in params or OrderingFilter.ordering_param in params:
-            return None
-        if asks_for_filters(self.request, self.filterset_class):
-            return None
-        source = VisibleRequestRows(user=self.request.user, fields=self._answered_fields(), ordering=self.ordering)
-        return None if source.scope == "none" else source
+        return Response(serialize_gpu_requests([row], self._answered_fields())[0])
 
     def read_page(self, queryset: QuerySet[GpuRequest]) -> QuerySet:
-        """The rows of a page (the pagination calls it on the page's slice) or of the detail: the columns the answer
-        shows, as dicts (``gpu_request_values``)."""
+        """The rows of a page (the pagination calls it on the page's slice) or of the detail: the columns of the
+        fields answered, as dicts."""
         return gpu_request_values(queryset, self._answered_fields())
 
     def _answered_fields(self) -> list[str]:

@@ -152,7 +152,7 @@ def test_list_shows_the_users_teams_only(demo_org: DemoOrg) -> None:
     mine = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name="vision-job")
     GpuRequestFactory(team=demo_org.other_team, requester=demo_org.outsider, name="nlp-job")
     response = client_for(demo_org.member).get(reverse("allocations:request-list"))
-    assert [r["id"] for r in response.context["page"].object_list] == [mine.pk]
+    assert [r.pk for r in response.context["page"].object_list] == [mine.pk]
     assert "nlp-job" not in response.content.decode()
 
 
@@ -171,11 +171,11 @@ def test_list_filters_searches_and_restricts_team_choices(demo_org: DemoOrg) -> 
     GpuRequestFactory(team=demo_org.team, requester=demo_org.team_lead, name="beta", purpose="Serve it.")
     client = client_for(demo_org.member)
     by_status = client.get(reverse("allocations:request-list"), {"status": "active"})
-    assert [r["name"] for r in by_status.context["page"].object_list] == ["alpha"]
+    assert [r.name for r in by_status.context["page"].object_list] == ["alpha"]
     by_name = client.get(reverse("allocations:request-list"), {"q": "BET"})
-    assert [r["name"] for r in by_name.context["page"].object_list] == ["beta"]
+    assert [r.name for r in by_name.context["page"].object_list] == ["beta"]
     mine = client.get(reverse("allocations:request-list"), {"mine": "1"})
-    assert [r["name"] for r in mine.context["page"].object_list] == ["alpha"]
+    assert [r.name for r in mine.context["page"].object_list] == ["alpha"]
     other_team = client.get(reverse("allocations:request-list"), {"team": "nlp"})
     assert list(other_team.context["filter_errors"]) == ["team"]  # another team's slug is no choice of this user's
     assert other_team.context["page"].paginator.count == 0
