@@ -87,17 +87,22 @@ def hammer(
     total: int,
     threads: int,
     timeout: float = 120.0,
+    seconds: float | None = None,
 ) -> dict[str, object]:
-    """``total`` requests over ``threads`` kept-alive connections: p50/p99 latency, throughput and the statuses."""
+    """``total`` requests over ``threads`` kept-alive connections (each thread stops early once ``seconds`` have
+    passed, after one request at least): p50/p99 latency, throughput and the statuses."""
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     lock = threading.Lock()
     per_thread = max(1, total // threads)
+    deadline = time.perf_counter() + seconds if seconds is not None else None
 
     def run() -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
         local, codes = [], {}
         for _ in range(per_thread):
+            if deadline is not None and local and time.perf_counter() > deadline:
+                break
             start = time.perf_counter()
             try:
                 conn.request(method, path, body=body, headers=headers)

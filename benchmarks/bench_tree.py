@@ -12,6 +12,7 @@ the test client), so that the baseline's database is seeded by the baseline's ow
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -84,17 +85,20 @@ def session_cookie(username: str) -> str:
 def main() -> None:
     mode, tree, *rest = sys.argv[1:]
     setup(tree)
-    if mode == "seed":
-        print(json.dumps(seed(int(rest[0]) if rest else 5000)))
-    elif mode == "migrate":
-        from django.core.management import call_command
+    answer: object = None
+    with contextlib.redirect_stdout(sys.stderr):  # what the commands print is not the answer
+        if mode == "seed":
+            answer = seed(int(rest[0]) if rest else 5000)
+        elif mode == "migrate":
+            from django.core.management import call_command
 
-        call_command("migrate", verbosity=0)
-        vacuum_analyze()
-    elif mode == "sessions":
-        print(json.dumps({username: session_cookie(username) for username in rest}))
-    else:
-        sys.exit(f"unknown mode {mode!r}")
+            call_command("migrate", verbosity=0)
+            vacuum_analyze()
+        elif mode == "sessions":
+            answer = {username: session_cookie(username) for username in rest}
+        else:
+            sys.exit(f"unknown mode {mode!r}")
+    print(json.dumps(answer))
 
 
 if __name__ == "__main__":

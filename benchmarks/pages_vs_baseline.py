@@ -44,6 +44,7 @@ API_OVER_NOOP_TARGET = Target(AT_LEAST, 0.5)
 PROFILE = {"workload_type": "realtime_inference", "gpu_memory_gb": 8, "sla_tier": "tier2_batch"}
 API = "/api/v1/requests/"
 RECOMMEND = "POST /api/v1/recommendations/"
+MIN_REQUESTS = 20  # per measurement, however slow the page
 NOOP = "POST /bench/drf-floor (no-op DRF view)"
 USERS = {"member": "alice", "lead": "dave", "approver": "carol", "finance": "finance"}
 
@@ -106,7 +107,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="repetitions; ratios are printed as min/median/max")
     parser.add_argument("--requests", type=int, default=800, help="requests per API endpoint, per tree and run")
     parser.add_argument("--page-requests", type=int, default=400, help="requests per HTML page, per tree and run")
-    parser.add_argument("--warm", type=int, default=20, help="untimed requests per endpoint and tree first")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=3.0,
+        help="about how long one measurement lasts: a slow page is asked fewer times (20 at least), the same number "
+        "on both trees",
+    )
+    parser.add_argument(
+        "--warm", type=int, default=20, help="untimed requests per endpoint and tree first (5 s at most)"
+    )
     parser.add_argument("--concurrency", type=int, default=4, help="client threads")
     parser.add_argument("--extra-requests", type=int, default=5000, help="GPU requests added to the demo data")
     parser.add_argument("--only", default="", help="only the endpoints whose names contain this")
@@ -138,26 +148,30 @@ def main() -> None:
         for server in servers.values():
             server.wait_ready()
 
-        def ask(side: str, name: str, total: int) -> dict:
+        def ask(side: str, name: str, total: int, seconds: float | None = None) -> dict:
             method, path, body, who = wanted[name]
             headers = {"Host": "127.0.0.1", "Content-Type": "application/json"}
             if who == "token":
                 headers["Authorization"] = f"Token {seed['token']}"
             else:
                 headers["Cookie"] = cookies[side][USERS[who]]
-            return hammer(servers[side].port, method, path, body, headers, total, args.concurrency)
+            return hammer(servers[side].port, method, path, body, headers, total, args.concurrency, seconds=seconds)
 
-        for side in servers:
-            for name in wanted:
-                warm = ask(side, name, args.warm)
+        totals = {}
+        for name in wanted:
+            warm_rates = []
+            for side in servers:
+                warm = ask(side, name, args.warm, seconds=5)
                 if set(warm["statuses"]) != {200}:
                     sys.exit(f"{side}: {name} answered {warm['statuses']}")
+                warm_rates.append(warm["rps"])
+            most = args.page_requests if name.startswith("page") else args.requests
+            totals[name] = max(min(most, int(min(warm_rates) * args.seconds)), MIN_REQUESTS)
         sides = list(servers)
         for run in range(args.runs):
             for index, name in enumerate(wanted):
-                total = args.page_requests if name.startswith("page") else args.requests
                 for side in sides if (run + index) % 2 == 0 else reversed(sides):
-                    figures[side][name].append(ask(side, name, total))
+                    figures[side][name].append(ask(side, name, totals[name]))
             print(f"run {run + 1} of {args.runs} done", flush=True)
     finally:
         for server in servers.values():
@@ -167,22 +181,24 @@ def main() -> None:
         for name, measured in by_name.items():
             if any(set(m["statuses"]) != {200} for m in measured):
                 sys.exit(f"{side}: {name} answered {[m['statuses'] for m in measured]}")
-    failed = report(figures, seed, args)
+    failed = report(figures, seed, totals, args)
     if args.strict and failed:
         sys.exit(f"{len(failed)} rows below target: {', '.join(failed)}")
 
 
-def report(figures: dict[str, dict[str, list[dict]]], seed: dict, args: argparse.Namespace) -> list[str]:
+def report(
+    figures: dict[str, dict[str, list[dict]]], seed: dict, totals: dict[str, int], args: argparse.Namespace
+) -> list[str]:
     """Print the table and record its rows; the names of those below target."""
     current, baseline = figures["current"], figures["baseline"]
     failed = []
     print(
         f"{seed['rows']:,} GPU requests; gunicorn 2 workers per tree, {args.concurrency} client threads, "
-        f"{args.requests} requests per API endpoint and {args.page_requests} per page, per tree and run; "
-        f"{args.runs} runs; {os.cpu_count()} CPU cores"
+        f"up to {args.requests} requests per API endpoint and {args.page_requests} per page (about {args.seconds:g} s "
+        f"each), the same on both trees; {args.runs} runs; {os.cpu_count()} CPU cores"
     )
     print(
-        f"{'endpoint':46} {'current req/s':>13} {'baseline req/s':>14} {'current/baseline':>17} "
+        f"{'endpoint':46} {'requests':>8} {'current req/s':>13} {'baseline req/s':>14} {'current/baseline':>17} "
         f"{'target':>7} {'result':>6}"
     )
     for name in current:
@@ -198,7 +214,7 @@ def report(figures: dict[str, dict[str, list[dict]]], seed: dict, args: argparse
         if row.verdict == "FAIL":
             failed.append(name)
         print(
-            f"{name:46} {_rps(current[name]):13.0f} {_rps(baseline[name]):14.0f} {spread(ratios):>17} "
+            f"{name:46} {totals[name]:8} {_rps(current[name]):13.0f} {_rps(baseline[name]):14.0f} {spread(ratios):>17} "
             f"{str(target) if target else '-':>7} {row.verdict:>6}"
         )
     if RECOMMEND in current and NOOP in current:
