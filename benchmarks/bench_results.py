@@ -101,14 +101,14 @@ def read_rows(path: str) -> list[Row]:
 
 def table(rows: Sequence[Row]) -> str:
     """The rows as a fixed-width table: benchmark, figure, min/median/max, target, verdict, detail."""
-    lines = [
-        f"{'benchmark':20} {'figure':48} {'min/median/max':>20} {'target':>10} {'result':>6}  detail",
-        "-" * 120,
-    ]
+    bench = max([len("benchmark"), *(len(row.benchmark) for row in rows)])
+    name = max([len("figure"), *(len(row.name) for row in rows)])
+    header = f"{'benchmark':{bench}} {'figure':{name}} {'min/median/max':>22} {'target':>10} {'result':>6}  detail"
+    lines = [header, "-" * len(header)]
     for row in rows:
         target = f"{row.target} {row.unit}" if row.target else "-"
+        figures = f"{row.spread()} {row.unit}".strip()
         lines.append(
-            f"{row.benchmark:20} {row.name:48} {row.spread() + ' ' + row.unit:>20} {target:>10} {row.verdict:>6}"
-            f"  {row.detail}"
+            f"{row.benchmark:{bench}} {row.name:{name}} {figures:>22} {target:>10} {row.verdict:>6}  {row.detail}"
         )
     return "\n".join(lines)

@@ -44,7 +44,6 @@ API_OVER_NOOP_TARGET = Target(AT_LEAST, 0.5)
 PROFILE = {"workload_type": "realtime_inference", "gpu_memory_gb": 8, "sla_tier": "tier2_batch"}
 API = "/api/v1/requests/"
 RECOMMEND = "POST /api/v1/recommendations/"
-MIN_REQUESTS = 20  # per measurement, however slow the page
 NOOP = "POST /bench/drf-floor (no-op DRF view)"
 USERS = {"member": "alice", "lead": "dave", "approver": "carol", "finance": "finance"}
 
@@ -111,9 +110,10 @@ def main() -> None:
         "--seconds",
         type=float,
         default=3.0,
-        help="about how long one measurement lasts: a slow page is asked fewer times (20 at least), the same number "
-        "on both trees",
+        help="about how long one measurement lasts: a slow page is asked fewer times (--min-requests at least), "
+        "the same number on both trees",
     )
+    parser.add_argument("--min-requests", type=int, default=20, help="the fewest requests per measurement")
     parser.add_argument(
         "--warm", type=int, default=20, help="untimed requests per endpoint and tree first (5 s at most)"
     )
@@ -166,7 +166,7 @@ def main() -> None:
                     sys.exit(f"{side}: {name} answered {warm['statuses']}")
                 warm_rates.append(warm["rps"])
             most = args.page_requests if name.startswith("page") else args.requests
-            totals[name] = max(min(most, int(min(warm_rates) * args.seconds)), MIN_REQUESTS)
+            totals[name] = max(min(most, int(min(warm_rates) * args.seconds)), args.min_requests)
         sides = list(servers)
         for run in range(args.runs):
             for index, name in enumerate(wanted):
@@ -209,12 +209,12 @@ def report(
             f"{name} vs {args.baseline_commit[:7]}",
             ratios,
             target,
-            detail=f"{_rps(current[name]):.0f} vs {_rps(baseline[name]):.0f} req/s",
+            detail=f"{_rate(current[name])} vs {_rate(baseline[name])} req/s",
         )
         if row.verdict == "FAIL":
             failed.append(name)
         print(
-            f"{name:46} {totals[name]:8} {_rps(current[name]):13.0f} {_rps(baseline[name]):14.0f} {spread(ratios):>17} "
+            f"{name:46} {totals[name]:8} {_rate(current[name]):>13} {_rate(baseline[name]):>14} {spread(ratios):>17} "
             f"{str(target) if target else '-':>7} {row.verdict:>6}"
         )
     if RECOMMEND in current and NOOP in current:
@@ -237,8 +237,10 @@ def report(
     return failed
 
 
-def _rps(measured: list[dict]) -> float:
-    return statistics.median(m["rps"] for m in measured)
+def _rate(measured: list[dict]) -> str:
+    """The median throughput of the runs, in requests per second."""
+    rps = statistics.median(m["rps"] for m in measured)
+    return f"{rps:.0f}" if rps >= 10 else f"{rps:.2f}"
 
 
 if __name__ == "__main__":
