@@ -164,7 +164,8 @@ def main() -> None:
                 warm = ask(side, name, args.warm, seconds=5)
                 if set(warm["statuses"]) != {200}:
                     sys.exit(f"{side}: {name} answered {warm['statuses']}")
-                warm_rates.append(warm["rps"])
+                # From the median latency, not the throughput: the first, cold requests weigh little on it.
+                warm_rates.append(args.concurrency / warm["p50_ms"] * 1000)
             most = args.page_requests if name.startswith("page") else args.requests
             totals[name] = max(min(most, int(min(warm_rates) * args.seconds)), args.min_requests)
         sides = list(servers)

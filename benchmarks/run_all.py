@@ -43,7 +43,7 @@ class Benchmark:
 BENCHMARKS = [
     Benchmark(
         "pages_vs_baseline.py",
-        quick=("--runs", "1", "--seconds", "0.5", "--min-requests", "8", "--warm", "4", "--extra-requests", "500"),
+        quick=("--runs", "1", "--seconds", "0.5", "--min-requests", "8", "--warm", "8", "--extra-requests", "500"),
         limit=900,
     ),
     Benchmark("recommend.py", quick=("--profiles", "500", "--runs", "1")),
