@@ -57,9 +57,8 @@ worker: install ## A Celery worker (needs CELERY_BROKER_URL).
 beat: install ## Celery beat, the periodic scheduler (needs CELERY_BROKER_URL).
 	$(BIN)/celery -A portal beat --loglevel=INFO
 
-benchmarks: install ## Every benchmark in benchmarks/, each printing ratios against its own baseline.
-	@for script in $$(ls benchmarks/*.py | grep -v -e '/__init__.py' -e '/bench_'); do \
-		echo "== $$script"; $(BIN)/python $$script || exit 1; done
+benchmarks: install ## Every benchmark, each a ratio against a baseline of the same run, then a summary of every target (needs DATABASE_URL on PostgreSQL; QUICK=1 a smoke run, STRICT=1 fails on a missed target; docs/performance.md).
+	$(BIN)/python benchmarks/run_all.py $(if $(QUICK),--quick) $(if $(STRICT),--strict)
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache .hypothesis

@@ -8,6 +8,7 @@ seconds); elsewhere by ``bulk_create``.
 
 from __future__ import annotations
 
+import logging
 import os
 import statistics
 import time
@@ -27,6 +28,7 @@ def setup_django(name: str) -> None:
     from django.db import connection
 
     settings.DEBUG = False
+    logging.disable(logging.INFO)  # sign-ins and eager tasks log at INFO: not the benchmark's output
     settings.DATABASES["default"]["TEST"]["NAME"] = (
         f"bench_{name}_{settings.DATABASES['default']['NAME']}"
         if connection.vendor == "postgresql"

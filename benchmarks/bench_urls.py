@@ -1,6 +1,6 @@
-"""The portal's URLs plus three baselines: ``/bench/bare`` (a Django view that does nothing, the load benchmark's),
-``/bench/drf-floor`` (a DRF view that parses a JSON body and answers, the recommendation benchmark's) and
-``/bench/page-floor`` (a signed-in page with the portal's layout and nothing in it, the pages' floor)."""
+"""The portal's URLs plus two yardsticks the benchmarks measure against, never served by the portal itself:
+``/bench/drf-floor`` (a DRF view that parses a JSON body and answers: the floor of any endpoint) and
+``/bench/page-floor`` (a signed-in page with the portal's layout and nothing in it: the floor of any page)."""
 
 from functools import cache
 from typing import Any
@@ -12,11 +12,6 @@ from django.urls import include, path
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
-
-
-def bare(request: HttpRequest) -> HttpResponse:
-    """No database, no auth, no serializer: what Django itself costs per request."""
-    return HttpResponse("ok", content_type="text/plain")
 
 
 @cache
@@ -40,7 +35,6 @@ class DrfFloor(APIView):
 
 
 urlpatterns = [
-    path("bench/bare", bare),
     path("bench/drf-floor", DrfFloor.as_view()),
     path("bench/page-floor", page_floor),
     path("", include("portal.urls")),

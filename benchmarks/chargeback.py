@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_cost_data import best, build, setup_django, spread
+from benchmarks.bench_results import AT_MOST, Target, record
 
 MONTH = date(2026, 10, 1)
 
@@ -70,6 +71,13 @@ def main() -> None:
     print(f"raw SELECT sum() over the month's rollups (ms, min/median/max): {spread(raws, '{:.1f}')}")
     print(f"every team's chargeback, {teams_charged} teams (ms):           {spread(charges, '{:.1f}')}")
     print(f"chargeback / raw sum (target <= 2x):                    {spread(ratios)}")
+    record(
+        "chargeback",
+        f"every team's chargeback / raw SUM ({args.gpus} GPUs)",
+        ratios,
+        Target(AT_MOST, 2),
+        detail=f"{spread(charges, '{:.0f}')} ms",
+    )
     connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
 
 

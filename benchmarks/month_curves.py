@@ -1,4 +1,4 @@
-"""One cold rebuild of the month-so-far curves (``billing.costs.month_to_date``, issue #15) at 5,000 and 50,000
+"""One cold rebuild of the month-so-far curves (``billing.costs.month_to_date``) at 5,000 and 50,000
 requests held this month, for the organisation and for one team, against a raw SQL read of the same request rows'
 columns measured in the same run (the baseline: what reading them costs with no ORM and no arithmetic). It also
 times what another worker pays instead of a build once one process has built the organisation's curves: reading
