@@ -98,39 +98,3 @@ def test_request_list_rows_html_is_what_the_template_printed(demo_org):
     expected = Template(_ROWS_AS_THE_TEMPLATE_PRINTED_THEM).render(Context({"rows": rows}))
     assert request_list_rows_html(rows) == expected
     assert "&lt;b&gt;&quot;odd&quot; &amp; name&lt;/b&gt;" in expected
-
-
-# A home page request table's rows as templates/_home_requests.html printed them before
-# allocations.request_tables.home_request_rows_html.
-_HOME_ROWS_AS_THE_TEMPLATE_PRINTED_THEM = """{% for r in rows %}
-    <tr>
-      <td>{{ r.id }}</td>
-      <td><a href="{{ r.url }}">{{ r.name }}</a></td>
-      <td>{{ r.team__name }}</td>
-      <td>{{ r.workload_label }}</td>
-      <td>{% if r.resource_name %}<code>{{ r.resource_name }}</code> × {{ r.resource_units }}{% else %}<span class="muted">—</span>{% endif %}</td>
-      <td><span class="status status-{{ r.status }}">{{ r.status_label }}</span></td>
-      <td title="{{ r.created_iso }}">{{ r.created_ago }} ago</td>
-    </tr>
-  {% endfor %}"""  # noqa: E501, RUF001
-
-
-@pytest.mark.django_db
-def test_home_request_rows_html_is_what_the_template_printed(demo_org):
-    from django.template import Context, Template
-
-    from allocations.home_reads import HOME_REQUEST_COLUMNS
-    from allocations.models import GpuRequest
-    from allocations.request_tables import home_request_rows_html, label_request_rows
-    from tests.factories import GpuRequestFactory
-
-    GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name='<b>"odd" & name</b>')
-    unallocated = GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
-    GpuRequest.objects.filter(pk=unallocated.pk).update(resource_name="", resource_units=0)
-    GpuRequestFactory(team=demo_org.other_team, resource_units=12)
-    rows = label_request_rows(list(GpuRequest.objects.values(*HOME_REQUEST_COLUMNS)))
-    assert {bool(row["resource_name"]) for row in rows} == {True, False}
-    expected = Template(_HOME_ROWS_AS_THE_TEMPLATE_PRINTED_THEM).render(Context({"rows": rows}))
-    assert home_request_rows_html(rows) == expected
-    assert "&lt;b&gt;&quot;odd&quot; &amp; name&lt;/b&gt;" in expected and "\N{MULTIPLICATION SIGN} 12" in expected
-    assert home_request_rows_html([]) == ""
