@@ -9,11 +9,10 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
-from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from allocations.approval_queue import approval_queue_page, review_forms_html
+from allocations.approval_queue import approval_queue_page
 from allocations.forms import BulkReviewForm, ReviewForm
 from allocations.lifecycle import InvalidTransition
 from allocations.models import GpuRequest, RequestStatus
@@ -28,11 +27,6 @@ def approval_list(request: HttpRequest) -> HttpResponse:
     approve or reject one by one or the ticked ones in bulk."""
     require_approver(request)
     context = approval_queue_page(user=request.user, params=request.GET)
-    # One masked token for the page's every form (the template's {% csrf_token %} reads this one too).
-    context["csrf_token"] = get_token(request)
-    context["review_forms_html"] = review_forms_html(
-        context["rows"], csrf_token=context["csrf_token"], next_path=request.get_full_path()
-    )
     # Each section's page links keep the filter and the other section's page.
     context["requests_query"] = _without(request.GET, "page")
     context["extensions_query"] = _without(request.GET, "ext_page")

@@ -3,17 +3,14 @@ capacity forecast read them here; ``GpuRequest.allocation_spec`` says what it he
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
 from django.db.models import Case, F, Func, OuterRef, Q, QuerySet, Subquery, TextField, When
-from django.db.models.fields.json import KeyTransform
-from django.db.models.functions import JSONObject
 
-from allocations.compiled_reads import values_list_rows
 from allocations.models import TERMINAL_STATUSES, GpuRequest, RequestEvent, RequestStatus, Team
 
 # Statuses after which a request with no ended_at holds nothing any more: its last status change ended it.
@@ -43,7 +40,7 @@ def _requests_holding(*, start: datetime, end: datetime, teams: Iterable[Team] |
     )
     requests = (
         # Only a request never activated needs its first provisioning: a CASE spares the subquery for every other
-        # row (it was most of the statement's time at 50,000 requests held in a month; issue #15).
+        # row (a month holds tens of thousands).
         GpuRequest.objects.annotate(
             provisioning_started=Case(When(activated_at__isnull=True, then=Subquery(provisioning)))
         )
@@ -86,17 +83,18 @@ def allocation_intervals(
     Read for every request of a month, the frozen spec (about 4 KB of rationale and alternatives each) and the
     manifests (as much again) are not loaded:
     each request carries ``held_spec``, the keys ``allocation_spec_of`` reads (``GpuRequest.ALLOCATION_SPEC_KEYS``),
-    and reading ``spec`` itself costs a query per request (issue #15: the JSON was half of a home page's time).
+    (``HeldSpecJson``), and reading ``spec`` itself costs a query per request.
     A reader that needs only some columns of many requests reads ``held_span_rows`` (no model instances).
     """
     requests = (
         _requests_holding(start=start, end=end, teams=teams)
         .select_related("team", "sla_tier", "node_pool__gpu_model")
         .defer("spec", "manifests", "purpose", "command", "status_detail")
-        .annotate(held_spec=_HELD_SPEC)
+        .annotate(held_spec_json=HeldSpecJson())
     )
     intervals = []
     for request in requests:
+        request.held_spec = json.loads(request.held_spec_json)
         began, finished = _held_span(*(getattr(request, column) for column in _SPAN_COLUMNS))
         interval = AllocationInterval(request=request, start=began, end=finished)
         if interval.overlaps(start, end):  # a request failed before the window, without ended_at, held nothing in it
@@ -104,30 +102,39 @@ def allocation_intervals(
     return intervals
 
 
-# The spec keys ``GpuRequest.allocation_spec_of`` reads, as one JSON object (``held_spec``).
-_HELD_SPEC = JSONObject(**{key: KeyTransform(key, "spec") for key in GpuRequest.ALLOCATION_SPEC_KEYS})
+# The keys as SQL string literals and as SQLite key/value pairs: constants of the model, never user input.
+_KEY_LITERALS = ", ".join(f"'{key}'" for key in GpuRequest.ALLOCATION_SPEC_KEYS)
+_SQLITE_PAIRS = ", ".join(
+    f"'{key}', json_extract(%(expressions)s, '$.{key}')" for key in GpuRequest.ALLOCATION_SPEC_KEYS
+)
 
 
-class _SpecKeysJson(Func):
-    """PostgreSQL: the keys named in ``keys`` of a jsonb object, as one object's text ('{}' when none)."""
+class HeldSpecJson(Func):
+    """The spec's allocation keys (``GpuRequest.ALLOCATION_SPEC_KEYS``) as one JSON object's text: ``'{}'`` for a spec
+    that is no object, a key's JSON null as null (never the text "null"), an object as an object; equal texts for
+    equal keys. What ``held_span_rows`` and ``allocation_intervals`` read instead of the whole spec (kilobytes of
+    rationale and alternatives each)."""
 
-    template = (
-        "COALESCE((SELECT jsonb_object_agg(key, value) FROM jsonb_each(%(expressions)s) WHERE key IN (%(keys)s)), "
-        "'{}')::text"
-    )
     output_field = TextField()
+    postgresql_template = (
+        "COALESCE((SELECT jsonb_object_agg(key, value) FROM jsonb_each(CASE WHEN jsonb_typeof(%(expressions)s) "
+        "= 'object' THEN %(expressions)s END) WHERE key IN (%(keys)s)), '{}')::text"
+    )
 
+    def __init__(self) -> None:
+        super().__init__(F("spec"))
 
-def _held_spec_json() -> Func | F:
-    """The spec's allocation keys (``GpuRequest.ALLOCATION_SPEC_KEYS``) as JSON text, equal texts for equal keys on
-    PostgreSQL; elsewhere the whole spec's text (``allocation_spec_of`` reads only those keys)."""
-    if connection.vendor == "postgresql":
-        # The spec (about 4 KB) is stored compressed: each spec -> 'key' decompresses it again, 8 times a row, half
-        # of reading 50,000 requests (issue #15); jsonb_each decompresses it once. jsonb's text is canonical.
-        return _SpecKeysJson("spec", keys=", ".join(f"'{key}'" for key in GpuRequest.ALLOCATION_SPEC_KEYS))
-    # Not JSON_OBJECT over the keys: SQLite's key transforms give a JSON null as the text 'null' and an object as
-    # text, which JSON_OBJECT then writes as strings (a dedicated request held a MIG profile "null").
-    return F("spec_text")
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        # jsonb_each reads the (compressed) spec once; a -> per key would decompress it once per key.
+        return self.as_sql(compiler, connection, template=self.postgresql_template, keys=_KEY_LITERALS, **extra)
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        # json_extract keeps an object's JSON subtype and gives a JSON null as SQL NULL: json_object writes both as
+        # JSON (Django's key transforms give a null as the text 'null' here, which json_object then quotes).
+        template = (
+            "CASE WHEN json_type(%(expressions)s) = 'object' THEN json_object(" + _SQLITE_PAIRS + ") ELSE '{}' END"
+        )
+        return self.as_sql(compiler, connection, template=template, **extra)
 
 
 def held_span_rows(
@@ -136,14 +143,13 @@ def held_span_rows(
     """``allocation_intervals`` as plain rows: for each request's span that meets ``[start, end)``, in request
     order, the ``fields`` asked for (``values_list`` names; ``held_spec_json`` is ``held_spec`` as JSON text, which
     a reader of many requests parses once per distinct text) and the span's start and end. No model instances: a
-    month's chargeback curves read tens of thousands (issue #15)."""
+    month's chargeback curves read tens of thousands."""
     requests = _requests_holding(start=start, end=end, teams=teams)
     if "held_spec_json" in fields:
-        requests = requests.annotate(held_spec_json=_held_spec_json())
+        requests = requests.annotate(held_spec_json=HeldSpecJson())
     width = len(fields)
     rows = []
-    # Tens of thousands of rows a month: timestamps through psycopg's own loader (values_list_rows).
-    for row in values_list_rows(requests.values_list(*fields, *_SPAN_COLUMNS)):
+    for row in requests.values_list(*fields, *_SPAN_COLUMNS):
         began, finished = _held_span(*row[width:])
         if began < end and (finished is None or finished > start):  # AllocationInterval.overlaps
             rows.append((row[:width], began, finished))

@@ -1,10 +1,5 @@
 """The approval queue's reads: pending requests and extensions, oldest first, and the teams with work waiting
-(approvers only; ``allocations.approval_queue`` builds the page from them).
-
-The queue opens on its first page, so that page and the teams' counts are read with SQL compiled once per process
-(``CompiledRead``; building and compiling the five-join query cost more than PostgreSQL takes to run it, issue #15);
-later pages go through the querysets. Either way the rows are read as they are now.
-"""
+(approvers only; ``allocations.approval_queue`` builds the page from them, a page at a time)."""
 
 from __future__ import annotations
 
@@ -13,9 +8,8 @@ from typing import Any
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from allocations.compiled_reads import ID_STAND_IN, CompiledRead
 from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus, Team
-from allocations.selectors import User, user_is_approver
+from allocations.selectors import User, user_is_approver, visible_requests
 
 # Rows on a page of the queue (each section's).
 QUEUE_PAGE_SIZE = 25
@@ -26,28 +20,14 @@ def pending_extensions_queue(*, user: User, team_id: int | None = None) -> Query
     ``team_id`` is given. A queryset: the queue pages it (a burst of asks must not make one unbounded page)."""
     if not user_is_approver(user):
         return AllocationExtension.objects.none()
-    return _pending_extensions(ExtensionStatus.PENDING, team_id)
-
-
-def first_pending_extensions(*, user: User, team_id: int | None = None) -> list[AllocationExtension]:
-    """The first ``QUEUE_PAGE_SIZE`` of ``pending_extensions_queue``, read with SQL compiled once per process."""
-    if not user_is_approver(user):
-        return []
-    if team_id is None:
-        return _FIRST_PENDING_EXTENSIONS.instances()
-    return _FIRST_PENDING_EXTENSIONS_OF_TEAM.instances(team=team_id)
-
-
-def _pending_extensions(status: str, team_id: int | None) -> QuerySet[AllocationExtension]:
-    # An approver sees every request: the statement depends on the status and the team alone.
-    pending = _extensions_queue(visible=GpuRequest.objects.all(), status=status)
+    pending = _extensions_queue(visible=visible_requests(user), status=ExtensionStatus.PENDING)
     return pending if team_id is None else pending.filter(request__team_id=team_id)
 
 
 def _extensions_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[AllocationExtension]:
     """The queue's extensions of ``status`` on the ``visible`` requests, oldest first."""
     # What the queue prints and decides on: the request with its team, and who asked; not the request's requester
-    # (its id is on the request row) or a decider (none yet): two joins less to plan on each view (issue #15).
+    # (its id is on the request row) or a decider (none yet).
     return (
         AllocationExtension.objects.filter(request__in=visible.values("pk"), status=status)
         .select_related("request__team", "requested_by")
@@ -57,25 +37,10 @@ def _extensions_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet
 
 def pending_requests_queue(*, user: User, team_id: int | None = None) -> QuerySet[GpuRequest]:
     """Requests pending approval, oldest first, with what the approval queue prints of them (approvers only), of
-    one team when ``team_id`` is given. A queryset: the queue pages it (400 pending requests were one 1 MB page that
-    took 0.6 s to build)."""
+    one team when ``team_id`` is given. A queryset: the queue pages it (hundreds pending must not make one page)."""
     if not user_is_approver(user):
         return GpuRequest.objects.none()
-    return _pending_requests(RequestStatus.PENDING_APPROVAL, team_id)
-
-
-def first_pending_requests(*, user: User, team_id: int | None = None) -> list[GpuRequest]:
-    """The first ``QUEUE_PAGE_SIZE`` of ``pending_requests_queue``, read with SQL compiled once per process."""
-    if not user_is_approver(user):
-        return []
-    if team_id is None:
-        return _FIRST_PENDING_REQUESTS.instances()
-    return _FIRST_PENDING_REQUESTS_OF_TEAM.instances(team=team_id)
-
-
-def _pending_requests(status: str, team_id: int | None) -> QuerySet[GpuRequest]:
-    # An approver sees every request: the statement depends on the status and the team alone.
-    pending = _requests_queue(visible=GpuRequest.objects.all(), status=status)
+    pending = _requests_queue(visible=visible_requests(user), status=RequestStatus.PENDING_APPROVAL)
     return pending if team_id is None else pending.filter(team_id=team_id)
 
 
@@ -85,7 +50,7 @@ def pending_work_by_team(*, user: User) -> list[dict[str, Any]]:
     sections' counts, in one query."""
     if not user_is_approver(user):
         return []
-    return _PENDING_WORK_BY_TEAM.values()
+    return list(_pending_work_by_team())
 
 
 def _pending_work_by_team() -> QuerySet[Team]:
@@ -111,31 +76,10 @@ def _count_of(rows: QuerySet, *, by: str) -> Coalesce:
 def _requests_queue(*, visible: QuerySet[GpuRequest], status: str) -> QuerySet[GpuRequest]:
     """The queue's requests of ``status`` among the ``visible`` ones, oldest first."""
     # The rows the queue prints: team, requester, tier, and the pool as cluster/pool (not a query per row); not the
-    # request's own cluster, which it never shows (a join less to plan: issue #15).
+    # request's own cluster, which it never shows.
     return (
         visible.filter(status=status)
         .select_related(None)
         .select_related("team", "requester", "sla_tier", "node_pool__cluster")
         .order_by("submitted_at", "created_at", "id")
     )
-
-
-# The statuses are constants of the SQL, not parameters: PostgreSQL plans these once per connection (issue #15).
-_TEAM_STAND_IN = {"team": ID_STAND_IN}
-_FIRST_PENDING_REQUESTS = CompiledRead(
-    GpuRequest, lambda: _pending_requests(RequestStatus.PENDING_APPROVAL, None)[:QUEUE_PAGE_SIZE], stand_ins={}
-)
-_FIRST_PENDING_REQUESTS_OF_TEAM = CompiledRead(
-    GpuRequest,
-    lambda team: _pending_requests(RequestStatus.PENDING_APPROVAL, team)[:QUEUE_PAGE_SIZE],
-    stand_ins=_TEAM_STAND_IN,
-)
-_FIRST_PENDING_EXTENSIONS = CompiledRead(
-    AllocationExtension, lambda: _pending_extensions(ExtensionStatus.PENDING, None)[:QUEUE_PAGE_SIZE], stand_ins={}
-)
-_FIRST_PENDING_EXTENSIONS_OF_TEAM = CompiledRead(
-    AllocationExtension,
-    lambda team: _pending_extensions(ExtensionStatus.PENDING, team)[:QUEUE_PAGE_SIZE],
-    stand_ins=_TEAM_STAND_IN,
-)
-_PENDING_WORK_BY_TEAM = CompiledRead(Team, _pending_work_by_team, stand_ins={})

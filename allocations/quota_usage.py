@@ -1,16 +1,64 @@
-"""Units held now (approved, provisioning, active requests) against quotas and node pools: reads, no locks
-(``allocations.quotas`` checks them under a row lock)."""
+"""Quota scope and units held now (approved, provisioning, active requests) against quotas and node pools: reads, no
+locks (``allocations.quotas`` checks them under a row lock).
+
+``quota_covers`` is the one rule of which requests count against which quota: the count of what a quota's team holds
+(``with_units_held``), the quotas a new request must fit (``allocations.quotas.applicable_quotas``) and the headroom
+the approval queue shows (``allocations.quotas.quota_headroom_by_request``) all go through it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
-from django.db.models import IntegerField, Lookup, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
-from django.db.models.lookups import IsNull
+from django.db.models.lookups import Exact, IsNull
 
-from allocations.compiled_reads import IDS_STAND_IN, CompiledRead, id_in
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, Quota
+
+# A side of the rule: the expression of a column of the quota or of the request, by name.
+Side = Callable[[str], Any]
+
+
+def quota_covers(*, quota: Side, request: Side) -> Q:
+    """Whether a request counts against a quota: the quota's team and resource; the quota's pool if it names one;
+    its cluster, as the request's own cluster or its pool's, if it names one.
+
+    ``quota(name)`` gives the quota's ``team_id``, ``resource_name``, ``node_pool_id`` and ``cluster_id``;
+    ``request(name)`` the request's same four and ``node_pool__cluster_id``: ``columns``, ``outer_columns`` or
+    ``constants``, as the query that asks reads each side."""
+    return Q(
+        Exact(quota("team_id"), request("team_id")),
+        Exact(quota("resource_name"), request("resource_name")),
+        Q(IsNull(quota("node_pool_id"), True)) | Q(Exact(quota("node_pool_id"), request("node_pool_id"))),
+        Q(IsNull(quota("cluster_id"), True))
+        | Q(Exact(quota("cluster_id"), request("cluster_id")))
+        | Q(Exact(quota("cluster_id"), request("node_pool__cluster_id"))),
+    )
+
+
+def columns(prefix: str = "") -> Side:
+    """A side read from the queried model's columns (through ``prefix``, a relation path ending in ``__``)."""
+    return lambda name: F(f"{prefix}{name}")
+
+
+def outer_columns(prefix: str = "") -> Side:
+    """A side read from the outer query's columns (a correlated subquery)."""
+    return lambda name: OuterRef(f"{prefix}{name}")
+
+
+def constants(values: Mapping[str, Any]) -> Side:
+    """A side of known values (a request not written yet); a missing name is NULL, which matches nothing."""
+    return lambda name: Value(values.get(name), output_field=_FIELDS[name])
+
+
+_FIELDS = {
+    "team_id": IntegerField(),
+    "resource_name": Quota._meta.get_field("resource_name"),
+    "node_pool_id": IntegerField(),
+    "cluster_id": IntegerField(),
+    "node_pool__cluster_id": IntegerField(),
+}
 
 
 def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA_HOLDING_STATUSES) -> dict[int, int]:
@@ -25,23 +73,10 @@ def quota_usage_by_quota(*, quotas: list[Quota], statuses: Iterable[str] = QUOTA
 
 
 def with_units_held(quotas: QuerySet[Quota], *, statuses: Iterable[str] = QUOTA_HOLDING_STATUSES) -> QuerySet[Quota]:
-    """``quotas`` with ``units_held``: what each quota's team holds against it now (approved, provisioning or active
-    requests: the same team and resource; the quota's pool if it names one; its cluster, as the request's cluster or
-    its pool's, if it names one), in the same statement. The one rule every count of quota use goes through: the
-    check under a lock, the headroom and team pages, the home and the approval queue, which read the quotas and what
-    was held against them in two round trips (issue #15). Quotas chosen by a list of ids take ``id_among``, not
-    ``id_in``: with ``id_in`` PostgreSQL planned such a statement again on every run (0.3 ms, more than the round
-    trip saved)."""
+    """``quotas`` with ``units_held``: the units of the requests in ``statuses`` (by default approved, provisioning
+    or active) that count against each quota (``quota_covers``), summed in the same statement."""
     held = (
-        GpuRequest.objects.filter(
-            team_id=OuterRef("team_id"), resource_name=OuterRef("resource_name"), status__in=sorted(statuses)
-        )
-        .filter(IsNull(OuterRef("node_pool_id"), True) | Q(node_pool_id=OuterRef("node_pool_id")))
-        .filter(
-            IsNull(OuterRef("cluster_id"), True)
-            | Q(cluster_id=OuterRef("cluster_id"))
-            | Q(node_pool__cluster_id=OuterRef("cluster_id"))
-        )
+        GpuRequest.objects.filter(quota_covers(quota=outer_columns(), request=columns()), status__in=sorted(statuses))
         .order_by()
         .values("team_id")
         .annotate(units=Sum("resource_units"))
@@ -54,25 +89,13 @@ def units_allocated_by_pool(*, cluster_ids: list[int]) -> dict[int, dict[str, in
     """Units held now (approved, provisioning, active) per node pool and resource name, in one query."""
     if not cluster_ids:
         return {}
-    rows = _ALLOCATED_BY_POOL.values(clusters=sorted(cluster_ids))
-    held: dict[int, dict[str, int]] = {}
-    for row in rows:
-        held.setdefault(row["node_pool_id"], {})[row["resource_name"]] = int(row["units"] or 0)
-    return held
-
-
-def _allocated_by_pool(clusters: Lookup) -> QuerySet:
-    return (
-        GpuRequest.objects.filter(clusters, status__in=sorted(QUOTA_HOLDING_STATUSES))
+    rows = (
+        GpuRequest.objects.filter(node_pool__cluster_id__in=cluster_ids, status__in=sorted(QUOTA_HOLDING_STATUSES))
         .values("node_pool_id", "resource_name")
         .annotate(units=Sum("resource_units"))
         .order_by()
     )
-
-
-# Through SQL compiled once per process, the clusters' ids as one array (the approver's home, issue #15).
-_ALLOCATED_BY_POOL = CompiledRead(
-    GpuRequest,
-    lambda clusters: _allocated_by_pool(id_in("node_pool__cluster_id", clusters)),
-    stand_ins={"clusters": IDS_STAND_IN},
-)
+    held: dict[int, dict[str, int]] = {}
+    for row in rows:
+        held.setdefault(row["node_pool_id"], {})[row["resource_name"]] = int(row["units"] or 0)
+    return held

@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db.models import Q
+from django.db.models import F
 
-from allocations.compiled_reads import IDS_STAND_IN, TEXTS_STAND_IN, CompiledRead, id_among, text_among
 from allocations.models import GpuRequest, NodePool, Quota, Team
-from allocations.quota_usage import quota_usage_by_quota, with_units_held
+from allocations.quota_usage import columns, constants, quota_covers, quota_usage_by_quota, with_units_held
 from gpucore.quota import CohortMember, admit
 
 
@@ -42,22 +41,24 @@ class QuotaExceeded(ValidationError):
         self.short = short
 
 
-def _covers(quota: Quota, node_pool: NodePool | None) -> bool:
-    # A loaded quota's scope test: the same rule as the query in ``applicable_quotas``.
-    if quota.cluster_id is None and quota.node_pool_id is None:
-        return True
-    return node_pool is not None and (quota.node_pool_id == node_pool.pk or quota.cluster_id == node_pool.cluster_id)
+def _new_request(*, team: Team, resource_name: str, node_pool: NodePool | None) -> dict[str, object]:
+    # A request not written yet, as ``quota_covers`` reads one: placed on ``node_pool`` (and so on its cluster).
+    cluster_id = node_pool.cluster_id if node_pool is not None else None
+    return {
+        "team_id": team.pk,
+        "resource_name": resource_name,
+        "node_pool_id": node_pool.pk if node_pool is not None else None,
+        "cluster_id": cluster_id,
+        "node_pool__cluster_id": cluster_id,
+    }
 
 
 def applicable_quotas(*, team: Team, resource_name: str, node_pool: NodePool | None) -> list[Quota]:
-    """Quotas on this resource that cover the pool: the pool's own, its cluster's, and the team-wide one, each with
-    ``units_held`` (``with_units_held``)."""
-    scope = Q(cluster__isnull=True, node_pool__isnull=True)
-    if node_pool is not None:
-        scope |= Q(node_pool=node_pool) | Q(cluster_id=node_pool.cluster_id)
-    # In the order they were set (a page lists them so, whichever read found them).
+    """Quotas a request of ``units`` of this resource on the pool counts against (``quota_covers``): the pool's own,
+    its cluster's, and the team-wide one, each with ``units_held`` (``with_units_held``), in the order they were set."""
+    request = constants(_new_request(team=team, resource_name=resource_name, node_pool=node_pool))
     return list(
-        with_units_held(Quota.objects.filter(scope, team=team, resource_name=resource_name))
+        with_units_held(Quota.objects.filter(quota_covers(quota=columns(), request=request)))
         .select_related("cluster", "node_pool__cluster")
         .order_by("id")
     )
@@ -72,38 +73,26 @@ def quota_headroom(*, team: Team, resource_name: str, node_pool: NodePool | None
 
 
 def quota_headroom_by_request(*, requests: list[GpuRequest]) -> dict[int, list[QuotaHeadroom]]:
-    """``quota_headroom`` of each request, by request id, read in one query for the whole list (a display read)."""
+    """The headroom of each request (``quota_headroom`` of its team, resource and pool), by request id, read in one
+    query for the whole list (a display read: no lock)."""
     if not requests:
         return {}
-    # Every quota of the requests' teams with what those teams hold against it, through SQL compiled once per process:
-    # the approval queue's two ORM-built queries were two thirds of its rows' time (issue #15).
-    # Only the quotas of the resources asked for: a team's quotas of other GPUs and slices apply to none of them.
-    teams = sorted({request.team_id for request in requests})
-    resources = sorted({request.resource_name for request in requests})
-    quotas = _QUOTAS_OF_TEAMS.instances(teams=teams, resources=resources)
-    return {
-        request.pk: [
-            QuotaHeadroom(quota=quota, in_use=quota.units_held)
-            for quota in quotas
-            if quota.team_id == request.team_id
-            and quota.resource_name == request.resource_name
-            and _covers(quota, request.node_pool)
-        ]
-        for request in requests
-    }
-
-
-_TEAMS_AND_RESOURCES = {"teams": IDS_STAND_IN, "resources": TEXTS_STAND_IN}
-# The teams and resources as rows whose number the planner does not see (id_among): PostgreSQL keeps one plan.
-_QUOTAS_OF_TEAMS = CompiledRead(
-    Quota,
-    lambda teams, resources: (
-        with_units_held(Quota.objects.filter(id_among("team_id", teams), text_among("resource_name", resources)))
+    # Each quota joined to the listed requests of its team that count against it (``quota_covers``), in one filter so
+    # that both sides name the same join.
+    requests_of_team = "team__gpu_requests__"
+    pairs = (
+        Quota.objects.filter(
+            quota_covers(quota=columns(), request=columns(requests_of_team)),
+            team__gpu_requests__in=[request.pk for request in requests],
+        )
+        .annotate(for_request=F(f"{requests_of_team}id"))
         .select_related("cluster", "node_pool__cluster")
         .order_by("id")
-    ),
-    stand_ins=_TEAMS_AND_RESOURCES,
-)
+    )
+    headroom: dict[int, list[QuotaHeadroom]] = {request.pk: [] for request in requests}
+    for quota in with_units_held(pairs):
+        headroom[quota.for_request].append(QuotaHeadroom(quota=quota, in_use=quota.units_held))
+    return headroom
 
 
 def cohort_members(*, quota: Quota) -> list[CohortMember]:

@@ -7,12 +7,10 @@ import json
 import shlex
 from functools import lru_cache
 
-from allocations.compiled_reads import ID_STAND_IN, CompiledRead
 from allocations.extension_services import extend_refusal, extension_decide_refusal
 from allocations.models import (
     POLLING_STATUSES,
     TERMINAL_STATUSES,
-    AllocationExtension,
     ExtensionStatus,
     GpuRequest,
     RequestStatus,
@@ -84,23 +82,10 @@ def gpu_request_clone_initial(*, user: User, pk: int) -> dict[str, object]:
     return {key: value for key, value in initial.items() if value is not None}
 
 
-# A request's extensions with who asked and who decided, newest first (AllocationExtension's order), not joined to
-# the request again (its ~40 columns were most of the query's cost), through SQL compiled once per process: building
-# and compiling the queryset was ~1.2 ms of every view of the request's page (issue #15).
-_EXTENSIONS_OF = CompiledRead(
-    AllocationExtension,
-    lambda request_id: AllocationExtension.objects.filter(request_id=request_id).select_related(
-        "requested_by", "decided_by"
-    ),
-    stand_in=ID_STAND_IN,
-)
-
-
 def gpu_request_extension_rows(*, user: User, request: GpuRequest) -> list[dict[str, object]]:
     """The request's extensions, newest first, each with whether this user may decide it (pending, not their own)."""
-    extensions = _EXTENSIONS_OF.instances(request.pk)
-    for extension in extensions:
-        extension.request = request
+    # Newest first (AllocationExtension's order), not joined to the request again: it is the one given.
+    extensions = list(request.extensions.select_related("requested_by", "decided_by"))
     return [
         {
             "extension": extension,
@@ -115,8 +100,8 @@ def gpu_request_manifests_yaml(*, request: GpuRequest) -> str:
     """The request's last rendered Kubernetes objects as one multi-document YAML ('' before the first render)."""
     if not request.manifests:
         return ""
-    # Keyed by the objects' own JSON text (order kept, ~30 us to write): a re-render is a new key, so nothing is ever
-    # stale, and the page and its 10 s status refresh stop paying PyYAML's pure-Python dump (~3 ms; issue #15).
+    # Keyed by the objects' own JSON text (order kept): a re-render is a new key, so nothing is ever stale, and the
+    # page and its status refresh do not run PyYAML's pure-Python dump again for the same objects.
     return _manifests_yaml(json.dumps(request.manifests))
 
 

@@ -1,20 +1,16 @@
 """Reads: who is a platform approver or admin, and what a user may see (teams, requests, clusters, extensions).
 
-Every endpoint starts from these scopes. The other reads live beside them: ``home_reads`` (the home's compiled
-reads), ``quota_usage``, ``reference_data`` (catalog and tiers), ``pending_queues`` (the approval queue),
-``held_intervals`` (when a request held GPUs), ``cluster_workloads`` (what runs on a cluster) and
-``user_permissions`` (the permission reads behind the approver check)."""
+Every endpoint starts from these scopes: ``visible_requests`` is the one rule of which requests a user may see. The
+other reads live beside them: ``quota_usage`` (what a quota's team holds), ``reference_data`` (catalog and tiers),
+``pending_queues`` (the approval queue), ``held_intervals`` (when a request held GPUs) and ``cluster_workloads``
+(what runs on a cluster)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 
-from allocations.compiled_reads import ID_STAND_IN, OTHER_ID_STAND_IN, CompiledRead, fits_bigint
-from allocations.models import AllocationExtension, Cluster, GpuRequest, Membership, Quota, RequestEvent, Team
-from allocations.user_permissions import read_permissions
+from allocations.models import AllocationExtension, Cluster, GpuRequest, Membership, Quota, Team
 
 APPROVE_PERMISSION = "allocations.approve_gpurequest"
 APPROVERS_GROUP = "Platform approvers"
@@ -26,11 +22,7 @@ def user_is_approver(user: User) -> bool:
     """Platform approvers: staff users, and users holding the approve permission (the approvers group has it)."""
     if not user.is_authenticated or not user.is_active:
         return False
-    if user.is_staff:
-        return True
-    if not user.is_superuser and not hasattr(user, "_perm_cache"):
-        read_permissions(user)
-    return bool(user.has_perm(APPROVE_PERMISSION))
+    return bool(user.is_staff or user.has_perm(APPROVE_PERMISSION))
 
 
 def user_is_platform_admin(user: User) -> bool:
@@ -42,11 +34,7 @@ def teams_of(user: User) -> QuerySet[Team]:
     """The teams the user belongs to (any role)."""
     if not user.is_authenticated:
         return Team.objects.none()
-    return _teams_of_user(user.pk)
-
-
-def _teams_of_user(user_id: int) -> QuerySet[Team]:
-    return Team.objects.filter(memberships__user_id=user_id).distinct()
+    return Team.objects.filter(memberships__user_id=user.pk).distinct()
 
 
 def teams_visible_to(user: User) -> QuerySet[Team]:
@@ -57,41 +45,31 @@ def teams_visible_to(user: User) -> QuerySet[Team]:
 
 
 def member_teams(user: User) -> list[Team]:
-    """``teams_of(user)``, read now through SQL compiled once per process (the home's teams)."""
-    if not user.is_authenticated:
-        return []
-    return _TEAMS_OF.instances(user.pk)
+    """``teams_of(user)``, read now (the home's teams)."""
+    return list(teams_of(user))
 
 
 def visible_teams(user: User) -> list[Team]:
-    """``teams_visible_to(user)``, read now through SQL compiled once per process (the request list's team filter,
-    on every view: issue #15)."""
-    return _EVERY_TEAM.instances() if user_is_approver(user) else member_teams(user)
+    """``teams_visible_to(user)``, read now (the request list's team filter)."""
+    return list(teams_visible_to(user))
 
 
-_TEAMS_OF = CompiledRead(Team, _teams_of_user, stand_in=ID_STAND_IN)
-_EVERY_TEAM = CompiledRead(Team, lambda: Team.objects.all(), stand_ins={})
+def visible_requests(user: User) -> QuerySet[GpuRequest]:
+    """The requests the user may see: their teams' requests; approvers see all; anonymous users none.
 
-
-# What every request read of the pages and API joins in.
-_REQUEST_RELATED = ("team", "requester", "sla_tier", "cluster", "node_pool")
-
-
-def gpu_requests_visible_to(*, user: User) -> QuerySet[GpuRequest]:
-    """Requests the user may see: their teams' requests; approvers see all. Every endpoint starts here."""
-    qs = GpuRequest.objects.select_related(*_REQUEST_RELATED)
+    The one rule of request visibility: every page, list, search and API read starts here, and chooses what it joins
+    (``select_related``) and loads (``only``) itself."""
     scope = gpu_request_scope(user)
     if scope == "all":
-        return qs
+        return GpuRequest.objects.all()
     if scope == "none":
-        return qs.none()
-    return qs.filter(requests_of_member_teams(user_id=user.pk))
+        return GpuRequest.objects.none()
+    return GpuRequest.objects.filter(requests_of_member_teams(user_id=user.pk))
 
 
 def gpu_request_scope(user: User) -> str:
-    """Which requests the user may see: ``"all"`` (approvers), ``"teams"`` (their teams', by
-    ``requests_of_member_teams``) or ``"none"`` (anonymous): the rule of ``gpu_requests_visible_to``, for readers that
-    build their own SQL from it (``allocations.api.request_rows``)."""
+    """The branch of ``visible_requests`` the user is on: ``"all"`` (approvers), ``"teams"`` (their teams', by
+    ``requests_of_member_teams``) or ``"none"`` (anonymous)."""
     if user_is_approver(user):
         return "all"
     if not user.is_authenticated:
@@ -100,10 +78,18 @@ def gpu_request_scope(user: User) -> str:
 
 
 def requests_of_member_teams(*, user_id: int) -> Q:
-    """The requests of the teams the user belongs to."""
-    # team_id IN (the user's teams): a semi-join on the membership index, no join on the rows and no DISTINCT over
-    # every column (which cost ~70 % of a list call and made COUNT(*) sort the whole visible set; issue #15).
+    """The requests of the teams the user belongs to (``visible_requests`` of a member)."""
+    # team_id IN (the user's teams): a semi-join on the membership index, no join on the rows and no DISTINCT.
     return Q(team_id__in=Membership.objects.filter(user_id=user_id).values("team_id"))
+
+
+# What the request reads of the pages and API join in.
+_REQUEST_RELATED = ("team", "requester", "sla_tier", "cluster", "node_pool")
+
+
+def gpu_requests_visible_to(*, user: User) -> QuerySet[GpuRequest]:
+    """``visible_requests(user)`` with the team, requester, tier, cluster and pool joined (what most reads print)."""
+    return visible_requests(user).select_related(*_REQUEST_RELATED)
 
 
 def membership_role(*, user: User, team: Team) -> str | None:
@@ -131,54 +117,16 @@ def teams_with_quotas_visible_to(*, user: User) -> QuerySet[Team]:
 def gpu_request_detail(*, user: User, pk: int) -> GpuRequest:
     """One request the user may see, with its events and ``viewer_role`` (the user's role in its team, None when not
     a member); raises GpuRequest.DoesNotExist for anything else (a 404)."""
-    scope = gpu_request_scope(user)
-    if scope == "none" or not fits_bigint(pk):
-        raise GpuRequest.DoesNotExist("GpuRequest matching query does not exist.")
-    # Read through SQL compiled once per process: PostgreSQL took 5.1 ms to plan this seven-table read on every
-    # view of a request's page, and 0.3 ms to run it (issue #15).
-    read = _DETAIL_OF_ANY if scope == "all" else _DETAIL_OF_MEMBER
-    found = read.first(request=pk, user=user.pk)
-    if found is None:
-        raise GpuRequest.DoesNotExist("GpuRequest matching query does not exist.")
-    _keep_prefetched(found, "events", _EVENTS_OF.instances(found.pk))
-    return found
-
-
-def _keep_prefetched(instance: Any, name: str, related: list[Any]) -> None:
-    """Keep ``related`` as ``instance``'s prefetched reverse relation ``name``, as ``prefetch_related_objects`` keeps
-    what it reads: ``instance.<name>.all()`` answers them without a query, and each points back to ``instance``."""
-    manager = getattr(instance, name)
-    for obj in related:
-        setattr(obj, manager.field.name, instance)
-    queryset = manager.get_queryset()
-    queryset._result_cache, queryset._prefetch_done = related, True
-    instance._prefetched_objects_cache = {**getattr(instance, "_prefetched_objects_cache", {}), name: queryset}
-
-
-def _request_detail(request: int, user: int, *, of_member_teams: bool) -> QuerySet[GpuRequest]:
     # The pool's cluster too: the page names the pool as cluster/pool. The events' actors are not read (each event
-    # keeps its actor_label), so they are not fetched. The role comes in the same query, not one more.
-    role = Membership.objects.filter(user_id=user, team=OuterRef("team_id")).order_by().values("role")[:1]
-    qs = (
-        GpuRequest.objects.select_related(*_REQUEST_RELATED, "node_pool__cluster")
+    # keeps its actor_label). The role comes in the same query, not one more.
+    role = Membership.objects.filter(user_id=user.pk, team=OuterRef("team_id")).order_by().values("role")[:1]
+    return (
+        gpu_requests_visible_to(user=user)
+        .select_related("node_pool__cluster")
         .annotate(viewer_role=Subquery(role))
-        .filter(pk=request)
+        .prefetch_related("events")
+        .get(pk=pk)
     )
-    return qs.filter(requests_of_member_teams(user_id=user)) if of_member_teams else qs
-
-
-# A request's events in RequestEvent's order (its page's timeline), compiled once per process: prefetching them built
-# and compiled the queryset on every view (~0.6 ms; issue #15).
-_EVENTS_OF = CompiledRead(
-    RequestEvent, lambda request_id: RequestEvent.objects.filter(request_id=request_id), stand_in=ID_STAND_IN
-)
-_DETAIL_STAND_INS = {"request": ID_STAND_IN, "user": OTHER_ID_STAND_IN}
-_DETAIL_OF_ANY = CompiledRead(
-    GpuRequest, lambda request, user: _request_detail(request, user, of_member_teams=False), stand_ins=_DETAIL_STAND_INS
-)
-_DETAIL_OF_MEMBER = CompiledRead(
-    GpuRequest, lambda request, user: _request_detail(request, user, of_member_teams=True), stand_ins=_DETAIL_STAND_INS
-)
 
 
 def clusters_visible_to(*, user: User) -> QuerySet[Cluster]:

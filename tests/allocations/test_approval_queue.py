@@ -15,9 +15,6 @@ from allocations.extension_services import allocation_extension_request
 from allocations.models import AllocationExtension, GpuRequest, Quota, RequestStatus
 from allocations.pending_queues import (
     QUEUE_PAGE_SIZE,
-    first_pending_extensions,
-    first_pending_requests,
-    pending_extensions_queue,
     pending_requests_queue,
     pending_work_by_team,
 )
@@ -358,38 +355,6 @@ def test_the_queue_reads_pending_requests_oldest_first_with_what_it_prints(
         no_tier.pk
     ]
     assert not pending_requests_queue(user=demo_org.member).exists()
-
-
-def test_the_first_pages_compiled_reads_answer_what_the_querysets_do(
-    demo_org: DemoOrg, django_assert_num_queries
-) -> None:
-    # The first page of each section, of every team or one, is read with SQL compiled once per process: the same
-    # rows, columns and related objects as the queryset's first page, and what is decided since is gone at once.
-    ours = pending_requests(demo_org, QUEUE_PAGE_SIZE + 2)
-    pending_requests(demo_org, 3, team=demo_org.other_team)
-    pending_extensions(demo_org, 2)
-
-    def fields(obj) -> list[dict[str, object] | None]:
-        if isinstance(obj, GpuRequest):
-            pool = obj.node_pool
-            related = (obj, obj.team, obj.requester, obj.sla_tier, pool, pool and pool.cluster)
-        else:
-            related = (obj, obj.request, obj.request.team, obj.requested_by)
-        return [item and {k: v for k, v in vars(item).items() if k != "_state"} for item in related]
-
-    approver = demo_org.approver
-    for team_id in (None, demo_org.team.pk, demo_org.other_team.pk):
-        for first, queryset in (
-            (first_pending_requests, pending_requests_queue),
-            (first_pending_extensions, pending_extensions_queue),
-        ):
-            expected = [fields(obj) for obj in queryset(user=approver, team_id=team_id)[:QUEUE_PAGE_SIZE]]
-            with django_assert_num_queries(1):  # the related objects come with the rows
-                assert [fields(obj) for obj in first(user=approver, team_id=team_id)] == expected
-    assert len(first_pending_requests(user=approver)) == QUEUE_PAGE_SIZE
-    GpuRequest.objects.filter(pk=ours[0].pk).update(status=RequestStatus.REJECTED)
-    assert ours[0].pk not in [r.pk for r in first_pending_requests(user=approver, team_id=demo_org.team.pk)]
-    assert first_pending_requests(user=demo_org.member) == first_pending_extensions(user=demo_org.member) == []
 
 
 def test_nothing_is_read_for_a_section_with_nothing_waiting(demo_org: DemoOrg) -> None:

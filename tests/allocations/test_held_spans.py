@@ -66,3 +66,33 @@ def test_held_span_rows_are_allocation_intervals_spans(demo_org) -> None:
     assert {row[0][0]: (row[1], row[2]) for row in rows}[pending_pods.pk] == (START + timedelta(days=2), None)
     only_team = held_span_rows(start=START, end=END, fields=("pk",), teams=[demo_org.team])
     assert elsewhere.pk not in {row[0][0] for row in only_team}
+
+
+def test_both_reads_give_each_spec_key_as_the_spec_holds_it(demo_org) -> None:
+    """A key's JSON null is None (never the text "null"), a missing key None, an object an object, a spec that is
+    no object no keys: the same in held_span_rows' JSON text and in allocation_intervals' held_spec."""
+    from django.db.models import JSONField, Value
+
+    specs = {
+        "null_key": {"strategy": "dedicated", "mig_profile": None, "quantity": 2, "rationale": {"a": 1}},
+        "object_key": {"strategy": "mig", "node_selector": {"pool": "a100"}},
+        "empty": {},
+        "json_null": Value(None, output_field=JSONField()),
+    }
+    made = {name: request(demo_org, activated_at=START + timedelta(days=1), spec=spec) for name, spec in specs.items()}
+    rows = {
+        row[0][0]: json.loads(row[0][1])
+        for row in held_span_rows(start=START, end=END, fields=("pk", "held_spec_json"))
+    }
+    held = {i.request.pk: i.request.held_spec for i in allocation_intervals(start=START, end=END)}
+
+    for spec in (rows, held):
+        assert spec[made["null_key"].pk].get("mig_profile") is None
+        assert spec[made["null_key"].pk]["strategy"] == "dedicated" and spec[made["null_key"].pk]["quantity"] == 2
+        assert "rationale" not in spec[made["null_key"].pk]
+        assert spec[made["object_key"].pk]["node_selector"] == {"pool": "a100"}
+        assert without_nulls(spec[made["empty"].pk]) == {} == without_nulls(spec[made["json_null"].pk])
+    assert {pk: without_nulls(spec) for pk, spec in rows.items()} == {
+        pk: without_nulls(spec) for pk, spec in held.items()
+    }
+    assert "null" not in [value for spec in (*rows.values(), *held.values()) for value in spec.values()]

@@ -1,104 +1,147 @@
-"""The home's quota rows and fleet capacity rows as HTML (allocations.home_pages.quota_rows_html,
-fleet_capacity_rows_html) are what templates/home.html printed with its loops, byte for byte."""
+"""What the home's tables show: a team card's quota rows, the fleet's capacity rows and the request tables, escaped
+and linked, and the reads behind them (a fixed number of queries)."""
 
 from __future__ import annotations
 
 import pytest
-from django.template import Context, Template
-from django.utils import translation
+from django.contrib.auth.models import AnonymousUser
+from django.urls import reverse
 
-from allocations.cluster_pages import node_pool_capacity_rows
-from allocations.home_pages import fleet_capacity_rows_html, home_overview, quota_rows_html
-from tests.factories import ClusterFactory, NodePoolFactory, QuotaFactory, TeamFactory
+from allocations.home_pages import home_overview
+from allocations.models import GpuRequest, RequestStatus
+from allocations.quota_usage import quota_usage_by_quota
+from allocations.selectors import user_is_approver
+from tests.factories import (
+    ClusterFactory,
+    GpuRequestFactory,
+    MembershipFactory,
+    NodePoolFactory,
+    QuotaFactory,
+    TeamFactory,
+    UserFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
-# The loops as templates/home.html had them before the rows were built in Python.
-_QUOTA_ROWS_AS_THE_TEMPLATE_PRINTED_THEM = """{% for q in row.quotas %}
-        <tr>
-          <td><code>{{ q.quota.resource_name }}</code></td>
-          <td>{{ q.quota.scope_label }}</td>
-          <td class="num">{{ q.used }} / {{ q.quota.limit }}
-            <div class="bar" role="img" aria-label="{{ q.used }} of {{ q.quota.limit }} used"><span style="width: {% widthratio q.used q.quota.limit 100 %}%"></span></div>
-          </td>
-          <td class="num headroom-free">{{ q.free }}</td>
-        </tr>
-      {% endfor %}"""  # noqa: E501
-_CAPACITY_ROWS_AS_THE_TEMPLATE_PRINTED_THEM = """{% for item in platform.pools %}{% for row in item.rows %}
-        <tr>
-          <td><a href="{% url 'allocations:cluster-detail' item.pool.cluster.name %}">{{ item.pool.cluster.name }}/{{ item.pool.name }}</a> <span class="muted small">{{ item.pool.gpu_model.name }}</span></td>
-          <td><code>{{ row.resource }}</code></td>
-          <td class="num">{{ row.allocated }} / {{ row.configured }}
-            <div class="bar{% if row.over %} over{% endif %}" role="img" aria-label="{{ row.allocated }} of {{ row.configured }} allocated"><span style="width: {% widthratio row.allocated row.configured 100 %}%"></span></div>
-          </td>
-        </tr>
-      {% endfor %}{% endfor %}"""  # noqa: E501
+
+def _section(body: str, marker: str) -> str:
+    return body.partition(marker)[2].partition("</article>")[0]
 
 
-def _quota_rows() -> list[dict[str, object]]:
-    team = TeamFactory()
+def test_a_team_cards_quota_rows_show_use_limit_and_free_in_every_scope(client, demo_org) -> None:
     pool = NodePoolFactory(cluster=ClusterFactory(name="east"), name="h100-a")
-    quotas = [
-        QuotaFactory(team=team, resource_name="nvidia.com/gpu", limit=8),
-        QuotaFactory(team=team, cluster=pool.cluster, resource_name="nvidia.com/mig-1g.10gb", limit=0),
-        QuotaFactory(team=team, node_pool=pool, resource_name="nvidia.com/mig-3g.40gb", limit=2500),
-    ]
-    # Over the limit, none at all, and enough to group thousands where a language does.
-    used = [11, 0, 1234]
-    rows = [{"quota": q, "used": u, "free": max(q.limit - u, 0)} for q, u in zip(quotas, used, strict=True)]
-    # Text that needs escaping, as a unit the engine escapes (the model's validator would refuse it on a form).
-    quotas[0].resource_name = "nvidia.com/<gpu>&\"x'"
-    return rows
+    QuotaFactory(team=demo_org.team, cluster=pool.cluster, resource_name="nvidia.com/mig-1g.10gb", limit=0)
+    QuotaFactory(team=demo_org.team, node_pool=pool, resource_name="nvidia.com/mig-3g.40gb", limit=2500)
+    # Over the nominal 8 (borrowed): free is 0, not negative.
+    GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE, resource_units=11)
+    GpuRequestFactory(
+        team=demo_org.team, status=RequestStatus.ACTIVE, node_pool=pool, resource_name="nvidia.com/mig-3g.40gb",
+        resource_units=1234,
+    )  # fmt: skip
+    client.force_login(demo_org.member)
+
+    card = _section(client.get(reverse("home")).content.decode(), 'class="card team-card"')
+
+    assert f'<a href="/teams/{demo_org.team.slug}/">{demo_org.team.name}</a>' in card
+    assert "<td>all clusters</td>" in card and "<td>cluster east</td>" in card and "<td>pool east/h100-a</td>" in card
+    assert '11 / 8\n            <div class="bar" role="img" aria-label="11 of 8 used">' in card
+    assert '<td class="num headroom-free">0</td>' in card
+    assert 'aria-label="1234 of 2500 used"><span style="width: 49%">' in card
+    assert '<td class="num headroom-free">1266</td>' in card
 
 
-@pytest.mark.parametrize("language", ["en-us", "de"])
-@pytest.mark.parametrize("grouping", [False, True])
-def test_quota_rows_are_what_the_template_printed(settings, language, grouping):
-    settings.USE_THOUSAND_SEPARATOR = grouping
-    rows = _quota_rows()
-    with translation.override(language):
-        expected = Template(_QUOTA_ROWS_AS_THE_TEMPLATE_PRINTED_THEM).render(Context({"row": {"quotas": rows}}))
-        built = quota_rows_html(rows)
-    assert built == expected
-    assert "<gpu>" not in built and "&lt;gpu&gt;" in built
-    thousands = {"en-us": "1,234", "de": "1.234"}[language] if grouping else "1234"
-    assert f"{thousands} / " in built  # as the language writes them
-    assert quota_rows_html([]) == ""
-
-
-@pytest.mark.parametrize("grouping", [False, True])
-def test_fleet_capacity_rows_are_what_the_template_printed(settings, grouping):
-    settings.USE_THOUSAND_SEPARATOR = grouping
+def test_the_fleet_rows_link_each_pool_and_mark_what_is_over_capacity(client, demo_org) -> None:
     east = ClusterFactory(name="east")
-    pools = [
-        NodePoolFactory(cluster=east, name="h100-a", node_count=250),  # 2,000 GPUs: thousands to group
-        NodePoolFactory(cluster=ClusterFactory(name="west"), name="t4"),
-    ]
-    capacity = [
-        # Over capacity, a resource the pool no longer offers (capacity 0), and an empty pool.
-        node_pool_capacity_rows(pool=pools[0], allocated={"nvidia.com/gpu": 2100, "nvidia.com/mig-1g.10gb": 3}),
-        node_pool_capacity_rows(pool=pools[1], allocated={}),
-    ]
-    with translation.override("de"):
-        expected = Template(_CAPACITY_ROWS_AS_THE_TEMPLATE_PRINTED_THEM).render(
-            Context({"platform": {"pools": capacity}})
+    busy = NodePoolFactory(cluster=east, name="h100-a", node_count=1)
+    GpuRequestFactory(team=demo_org.team, status=RequestStatus.ACTIVE, node_pool=busy, resource_units=20)
+    client.force_login(demo_org.approver)
+
+    fleet = _section(client.get(reverse("home")).content.decode(), 'id="home-fleet"')
+
+    assert '<a href="/clusters/east/">east/h100-a</a>' in fleet and '<a href="/clusters/demo/">demo/h100</a>' in fleet
+    assert 'class="bar over" role="img" aria-label="20 of ' in fleet
+    assert fleet.count('class="bar over"') == 1
+
+
+def test_the_request_tables_escape_names_and_show_an_unallocated_request_as_a_dash(client, demo_org) -> None:
+    odd = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name='<b>"odd" & name</b>')
+    bare = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, name="bare")
+    GpuRequest.objects.filter(pk=bare.pk).update(resource_name="", resource_units=0)
+    GpuRequestFactory(team=demo_org.team, requester=demo_org.team_lead, name="leads", resource_units=12)
+    GpuRequestFactory(team=demo_org.other_team, name="not-ours")
+    client.force_login(demo_org.member)
+
+    body = client.get(reverse("home")).content.decode()
+    mine = body.partition('id="home-my-requests"')[2].partition("</section>")[0]
+    others = body.partition('id="home-team-requests"')[2].partition("</section>")[0]
+
+    assert f'<a href="/requests/{odd.pk}/">&lt;b&gt;&quot;odd&quot; &amp; name&lt;/b&gt;</a>' in mine
+    assert '<span class="muted">\N{EM DASH}</span>' in mine and "leads" not in mine
+    assert "leads" in others and "\N{MULTIPLICATION SIGN} 12" in others and "not-ours" not in body
+    assert f"<td>{demo_org.team.name}</td>" in others and "ago</td>" in others
+
+
+def test_the_homes_teams_carry_their_quotas_and_what_each_holds_in_two_queries(django_assert_num_queries) -> None:
+    user, other = UserFactory(), UserFactory()
+    vision, nlp, foreign = TeamFactory(name="Vision"), TeamFactory(name="NLP"), TeamFactory(name="Foreign")
+    MembershipFactory(user=user, team=vision)
+    MembershipFactory(user=user, team=nlp)
+    MembershipFactory(user=other, team=foreign)
+    pool, other_pool = NodePoolFactory(), NodePoolFactory()
+    QuotaFactory(team=vision, resource_name="nvidia.com/gpu", limit=8)
+    QuotaFactory(team=vision, resource_name="nvidia.com/gpu", node_pool=pool, limit=4)
+    QuotaFactory(team=nlp, resource_name="nvidia.com/gpu", cluster=pool.cluster, limit=2)
+    QuotaFactory(team=foreign, resource_name="nvidia.com/gpu", limit=1)
+    statuses = [RequestStatus.ACTIVE, RequestStatus.APPROVED, RequestStatus.PENDING_APPROVAL, RequestStatus.RELEASED]
+    for i in range(16):
+        GpuRequestFactory(
+            team=(vision, nlp, foreign)[i % 3],
+            status=statuses[i % 4],
+            node_pool=(pool, other_pool, None)[i % 3],
+            cluster=pool.cluster if i % 5 == 0 else None,
+            resource_units=i + 1,
         )
-        built = fleet_capacity_rows_html(capacity)
-    assert built == expected
-    assert 'class="bar over"' in built and "/clusters/east/" in built and "/clusters/west/" in built
+
+    user_is_approver(user)  # the user's permissions, read once per user object (Django keeps them on it)
+    with django_assert_num_queries(3):  # the teams, their quotas with what each holds, their latest requests
+        rows = home_overview(user=user)["team_rows"]
+        shown = [
+            (row["team"].name, [(q["quota"].scope_label, q["used"], q["free"]) for q in row["quotas"]]) for row in rows
+        ]
+
+    assert [name for name, _ in shown] == ["NLP", "Vision"]
+    quotas = [q["quota"] for row in rows for q in row["quotas"]]
+    usage = quota_usage_by_quota(quotas=quotas)
+    assert len(usage) == 3 and any(usage.values())
+    assert [q["used"] for row in rows for q in row["quotas"]] == [usage[quota.pk] for quota in quotas]
 
 
-def test_the_home_carries_the_rows_of_the_users_teams_and_for_an_approver_the_fleet(demo_org):
-    from allocations.quota_usage import quota_usage_by_quota
+def test_no_team_no_rows(django_assert_num_queries) -> None:
+    user = UserFactory()
+    user_is_approver(user)
+    with django_assert_num_queries(1):  # the teams: none, so nothing more is read
+        overview = home_overview(user=user)
+    assert overview["team_rows"] == overview["my_requests"] == overview["recent_requests"] == []
+    assert home_overview(user=AnonymousUser())["team_rows"] == []
 
-    overview = home_overview(user=demo_org.member)
-    [row] = overview["team_rows"]
-    assert row["url"] == f"/teams/{demo_org.team.slug}/"
-    assert row["quotas_html"] == quota_rows_html(row["quotas"])
-    usage = quota_usage_by_quota(quotas=[q["quota"] for q in row["quotas"]])
-    assert [q["used"] for q in row["quotas"]] == [usage[q["quota"].pk] for q in row["quotas"]]
-    assert overview["platform"] is None
 
-    platform = home_overview(user=demo_org.approver)["platform"]
-    assert platform["pools_html"] == fleet_capacity_rows_html(platform["pools"])
-    assert f"/clusters/{demo_org.cluster.name}/" in platform["pools_html"]
+@pytest.mark.parametrize("approver", [False, True])
+def test_the_latest_requests_are_the_users_teams_newest_first_whatever_their_role(approver) -> None:
+    from django.contrib.auth.models import Permission
+
+    user, other = UserFactory(), UserFactory()
+    if approver:  # sees every request, but the home lists their teams'
+        user.user_permissions.add(Permission.objects.get(codename="approve_gpurequest"))
+    vision, nlp, foreign = TeamFactory(), TeamFactory(), TeamFactory()
+    MembershipFactory(user=user, team=vision)
+    MembershipFactory(user=user, team=nlp)
+    MembershipFactory(user=other, team=vision)
+    made = []
+    for i in range(36):
+        team = (vision, nlp, foreign)[i % 3]
+        made.append(GpuRequestFactory(team=team, requester=user if i % 2 and team != foreign else other))
+
+    overview = home_overview(user=user)
+    ours = [r for r in reversed(made) if r.team_id != foreign.pk]
+    assert [r.pk for r in overview["my_requests"]] == [r.pk for r in ours if r.requester_id == user.pk][:10]
+    assert [r.pk for r in overview["recent_requests"]] == [r.pk for r in ours if r.requester_id != user.pk][:10]

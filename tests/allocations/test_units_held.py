@@ -1,6 +1,6 @@
-"""``with_units_held``: what a quota's team holds against it, counted in SQL in the same statement as the quotas (the
-check under a lock, the home's and the approval queue's reads, issue #15), equal to the rule counted here in Python
-over every request."""
+"""Quota scope (``quota_covers``) and what a quota's team holds against it (``with_units_held``), counted in SQL in the
+same statement as the quotas (the check under a lock, the home's and the approval queue's reads), equal to the rule
+counted here in Python over every request."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import itertools
 import pytest
 
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, NodePool, Quota, RequestStatus
-from allocations.quota_usage import quota_usage_by_quota, with_units_held
-from allocations.quotas import quota_headroom
+from allocations.quota_usage import columns, constants, quota_covers, quota_usage_by_quota, with_units_held
+from allocations.quotas import quota_headroom, quota_headroom_by_request
 from tests.factories import ClusterFactory, GpuRequestFactory, NodePoolFactory, QuotaFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -117,3 +117,36 @@ def test_a_quota_with_nothing_held_against_it_carries_zero():
     quota = QuotaFactory(cluster=ClusterFactory())
     GpuRequestFactory(team=quota.team, status=RequestStatus.ACTIVE, resource_units=3)  # on no cluster: not its
     assert with_units_held(Quota.objects.filter(pk=quota.pk)).get().units_held == 0
+
+
+def test_the_queues_headroom_of_each_request_is_its_own_quota_headroom(fleet, django_assert_num_queries):
+    """``quota_headroom_by_request`` (the approval queue's rows, in one query) answers what ``quota_headroom`` (the
+    check under a lock) answers for each request: the same quotas, in the same order, with the same use."""
+    vision, nlp = fleet
+    bare = TeamFactory()  # no quota at all
+    pending = [
+        GpuRequestFactory(team=team, node_pool=pool, resource_name=resource, status=RequestStatus.PENDING_APPROVAL)
+        for team in (vision, nlp, bare)
+        for pool in [*NodePool.objects.all(), None]
+        for resource in (GPU, SLICE, "nvidia.com/mig-7g.80gb")
+    ]
+    expected = {
+        r.pk: quota_headroom(team=r.team, resource_name=r.resource_name, node_pool=r.node_pool) for r in pending
+    }
+    assert sum(1 for items in expected.values() for item in items if item.in_use) >= 4  # use is really counted
+    with django_assert_num_queries(1):
+        answer = quota_headroom_by_request(requests=pending)
+    assert answer == expected
+    assert quota_headroom_by_request(requests=pending[:6]) == {r.pk: expected[r.pk] for r in pending[:6]}
+    assert quota_headroom_by_request(requests=[]) == {}
+
+
+def test_the_rule_itself_counts_a_quotas_requests(fleet):
+    """``quota_covers`` is what the reads above and the tests' counts use: asked one quota at a time, with the
+    quota's own values, it picks the requests ``counted`` sums."""
+    for quota in Quota.objects.order_by("id"):
+        values = {name: getattr(quota, name) for name in ("team_id", "resource_name", "node_pool_id", "cluster_id")}
+        covered = GpuRequest.objects.filter(
+            quota_covers(quota=constants(values), request=columns()), status__in=QUOTA_HOLDING_STATUSES
+        )
+        assert sum(covered.values_list("resource_units", flat=True)) == counted([quota])[quota.pk]
