@@ -27,7 +27,7 @@ run: seed ## Migrate, seed the demo organisation and serve http://127.0.0.1:8000
 	@echo "GPU Portal on http://$(HOST):$(PORT)/  (users: alice, dave, bob, carol, finance; password: demo)"
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-test: install ## The whole suite, on every core (TEST_WORKERS=0 runs it in one process). Integration tests need PostgreSQL/Redis/Prometheus/Chromium (see README).
+test: install ## The whole suite, on every core (TEST_WORKERS=0 runs it in one process). Integration tests need PostgreSQL/Redis/Prometheus/Chromium (see docs/testing.md).
 	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup) $(PYTEST_ARGS)
 
 test-fast: install ## Unit tests only (no external service).

@@ -1,4 +1,4 @@
-"""``GET /api/v1/audit-events/`` (DESIGN.md, "Audit"): platform admins read the trail, filtered, paged, or as CSV."""
+"""``GET /api/v1/audit-events/`` (docs/security.md): platform admins read the trail, filtered, paged, or as CSV."""
 
 from __future__ import annotations
 

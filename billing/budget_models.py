@@ -1,4 +1,4 @@
-"""Models of budgets and alert handling (issue #13): a team's money budget, the threshold notices sent, and the
+"""Models of budgets and alert handling: a team's money budget, the threshold notices sent, and the
 acknowledgements and mutes of utilization alerts. Defined here, exported by ``billing.models``."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from allocations.models import Cluster, Team
 _NON_NEGATIVE = [MinValueValidator(Decimal("0"))]
 
 
-# --- Budgets in money, and the threshold notices sent (issue #13) ------------------------------------------------
+# --- Budgets in money, and the threshold notices sent -----------------------------------------------------------
 
 
 def validate_thresholds_pct(value: Any) -> None:

@@ -88,7 +88,7 @@ def cost_over_time_figure(
 
     ``drill_down(month, group)`` gives each bar's link to the requests behind it (``customdata``; dashboards.js
     follows it on click); ``names`` gives a group's display name (teams and tiers by name, their colour and link still
-    by slug). Written as plain plotly JSON: 50 teams x 12 months through plotly's validators took
+    by slug). Written as plain plotly JSON: plotly's validators, for a year of many teams, would take
     longer than reading the data behind them.
     """
     _, rows = table

@@ -220,7 +220,7 @@ class GpuHealthHour(models.Model):
         return f"{self.cluster_id} {self.hour:%Y-%m-%d %H:00} {self.gpu_uuid} xid={self.last_xid or 0}"
 
 
-# --- Cost: price books, imported usage and monthly chargeback reports (issue #7) --------------------------------
+# --- Cost: price books, imported usage and monthly chargeback reports ------------------------------------------
 
 MONEY = {"max_digits": 20, "decimal_places": 10}  # unrounded amounts; rounded half-up to the cent at presentation
 _NON_NEGATIVE = [MinValueValidator(Decimal("0"))]

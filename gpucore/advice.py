@@ -5,7 +5,7 @@ memory and its compute with headroom, and the smallest such profile is suggested
 or under 85 % of the profile's memory (the memory-pressure line, guide 3.3), so the move does not itself raise the
 alert. Compute headroom: the observed busy fraction of the current allocation's compute stays at or under 85 % of
 the profile's compute fraction (so a GPU kept 29 % busy needs at least 29 / 0.85 = 34 % of a GPU: 3g of 7 slices,
-not 1g). Savings are priced on the GPU share (DESIGN.md: ``max(compute/C, memory/M)``), never on compute alone.
+not 1g). Savings are priced on the GPU share (``max(compute/C, memory/M)``, docs/cost-model.md), never on compute alone.
 
 Time-sliced tenants get no sizing claim: under time-slicing DCGM reports the whole GPU's utilization and memory to
 every tenant, so readings include the neighbours; the advice says so, and under memory pressure names the isolated
@@ -24,7 +24,7 @@ from fractions import Fraction
 from gpucore.alerts import MEMORY_PRESSURE_RATIO
 from gpucore.pricing import HOURS_PER_MONTH, fraction_to_decimal, slice_weight
 
-LOW_UTILIZATION_PCT = 30.0  # issue #6: a dedicated GPU averaging under 30 % is oversized
+LOW_UTILIZATION_PCT = 30.0  # a dedicated GPU averaging under 30 % is oversized
 MIN_OBSERVED_HOURS = 24
 
 

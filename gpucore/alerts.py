@@ -1,12 +1,12 @@
 """GPU alert rules over hourly utilization rollups: overheating, memory pressure and idle (wasted) GPUs. Pure.
 
-Thresholds are the guide's (shared/domain Part 3.1 "Critical Metrics to Monitor" and 3.3 "Alert Strategy"):
-``DCGM_FI_DEV_GPU_TEMP > 83`` alerts immediately; ``DCGM_FI_DEV_FB_USED / total > 0.85`` alerts once it has held
-for 2 minutes; and (issue #6) a held GPU under 10 % utilization for an hour is waste. Hours are read at one-minute
-points (billing.metering.services), so "for 2 minutes" is, as Prometheus evaluates ``for: 2m`` every minute, three
-consecutive one-minute points above 85 % (the condition true at t-2m, t-1m and t: two minutes long), and "for an hour"
-is all 60 minutes of a complete hour. An hour that is incomplete or has missing minutes is never read as zero
-use: it cannot raise a waste alert (missing data is not idleness).
+Thresholds are guide 000's (Part 3.1 "Critical Metrics to Monitor" and 3.3 "Alert Strategy"; see
+docs/reference-sources.md#guides): ``DCGM_FI_DEV_GPU_TEMP > 83`` alerts immediately; ``DCGM_FI_DEV_FB_USED / total >
+0.85`` alerts once it has held for 2 minutes; and a held GPU under 10 % utilization for an hour is waste. Hours are read
+at one-minute points (billing.metering.services), so "for 2 minutes" is, as Prometheus evaluates ``for: 2m`` every
+minute, three consecutive one-minute points above 85 % (the condition true at t-2m, t-1m and t: two minutes long), and
+"for an hour" is all 60 minutes of a complete hour. An hour that is incomplete or has missing minutes is never read as
+zero use: it cannot raise a waste alert (missing data is not idleness).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ TEMPERATURE_LIMIT_C = 83.0
 # Guide 3.3 GPUMemoryPressure: `DCGM_FI_DEV_FB_USED / DCGM_FI_DEV_FB_TOTAL > 0.85` with `for: 2m`.
 MEMORY_PRESSURE_RATIO = 0.85
 MEMORY_PRESSURE_FOR_MINUTES = 2
-# Issue #6: a GPU held under 10 % utilization for an hour is waste.
+# A GPU held under 10 % utilization for an hour is waste: it could serve another team.
 IDLE_UTILIZATION_PCT = 10.0
 IDLE_FOR_MINUTES = 60
 MINUTES_PER_HOUR = 60

@@ -1,10 +1,11 @@
 """Who used which GPU: DCGM exporter labels to a GPU identity and an owner (team, request). Pure: no Django.
 
-The rules are DESIGN.md's "Usage attribution": a series with namespace ``N`` and pod ``P`` belongs to the team
-whose namespace is ``N``, and to request ``<id>`` when ``P`` is ``gpr-<id>`` or starts with ``gpr-<id>-``;
-anything else is "unallocated/other". The label set follows the DCGM exporter (shared/reference/dcgm/README.md):
-``UUID`` in upper case, ``Hostname`` or (since 2026) ``hostname``, ``GPU_I_PROFILE``/``GPU_I_ID`` on MIG
-instances, pod labels absent (or empty) on an idle device, and sentinel values for blank fields.
+The attribution rule (docs/operating.md, "Utilization and GPU health"): a series with namespace ``N`` and pod ``P``
+belongs to the team whose namespace is ``N``, and to request ``<id>`` when ``P`` is ``gpr-<id>`` or starts with
+``gpr-<id>-``; anything else is "unallocated/other". The label set follows NVIDIA's dcgm-exporter
+(docs/reference-sources.md#dcgm): ``UUID`` in upper case, ``Hostname`` or (in newer exporters) ``hostname``,
+``GPU_I_PROFILE``/``GPU_I_ID`` on MIG instances, pod labels absent (or empty) on an idle device, and sentinel values for
+blank fields.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The GPU model and MIG profile catalog: pure data, no Django.
 
-Built from the reference data gathered in ``shared/reference/`` (``gpu-catalog.csv`` and ``mig_profiles.yaml``):
-NVIDIA's MIG profile tables and placements, board power, and sourced purchase and cloud prices. The ``GpuModel``
+Built from NVIDIA's MIG profile tables and placements, board power, and sourced purchase and cloud prices (each
+source in docs/reference-sources.md, "MIG" and "GPU catalog"). The ``GpuModel``
 table is seeded from ``BUILTIN_CATALOG`` by a data migration; at run time the decision framework receives a
 ``Catalog`` built from that table by a selector, so admins can edit prices and labels without a deploy.
 """
@@ -202,7 +202,7 @@ _EVEN4 = (0, 2, 4, 6)
 
 
 def _gh100_like(one: str, one_wide: str, two: str, three: str, four: str, seven: str) -> tuple[MigProfile, ...]:
-    """The 8-memory-slice / 7-compute-slice geometry shared by A100, H100 and H200 (mig_profiles.yaml)."""
+    """The 8-memory-slice / 7-compute-slice geometry shared by A100, H100 and H200 (NVIDIA's MIG User Guide)."""
     return _profiles(
         [
             (one, 1, 7, _SEVEN, True),
@@ -216,7 +216,7 @@ def _gh100_like(one: str, one_wide: str, two: str, three: str, four: str, seven:
     )
 
 
-# The source shared by the list prices taken from the reference catalog (shared/reference/gpu-catalog.csv).
+# The source shared by the catalog's list prices (docs/reference-sources.md#gpu-catalog).
 _AWS = (
     "AWS us-east-1 on-demand Linux instance price / GPUs in the instance (instances.vantage.sh data in "
     'github.com/tsaol/aws-gpu data/all_gpu_instances.js, commit 7412fd2, "Last updated: 2026-01-21"); '

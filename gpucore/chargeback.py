@@ -6,7 +6,7 @@ spec (a GPU, a MIG slice, a time-sliced share; ``quantity x replicas`` units) an
 pool's layout). ``allocated_gpu_hours`` are whole-GPU equivalents
 (``units x hours x share``), so ``amount = allocated_gpu_hours x rate`` with ``rate = GPU rate x multiplier``.
 Hours are split where a new price book takes effect, so each line has one rate. Idle capacity follows OpenCost
-(``reference/opencost-allocation.md``): per GPU model, ``capacity GPU-hours x rate - allocated cost`` at the base
+(docs/reference-sources.md#opencost): per GPU model, ``capacity GPU-hours x rate - allocated cost`` at the base
 rate (no SLA multiplier), optionally shared in proportion to each team's allocated base cost (``__weighted__``).
 Nothing is rounded here: money is rounded half-up to the cent at presentation only.
 """
@@ -194,7 +194,7 @@ def _gpu_rate(
 
 def _multiplier(allocation: Allocation, period: PricePeriod | None) -> Decimal:
     if allocation.imported:
-        return Decimal("1")  # DESIGN.md: imported usage has no SLA multiplier
+        return Decimal("1")  # imported usage has no SLA multiplier (docs/cost-model.md)
     if period is not None and allocation.sla_tier and allocation.sla_tier in period.sla_multipliers:
         return period.sla_multipliers[allocation.sla_tier]
     return allocation.tier_multiplier
@@ -300,7 +300,7 @@ def compute_chargeback(
     team_base: dict[str, dict[str, Decimal]] = defaultdict(lambda: defaultdict(lambda: ZERO))
     model_names: dict[str, str] = {}
     unpriced: set[str] = set()
-    shares: dict[tuple[object, ...], Decimal] = {}  # a month holds many allocations of few kinds (issue #15)
+    shares: dict[tuple[object, ...], Decimal] = {}  # a month holds many allocations of few kinds
     for allocation in allocations:
         lines = charge_allocation(
             allocation,

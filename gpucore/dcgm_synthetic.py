@@ -2,7 +2,7 @@
 
 Shared by the test exporter (``tests/integration/dcgm_exporter.py``) and the compose demo exporter
 (``deploy/dcgm-exporter/exporter.py``), so both speak the label set of NVIDIA's dcgm-exporter
-(shared/reference/dcgm/README.md).
+(docs/reference-sources.md#dcgm).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class FakeDevice:
     gpu: int
     model_name: str = "NVIDIA H100 80GB HBM3"
     host: str = "gpu-node-1"
-    host_label: str = "Hostname"  # "hostname" since dcgm-exporter #655
+    host_label: str = "Hostname"  # newer dcgm-exporters spell it "hostname"
     mig_profile: str = ""
     mig_id: str = ""
     namespace: str = ""

@@ -1,4 +1,4 @@
-"""Spreadsheet-safe CSV: the one writer behind every CSV the portal produces (DESIGN.md, "Exports").
+"""Spreadsheet-safe CSV: the one writer behind every CSV the portal produces (docs/security.md).
 
 A cell that a spreadsheet would read as a formula (it begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
 return) is written with a leading ``'``, so ``=HYPERLINK("http://x","y")`` in a request name arrives in Excel or

@@ -143,7 +143,7 @@ def step_series(
 
     ``until`` None means still held. Each holding adds its amount where it starts to count and takes it away where it
     stops, and the hours read the running total: linear in holdings plus hours, where summing every holding at every
-    hour took 0.3 s for a pool's week of 20,000 requests (issue #15). Whole amounts (units, as the pools hold) add up
+    hour is too slow for a busy pool's week. Whole amounts (units, as the pools hold) add up
     exactly; any other amount is summed per hour, in the holdings' order, as before.
     """
 

@@ -4,8 +4,8 @@
 allocations still held running to the month's end, its lines hold the same answer for every ``t`` at once: each line
 adds its hourly amount from its start until ``min(end, t)``. ``CumulativeCurve`` keeps such a sum as a
 piecewise-linear function of ``t`` (breaks where lines start and end), so a team's month so far, and its spend of
-the last day (the run-rate), cost two bisections instead of a chargeback over every allocation of the month
-(issue #15: 5,000 requests held this month made every home page take 17 s). The idle capacity and its weighted
+the last day (the run-rate), cost two bisections instead of a chargeback over every allocation of the month, which
+is too slow for every home page once thousands of requests are held. The idle capacity and its weighted
 sharing are worked out at ``t`` from the capacity and the per-model curves, as ``compute_chargeback`` does.
 """
 

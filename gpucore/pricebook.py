@@ -1,4 +1,4 @@
-"""The price book file operators keep in git (DESIGN.md): YAML parsed and validated into frozen values. Pure.
+"""The price book file operators keep in git (docs/cost-model.md): YAML parsed and validated into frozen values. Pure.
 
 Every error names the field it is about, in the dotted path of the file (``gpu_models.H100-80GB.pue``), so a CI
 check of the file reads like a form's errors.

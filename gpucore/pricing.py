@@ -2,7 +2,7 @@
 
 A GPU-hour's price is a price book's (a list price, or TCO from its inputs: ``hardware + power + operational
 overhead + opportunity cost``), else the catalog's list price: one basis for every model, never TCO for some and list
-price for others. An allocation pays its GPU share of that price (DESIGN.md "GPU share"): a dedicated GPU 1, a
+price for others. An allocation pays its GPU share of that price (docs/cost-model.md): a dedicated GPU 1, a
 time-sliced share 1/replicas, a MIG instance its weight ``max(c/C, m/M)`` from the catalog's compute and memory
 slices, scaled down when the pool's layout weighs more than one GPU; each times the SLA tier's multiplier. Money is
 ``Decimal`` throughout and is rounded (half-up, to the cent) only at presentation.
@@ -125,9 +125,9 @@ def to_cents(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
-# Without a price book every catalog model is priced on this one basis (never TCO for some and list for others):
-# the AWS us-east-1 on-demand price of an instance divided by its GPUs (shared/reference/gpu-catalog.csv). It is the
-# only basis the reference data gives for all but one model; purchase prices exist for three models only and are
+# Without a price book every catalog model is priced on this one basis (never TCO for some and list for others): the AWS
+# us-east-1 on-demand price of an instance divided by its GPUs (docs/reference-sources.md#gpu-catalog). It is the only
+# basis the reference data gives for all but one model; purchase prices exist for three models only and are
 # low-confidence midpoints, so TCO needs a price book with the operator's own figures.
 CATALOG_PRICE_BASIS = "catalog list price, AWS us-east-1 on-demand per GPU"
 
@@ -137,7 +137,7 @@ def catalog_hourly_rate(model: GpuModelSpec) -> Decimal | None:
     return model.list_hourly_usd
 
 
-# --- the GPU share (DESIGN.md "GPU share"): what one allocated unit bills, as a fraction of one GPU ---------------
+# --- the GPU share (docs/cost-model.md): what one allocated unit bills, as a fraction of one GPU -----------------
 
 
 def _profile(model: GpuModelSpec, profile: MigProfile | str) -> MigProfile:

@@ -1,6 +1,6 @@
 """The workload profile: what a team says about a workload before the framework picks its GPUs. Pure: no Django.
 
-The fields and defaults are the "Workload profile" contract of DESIGN.md. Validation collects every field's
+The fields and defaults are the API's "Workload profile" (docs/api.md). Validation collects every field's
 problems at once and raises ``ProfileError`` whose ``errors`` map field names to messages, so the REST API can
 answer DRF's ``400 {"field": ["message", ...]}`` without re-validating. Numbers are ``Decimal`` so boundaries such
 as "latency-sensitive and more than 10 GB" (Part 4.6 of the allocation guide) compare exactly.
@@ -107,7 +107,7 @@ def _decimal(
 
 def _integer(*, minimum: int = 1, maximum: int = int(MAX_NUMBER)) -> Callable[[Any], int]:
     def parse(value: Any) -> int:
-        if value.__class__ is int and minimum <= value <= maximum:  # the usual case, without Decimals (issue #15)
+        if value.__class__ is int and minimum <= value <= maximum:  # the usual case, without Decimals
             return value
         if isinstance(value, bool):
             raise _FieldError("A valid integer is required.")
@@ -202,7 +202,7 @@ def parse_profile_field(name: str, value: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadProfile:
-    """A workload as its team describes it (DESIGN.md "Workload profile"); validated and normalized on construction.
+    """A workload as its team describes it (docs/api.md, "Workload profile"); validated and normalized on construction.
 
     ``gpu_memory_gb`` is the peak GPU memory one replica needs, spread over its ``gpu_count`` GPUs.
     ``latency_sensitive`` left as ``None`` resolves to true for real-time inference and false otherwise. ``sla_tier``
@@ -227,7 +227,7 @@ class WorkloadProfile:
         errors: dict[str, list[str]] = {}
         for name, parse in _PARSER_ITEMS:
             value = getattr(self, name)
-            if value is None:  # most optional fields: nothing to parse or to set (issue #15)
+            if value is None:  # most optional fields: nothing to parse or to set
                 if name not in _NULLABLE:
                     errors[name] = ["This field may not be null."]
                 continue
@@ -244,7 +244,7 @@ class WorkloadProfile:
         if errors:
             raise ProfileError(errors)
         if self.latency_sensitive is None:
-            # DESIGN.md default; real-time inference is the latency-bound row of the matrix (Part 4.1).
+            # The documented default: real-time inference is the latency-bound row of the matrix (Part 4.1).
             object.__setattr__(self, "latency_sensitive", self.workload_type is WorkloadType.REALTIME_INFERENCE)
 
     @classmethod
@@ -302,7 +302,7 @@ class WorkloadProfile:
 def _parsed(data: Mapping[str, Any]) -> WorkloadProfile | None:
     """``WorkloadProfile(**data)`` for data whose keys are all fields, the required ones included: the same parse of
     each value and the same defaults, without the dataclass's ``__init__`` setting all eleven fields and
-    ``__post_init__`` reading them all back (issue #15). None when a value is invalid: the constructor then says
+    ``__post_init__`` reading them all back. None when a value is invalid: the constructor then says
     which, with every other problem."""
     profile = object.__new__(WorkloadProfile)
     set_field = object.__setattr__

@@ -1,6 +1,6 @@
 """Quota arithmetic of a Kueue cohort: how much one member may still use, and whether an ask fits or borrows. Pure.
 
-Kueue's ClusterQueue semantics (shared/reference/kueue-quota.md, from the concepts pages and the scheduler's
+Kueue's ClusterQueue semantics (docs/reference-sources.md#kueue, from the concepts pages and the scheduler's
 ``available()`` over the cohort tree), for one (flavor, resource) of a flat cohort:
 
 - a member *guarantees* itself ``nominal - lendingLimit`` (0 without a lending limit): that part is never lent;

@@ -1,9 +1,9 @@
 """NVIDIA XID errors: what the common codes mean, where they usually come from, and how DCGM minutes become events.
 
 Pure. ``DCGM_FI_DEV_XID_ERRORS`` is a gauge holding "the value of the last XID error encountered" (dcgm-exporter's
-default counters, shared/reference/dcgm): 0 until a GPU reports one, then the code. The ingest reads it at one-minute
-points and keeps, per GPU and hour, the codes seen, the last one, the minutes it showed and the *events* (a minute
-whose code differs from the minute before: a gauge that stays at 79 for an hour is one event, not sixty).
+default counters, docs/reference-sources.md#dcgm): 0 until a GPU reports one, then the code. The ingest reads it at
+one-minute points and keeps, per GPU and hour, the codes seen, the last one, the minutes it showed and the *events* (a
+minute whose code differs from the minute before: a gauge that stays at 79 for an hour is one event, not sixty).
 
 The meanings and likely causes are a short summary of NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors),
 limited to the codes a data-centre GPU platform meets in practice; any other code is shown by number and treated as

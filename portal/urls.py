@@ -11,8 +11,8 @@ admin.site.site_header = "GPU Portal administration"
 admin.site.site_title = "GPU Portal admin"
 admin.site.index_title = "Platform administration"
 
-# The API first, under one prefix: an API call was matched against every page's pattern before its own (about 25 µs
-# of each call, issue #15). No page pattern matches a path that starts with api/, and no name is in both.
+# The API first, under one prefix, so an API call is not matched against every page's pattern before its own. No
+# page pattern matches a path that starts with api/, and no name is in both.
 api_urlpatterns = [
     path("v1/", include("allocations.api.urls")),
     path("v1/", include("billing.api.urls")),

@@ -1,4 +1,4 @@
-"""Cost API: monthly reports (DESIGN.md shape, ``?format=csv``) and the versioned price book.
+"""Cost API: monthly reports (docs/api.md's shape, ``?format=csv``) and the versioned price book.
 
 Thin: reports come from ``monthly_reports_visible_to`` and ``cost_teams_visible_to``, so another team's report is
 simply absent (or 404 when asked for by team); a month not closed yet is answered with live estimates

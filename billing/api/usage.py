@@ -1,4 +1,4 @@
-"""``GET /api/v1/teams/{slug}/usage/``: a team's GPU use between two times or in a month (DESIGN.md "Other resources").
+"""``GET /api/v1/teams/{slug}/usage/``: a team's GPU use between two times or in a month (docs/api.md).
 
 Thin: the team comes from ``teams_visible_to`` (another team's is a 404, approvers see all) and the figures from
 ``billing.metering.selectors.team_usage``; a bad parameter is a 400 naming it, in DRF's ``{"field": ["message"]}``

@@ -74,7 +74,7 @@ def _pool_layout(pool: NodePool | None, mig_profile: str | None) -> dict[str, in
     return layout if layout and mig_profile in layout else None
 
 
-# What ``request_allocations`` reads of each request (``held_span_rows``): no model instances (issue #15).
+# What ``request_allocations`` reads of each request (``held_span_rows``): no model instances.
 _ALLOCATION_FIELDS = (
     "pk",
     "team__slug",
@@ -137,7 +137,7 @@ def request_allocations(
 
     The rows are plain tuples (``held_span_rows``) and what each held (``GpuRequest.allocation_spec_of``) is worked
     out once per distinct spec, pool and columns: a month holds tens of thousands of requests but few such
-    combinations (issue #15: model instances were 90 % of rebuilding a month's curves)."""
+    combinations, and building a model instance per request would dominate rebuilding a month's curves."""
     usage = usage_by_request(start=start, end=end) if with_usage else {}
     rows = held_span_rows(start=start, end=end, fields=_ALLOCATION_FIELDS, teams=teams)
     held: dict[tuple[Any, ...], tuple[AllocationSpec, dict[str, int] | None]] = {}
@@ -211,7 +211,7 @@ def chargeback_between(
 
     ``for_teams``: only those teams' charges are wanted. Unless idle cost is shared (each team's share then depends
     on every allocation), only their allocations are read, and the answer's idle and capacity figures are not the
-    organisation's: read only ``teams[slug]`` of those teams from it (issue #15: a member's home page read them all).
+    organisation's: read only ``teams[slug]`` of those teams from it (a member's home page need not read every team's).
     """
     share_idle = share_idle_cost() if share_idle is None else share_idle
     teams = None if share_idle or for_teams is None else list(for_teams)

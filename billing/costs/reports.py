@@ -1,4 +1,4 @@
-"""Monthly reports as data (the DESIGN.md ``/api/v1/reports/`` shape), CSV and PDF (fpdf2).
+"""Monthly reports as data (the ``/api/v1/reports/`` shape of docs/api.md), CSV and PDF (fpdf2).
 
 Stored (closed) reports and live estimates of an open month come out in the same shape, so the API, the pages,
 the CSV and the PDF never disagree. Amounts are rounded half-up to the cent here, at presentation only.
@@ -119,7 +119,7 @@ def _line(**kw: Any) -> dict[str, Any]:
 
 
 def stored_report_payload(report: MonthlyReport) -> dict[str, Any]:
-    """A stored report (closed) in the DESIGN.md shape; reads ``report.lines`` (prefetch it for lists)."""
+    """A stored report (closed) in the API's shape; reads ``report.lines`` (prefetch it for lists)."""
     lines = [
         _line(
             request=line.request_ref,

@@ -229,7 +229,7 @@ def monthly_reports_close(*, month: date, now: datetime | None = None, send_emai
                 result.created.append(team.slug)
             else:
                 result.already_closed.append(team.slug)
-        except Exception as exc:  # isolate per team (DESIGN.md "Tasks"): the others still close
+        except Exception as exc:  # isolate per team: the others still close
             logger.exception("Closing %s for %s failed", month, team.slug)
             result.failed[team.slug] = str(exc)
     q = Decimal("1e-10")

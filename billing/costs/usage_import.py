@@ -5,7 +5,7 @@ valid ones are copied into a temporary staging table (PostgreSQL ``COPY``; batch
 the database's: the staged rows and the earlier imports of the same team, request and resource come back sorted by
 key and start, so one sweep that keeps a single interval finds every overlap; then one ``INSERT ... SELECT``
 writes the rows. It is all one transaction: a problem anywhere leaves the table as it was. Memory holds a row, a
-batch of rows and the first ``MAX_REPORTED_ERRORS`` messages, whatever the length of the file (issue #16).
+batch of rows and the first ``MAX_REPORTED_ERRORS`` messages, whatever the length of the file.
 """
 
 from __future__ import annotations
@@ -416,7 +416,7 @@ def usage_import(
     source_name: str = "",
     acting_user: User | None = None,
 ) -> int:
-    """Load historical allocations from CSV (DESIGN.md header), all or nothing; errors name line and column.
+    """Load historical allocations from CSV (header in docs/cost-model.md), all or nothing; errors name line and column.
 
     Give the file as ``csv_text`` or, streamed, as ``lines`` (text lines with their line ends, e.g.
     ``gpucore.textfiles.iter_utf8_lines(binary_file)``). A ``NotUtf8Error`` from ``lines`` leaves nothing written.

@@ -18,7 +18,8 @@ from typing import Any, Protocol
 
 import requests
 
-# Prometheus refuses a range query that would return more than this many points per series (TESTING.md).
+# Prometheus refuses a range query that would return more than this many points per series ("exceeded maximum
+# resolution of 11,000 points per timeseries").
 MAX_POINTS_PER_SERIES = 11_000
 DEFAULT_TIMEOUT = (3.05, 60.0)  # (connect, read) seconds
 # Status codes worth retrying: the server is overloaded, restarting or behind a proxy that timed out.

@@ -1,4 +1,4 @@
-"""Writing a pull's hourly rollups and its ingest log in bulk (#15).
+"""Writing a pull's hourly rollups and its ingest log in bulk.
 
 Hours the cluster has no rollups of yet (every hour of a catch-up, the new hours of a pull) are copied straight into
 the rollup table (PostgreSQL ``COPY``). Hours read before are replaced through a staging table: their rows are copied
@@ -70,8 +70,8 @@ def _stage(rows: Iterable[Sequence[Any]]) -> None:
         else:
             _insert_batches(cursor, rows)
         # The replace anti-joins the staging table on the key: without an index, a rollup table whose statistics
-        # still say "empty" (just filled) made PostgreSQL scan the staging rows once per row (a re-read of 24,000
-        # rows took 80 s; with it, well under a second).
+        # still say "empty" (just filled) made PostgreSQL scan the staging rows once per row, quadratic in the hours
+        # re-read.
         key = ", ".join(_q(c) for c in _KEY)
         cursor.execute(f"CREATE INDEX {_q(_STAGING + '_key')} ON {staging} ({key})")
 
@@ -119,8 +119,8 @@ def _cluster_hours(cluster_id: int, first_hour: datetime, last_hour: datetime) -
 def _replace_copying_fresh_hours(
     cluster_id: int, first_hour: datetime, last_hour: datetime, rows: list[Sequence[Any]]
 ) -> None:
-    """The hours read before through the staging table, then the others copied straight into the rollup table: an
-    upsert through a staging table wrote a catch-up's day at 2.5x a plain COPY of it (``benchmarks/ingest.py``)."""
+    """The hours read before through the staging table, then the others copied straight into the rollup table: an upsert
+    through a staging table is much slower than a plain COPY for a catch-up's new hours (``benchmarks/ingest.py``)."""
     table = _q(UtilizationRollup._meta.db_table)
     in_range, params = _cluster_hours(cluster_id, first_hour, last_hour)
     with connection.cursor() as cursor:

@@ -97,7 +97,7 @@ def ingested_through(*, clusters: QuerySet[Cluster] | None = None) -> datetime |
 
 
 def team_usage(*, team: Team, start: datetime, end: datetime) -> dict[str, Any]:
-    """A team's GPU use in [start, end) in the DESIGN.md ``/teams/{slug}/usage/`` shape, plus what is incomplete.
+    """A team's GPU use in [start, end) in the API's ``/teams/{slug}/usage/`` shape, plus what is incomplete.
 
     ``gpu_hours`` counts device-hours (a MIG instance or a time-sliced share held for an hour is one);
     ``avg_utilization_pct`` is weighted by time; ``peak_memory_used_gb`` is the largest hourly peak (GiB);

@@ -45,7 +45,7 @@ CHUNK_HOURS = 24
 # not re-read from the start.
 CATCH_UP_LIMIT = timedelta(days=7)
 
-# Identity and workload labels a rollup depends on; both spellings of each (DCGM README, TESTING.md).
+# Identity and workload labels a rollup depends on; both spellings of each (docs/reference-sources.md#dcgm).
 _BY = (
     "UUID, gpu, modelName, Hostname, hostname, GPU_I_ID, GPU_I_PROFILE, "
     "namespace, pod, exported_namespace, exported_pod"

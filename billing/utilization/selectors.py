@@ -69,7 +69,7 @@ def window(*, days: int, now: datetime | None = None) -> tuple[datetime, datetim
 def device_hours(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.DeviceHour]:
     """The rollups as the pure alert rules read them."""
     rows = []
-    # Tuples, not a dict per row: a month of a request's hours is ~720 rows (issue #15).
+    # Tuples, not a dict per row: a month of a request's hours is hundreds of rows.
     for (
         hour,
         cluster,
@@ -109,8 +109,8 @@ def device_hours(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.DeviceHour
 def alerts_for(qs: QuerySet[UtilizationRollup]) -> list[alert_rules.Alert]:
     """Alerts raised by the rollups of a queryset (most severe, then most recent, first)."""
     # Only an hour that breaches a rule can be part of an alert (the rules skip the others, and a gap breaks a run
-    # as a quiet hour does), so only those are read: a week of 1,000 GPUs was 168,000 hours built into Python on
-    # every platform page view (issue #15). The rules themselves still decide, on what is read.
+    # as a quiet hour does), so only those are read rather than every device-hour of a large fleet's week on
+    # every platform page view. The rules themselves still decide, on what is read.
     return alert_rules.evaluate(device_hours(qs.filter(_MAY_BREACH_A_RULE)))
 
 
@@ -151,7 +151,7 @@ def usage_rows_by_cluster(qs: QuerySet[UtilizationRollup]) -> list[dict[str, Any
 def combined_aggregates(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """One row of ``summary_aggregates`` from rows of it over rollups that do not overlap (one per cluster): what the
     aggregates over all of those rollups give, sums added up and maxima taken. The platform page sums its clusters'
-    rows instead of reading the week's rollups once more (issue #15)."""
+    rows instead of reading the week's rollups once more."""
     rows = list(rows)
     combined: dict[str, Any] = {}
     for name, aggregate in summary_aggregates().items():
@@ -271,7 +271,7 @@ def holding_intervals(
     """Per (pool, resource), the spans in [start, until) each request held its units (``allocation_intervals``).
 
     Read as plain rows (``held_span_rows``): three columns of every request of the week, not model instances with
-    their team, tier and pool (~0.13 s of a dashboards view at 750 running requests; issue #15)."""
+    their team, tier and pool, which would weigh on every dashboards view with hundreds of running requests."""
     out: dict[tuple[int, str], list[tuple[datetime, datetime | None, float]]] = defaultdict(list)
     fields = ("node_pool_id", "resource_name", "resource_units")
     for (pool_id, resource_name, units), began, finished in held_span_rows(start=start, end=until, fields=fields):
@@ -295,7 +295,7 @@ def busy_gpus_by_pool(*, start: datetime, end: datetime) -> dict[int, list[tuple
 
     A rollup counts for its request's pool, or (no request, or one with no pool) for the pool of its cluster that
     runs its GPU model. Summed in SQL per (cluster, model, request's pool, hour): a row per pool and hour, not one per
-    device and hour (a week of 1,000 GPUs was 168,000 rows read into Python on every dashboards view; issue #15).
+    device and hour (a large fleet's week would be read into Python on every dashboards view).
     """
     by_model, pools = _pool_by_rollup_key()
     busy: dict[int, dict[datetime, float]] = defaultdict(lambda: defaultdict(float))
@@ -375,7 +375,7 @@ def cluster_rows(rows_by_cluster: Iterable[dict[str, Any]]) -> list[dict[str, An
         .order_by()
         .values_list("cluster_id", "n")
     )
-    # Grouped reads, not one per cluster (issue #15: the page grew a query per cluster); a cluster without rollups
+    # Grouped reads, so the page's queries do not grow with the clusters; a cluster without rollups
     # has no row.
     summaries = {row["cluster_id"]: summary_from(row) for row in rows_by_cluster}
     marks = dict(UtilizationWatermark.objects.values_list("cluster_id", "last_complete_hour"))

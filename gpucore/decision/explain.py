@@ -1,7 +1,7 @@
 """The prose of a recommendation: rationale lines, alternatives' tradeoffs and refusals. Pure: no Django.
 
 Sentences speak to the person asking, in plain words: figures and reasons, never references to internal guides
-(the comments here say which part of ``shared/domain/000_*.txt`` each figure comes from).
+(the comments here say which part of guide 000, docs/reference-sources.md#guides, each figure comes from).
 """
 
 from __future__ import annotations

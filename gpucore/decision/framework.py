@@ -1,10 +1,10 @@
 """The decision framework: a workload profile in, a GPU allocation recommendation out. Pure: no Django.
 
-It follows Part 4 of the allocation guide (``shared/domain/000_*.txt``): the decision tree (4.6) and the workload
-characterization matrix (4.1) give the preferred strategy; the SLA tier (4.3), ``isolation_required``,
-``latency_p99_ms`` and ``gpu_count`` are floors that rule strategies out; the catalog's MIG geometry and memory
-decide what fits; the price book (or the catalog's list price) and ``gpucore.pricing`` put a cost on it. Every rule that
-fires adds a sentence to ``rationale`` so a reviewer can follow the decision.
+It follows Part 4 of the allocation guide (guide 000, docs/reference-sources.md#guides): the decision tree (4.6) and the
+workload characterization matrix (4.1) give the preferred strategy; the SLA tier (4.3), ``isolation_required``,
+``latency_p99_ms`` and ``gpu_count`` are floors that rule strategies out; the catalog's MIG geometry and memory decide
+what fits; the price book (or the catalog's list price) and ``gpucore.pricing`` put a cost on it. Every rule that fires
+adds a sentence to ``rationale`` so a reviewer can follow the decision.
 
 This module holds ``recommend``, the flow of one decision, and the checks of its model, tier and node size; ``rules``
 has the tree and the floors, ``choosing`` walks a model's plan and picks the model when none is named,

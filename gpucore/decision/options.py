@@ -85,7 +85,7 @@ class DecisionContext:
     # casefolded model name -> the most GPUs one node of a dedicated pool has; empty = node size unknown
     gpus_per_node: Mapping[str, int] = field(default_factory=dict)
     # (casefolded model name, MIG profile) -> the per-GPU layout of the pool that serves it; the GPU share then
-    # scales by the layout's weight (DESIGN.md "GPU share"), as chargeback does.
+    # scales by the layout's weight (docs/cost-model.md, "The arithmetic"), as chargeback does.
     mig_layouts: Mapping[tuple[str, str], Mapping[str, int]] = field(default_factory=dict)
 
     def is_offered(self, option: Option) -> bool:

@@ -44,7 +44,7 @@ ISOLATION: dict[Strategy, Isolation] = {
 
 @dataclass(frozen=True, slots=True)
 class AllocationOption:
-    """The core fields of every way to run a workload: DESIGN.md's "Recommendation" contract."""
+    """The core fields of every way to run a workload: the API's recommendation (docs/api.md, "Recommendations")."""
 
     strategy: Strategy
     resource_name: str
@@ -60,7 +60,7 @@ class AllocationOption:
     estimated_monthly_cost: Decimal | None
     currency: str
     saving_vs_dedicated_pct: Decimal
-    gpu_share: Decimal  # per allocated unit (DESIGN.md "GPU share")
+    gpu_share: Decimal  # per allocated unit (docs/cost-model.md, "The arithmetic")
     estimated_cost: Decimal | None  # for duration_hours; None without a duration or a price
     duration_hours: Decimal | None
 
@@ -74,7 +74,7 @@ class Alternative(AllocationOption):
     reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The alternative as JSON-ready data (DESIGN.md "Recommendation" core fields plus tradeoffs)."""
+        """The alternative as JSON-ready data (the recommendation's core fields plus tradeoffs)."""
         json = _core_dict(self)
         json["tradeoffs"] = list(self.tradeoffs)
         json["permitted"] = self.permitted
@@ -91,7 +91,7 @@ class Recommendation(AllocationOption):
     topology_aware: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The recommendation as the JSON contract of DESIGN.md (money as strings rounded to the cent)."""
+        """The recommendation as the API's JSON (money as strings rounded to the cent)."""
         json = _core_dict(self)
         json["rationale"] = list(self.rationale)
         json["alternatives"] = [alternative.to_dict() for alternative in self.alternatives]

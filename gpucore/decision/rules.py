@@ -1,8 +1,8 @@
 """The decision tree, the characterization matrix and the policy floors. Pure: no Django.
 
-``classify_intent`` turns a profile into what the allocation guide prefers (its decision tree and workload matrix,
-``shared/domain/000_*.txt`` Part 4); ``apply_floors`` removes what GPUs per replica, ``isolation_required``, the
-latency target and the SLA tier rule out. Each rule that fires adds a plain sentence to the rationale: the guide's
+``classify_intent`` turns a profile into what the allocation guide prefers (its decision tree and workload matrix, guide
+000 Part 4, docs/reference-sources.md#guides); ``apply_floors`` removes what GPUs per replica, ``isolation_required``,
+the latency target and the SLA tier rule out. Each rule that fires adds a plain sentence to the rationale: the guide's
 part numbers stay in these comments, never in what a user reads.
 """
 

@@ -194,7 +194,7 @@ def _gpu_rate(ctx: DecisionContext, model: GpuModelSpec) -> tuple[Decimal | None
     if rate is not None:
         return rate, "price book"
     if ctx.currency != CATALOG_CURRENCY:
-        return None, None  # never convert currencies by guess (DESIGN.md: money is never guessed)
+        return None, None  # never convert currencies by guess: money is never guessed
     rate = catalog_hourly_rate(model)
     if rate is None:
         return None, None

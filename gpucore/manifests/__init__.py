@@ -1,4 +1,4 @@
-"""Spec + context -> Kubernetes objects (plain dicts), the pure core of provisioning (DESIGN.md, "The flow" step 4).
+"""Spec + context -> Kubernetes objects (plain dicts), the pure core of provisioning (docs/operating.md).
 
 Frozen contexts in (``contexts``), lists of objects out, in apply order. Nothing here imports Django, DRF, Celery or
 the Kubernetes client (an import-linter contract enforces it). ``render_request_objects`` is what a cluster gateway

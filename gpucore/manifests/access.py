@@ -65,7 +65,7 @@ class WorkloadAccess:
 def workload_access(
     objects: Sequence[Mapping[str, Any]], *, request_id: int, workload_type: str, cluster_domain: str = CLUSTER_DOMAIN
 ) -> WorkloadAccess:
-    """The Services and kubectl commands of one request's rendered objects (``gpr-<id>``, DESIGN.md)."""
+    """The Services and kubectl commands of one request's rendered objects (``gpr-<id>``)."""
     name = workload_name(request_id)
     workload = next(
         (

@@ -1,6 +1,6 @@
 """A cluster's own objects, the ones no single request owns: what ``GET /api/v1/clusters/{name}/manifests/`` serves.
 
-Pure: plain dicts out, in apply order. DESIGN.md, "Clusters API": the SLA tiers' PriorityClasses, the GPU Operator's
+Pure: plain dicts out, in apply order (docs/kubernetes-and-kueue.md): the SLA tiers' PriorityClasses, the GPU Operator's
 device plugin and mig-parted ConfigMaps, with ``scheduler: kueue`` the Kueue objects (``kueue.py``), and where the
 Prometheus Operator runs, the guides' GPU alerts and the dcgm-exporter scrape (``monitoring.py``).
 """
@@ -33,7 +33,7 @@ class ClusterContext:
     pools: Sequence[PoolContext] = ()
     tiers: Sequence[SlaTierSpec] = ()
     queues: Sequence[ClusterQueueContext] = field(default_factory=tuple)
-    # The Kueue cohort the cluster's ClusterQueues share (DESIGN.md: "cohortName of the cluster"); None: the name.
+    # The Kueue cohort the cluster's ClusterQueues share (their ``cohortName``); None: the cluster's name.
     cohort: str | None = None
     # Where the Prometheus Operator's PrometheusRule and the dcgm-exporter ServiceMonitor go; None: not rendered
     # (a cluster without the Prometheus Operator's CRDs would refuse them).

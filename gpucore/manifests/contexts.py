@@ -18,7 +18,7 @@ from gpucore.catalog import Catalog, CatalogError, GpuModelSpec, mig_profile_of_
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import SharingMode, Strategy
 
-# The label contract of DESIGN.md, "Kubernetes objects".
+# The labels every object carries (docs/kubernetes-and-kueue.md, "Names and labels").
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gpu-portal"
 TEAM_LABEL = "gpu-portal/team"
@@ -27,7 +27,7 @@ FIELD_MANAGER = "gpu-portal"
 
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"
-# Labels written by GPU Feature Discovery (guide 004, "Automatic Node Labeling"; timeslicing/README.md).
+# Labels written by GPU Feature Discovery (guide 004, "Automatic Node Labeling"; reference-sources.md#time-slicing).
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 SHARED_PRODUCT_SUFFIX = "-SHARED"
@@ -95,7 +95,7 @@ def check_labels(labels: Mapping[str, str], what: str) -> None:
 
 
 def workload_name(request_id: int) -> str:
-    """The name of a request's workload objects (DESIGN.md): ``gpr-<request id>``."""
+    """The name of a request's workload objects: ``gpr-<request id>``."""
     return f"gpr-{request_id}"
 
 
@@ -163,7 +163,7 @@ class TeamContext:
     # node in the catalog's HGX/DGX-class servers, so a container asking for more could never be scheduled.
     max_gpus_per_container: int = 8
     # The team's Kueue ClusterQueue when its cluster runs Kueue: the namespace gets a LocalQueue ``default`` pointing
-    # at it and every Job carries ``kueue.x-k8s.io/queue-name: default`` (DESIGN.md, "Kueue objects").
+    # at it and every Job carries ``kueue.x-k8s.io/queue-name: default`` (docs/kubernetes-and-kueue.md).
     cluster_queue: str | None = None
 
     def __post_init__(self) -> None:
@@ -173,7 +173,7 @@ class TeamContext:
             raise ManifestError(f"Namespace '{self.namespace}' is not a DNS label.")
         quotas = _frozen_mapping(self.quotas, "Team quotas")
         for resource, amount in quotas.items():
-            # Quotas are whole units of extended resources; CPU and memory would need units (DESIGN.md: GPU quotas).
+            # Quotas are whole units of extended resources (GPU quotas); CPU and memory would need units.
             if not is_extended_resource(resource):
                 raise ManifestError(f"Quota resource '{resource}' is not an extended resource like 'nvidia.com/gpu'.")
             if not is_int(amount) or amount < 0:
@@ -198,7 +198,7 @@ class PoolContext:
     taints: Sequence[Taint | Mapping[str, Any]] = ()
     mig_devices: Mapping[str, int] = field(default_factory=dict)
     # renameByDefault of the device plugin: shared GPUs are advertised as nvidia.com/gpu.shared and GFD leaves the
-    # product label alone (timeslicing/README.md, rules 6 and "Node labels").
+    # product label alone (docs/reference-sources.md#time-slicing).
     rename_by_default: bool = False
 
     def __post_init__(self) -> None:
@@ -222,7 +222,7 @@ class PoolContext:
 
         replicas = self.time_slice_replicas
         if mode is SharingMode.TIME_SLICING:
-            # The device plugin's own check and message (timeslicing/README.md, rule 3).
+            # The device plugin's own check and message (docs/reference-sources.md#time-slicing).
             if not is_int(replicas) or replicas < 2:
                 raise ManifestError(
                     f"Pool '{self.name}': number of replicas must be >= 2 (time_slice_replicas={replicas!r})."
@@ -237,7 +237,7 @@ class PoolContext:
 
 @dataclass(frozen=True, slots=True)
 class AllocationSpec:
-    """The allocation part of a frozen Recommendation (DESIGN.md, "Recommendation"), checked for consistency."""
+    """The allocation part of a frozen recommendation (docs/api.md, "Recommendations"), checked for consistency."""
 
     strategy: Strategy
     resource_name: str
@@ -247,7 +247,7 @@ class AllocationSpec:
     mig_profile: str | None = None
     time_slice_replicas: int | None = None
     node_selector: Mapping[str, str] = field(default_factory=dict)
-    # Not in DESIGN.md's Recommendation table: None (absent) lets the renderer decide by workload type.
+    # Optional in a frozen recommendation: None (absent) lets the renderer decide by workload type.
     topology_aware: bool | None = None
 
     @classmethod

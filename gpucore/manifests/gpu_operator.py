@@ -1,7 +1,7 @@
 """Per-pool GPU Operator configuration: device plugin time-slicing and mig-parted MIG layouts, as ConfigMaps.
 
-Pure: plain dicts out. Formats and rules come from ``shared/reference/timeslicing/`` (k8s-device-plugin config v1,
-its validation rules and messages) and ``shared/reference/mig/`` (mig-parted config v1). The GPU Operator reads one
+Pure: plain dicts out. Formats and rules are NVIDIA's k8s-device-plugin config v1 (its validation rules and
+messages) and mig-parted config v1 (docs/reference-sources.md, "Time-slicing" and "MIG"). The GPU Operator reads one
 device plugin ConfigMap (ClusterPolicy ``devicePlugin.config.name``; a node picks a key with the label
 ``nvidia.com/device-plugin.config``) and one mig-parted ConfigMap (``migManager.config.name``, key ``config.yaml``;
 a node picks a layout with ``nvidia.com/mig.config``), so each renders every pool of a cluster into one object.
@@ -40,7 +40,7 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_DISABLED_CONFIG = "all-disabled"
 MIG_CONFIG_PREFIX = "gpu-portal-"
 
-# k8s-device-plugin api/config/v1 (timeslicing/README.md "Validation rules").
+# k8s-device-plugin api/config/v1 (docs/reference-sources.md#time-slicing).
 RESOURCE_PREFIX = "nvidia.com"
 MAX_RESOURCE_NAME_LENGTH = 63
 MIG_STRATEGIES = ("none", "single", "mixed")
@@ -144,7 +144,7 @@ def validate_device_plugin_config(config: Mapping[str, Any]) -> None:
         raise ManifestError(f"unknown MIG strategy: {strategy}")
     sharing = config.get("sharing") or {}
     if "mps" in sharing:
-        # The portal prices and isolates time-slicing only; MPS has other limits (README rule 9).
+        # The portal prices and isolates time-slicing only; MPS has other limits (no MIG, full GPUs only).
         raise ManifestError("MPS sharing is not rendered by the portal; use timeSlicing")
     if "timeSlicing" in sharing:
         validate_replicated_resources(sharing["timeSlicing"] or {})
@@ -248,7 +248,7 @@ def check_mig_layout(model: GpuModelSpec, devices: Mapping[str, int]) -> dict[st
     media = sum(devices[n] for n, p in profiles.items() if p.media_extensions)
     if media > 1:
         # A media-extension instance takes the GPU's one set of media engines (NVDEC, NVJPG, NVOFA): mig-parted
-        # and NVIDIA's named configs never put more than one +me instance on a GPU (mig/README.md).
+        # and NVIDIA's named configs never put more than one +me instance on a GPU (docs/reference-sources.md#mig).
         raise ManifestError(
             f"MIG layout for {model.name}: at most one media-extension (+me) instance fits on one GPU, not {media}."
         )

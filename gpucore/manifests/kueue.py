@@ -1,12 +1,12 @@
 """Kueue objects (``kueue.x-k8s.io/v1beta2``) of a cluster whose ``scheduler`` is ``kueue``. Pure: plain dicts out.
 
-DESIGN.md, "Kueue objects": a ``ResourceFlavor`` per node pool, a ``ClusterQueue`` per team (its quotas per flavor as
-``nominalQuota`` with ``borrowingLimit``/``lendingLimit``, in the cluster's cohort), a ``LocalQueue`` named
-``default`` in each team namespace and a ``WorkloadPriorityClass`` per SLA tier. Quota semantics follow Kueue's
-ClusterQueue concepts page and ``apis/kueue/v1beta2/clusterqueue_types.go`` (shared/reference/kueue-quota.md): a
-limit needs a cohort (the CRD's CEL rule says so for ``borrowingLimit``, the webhook for ``lendingLimit``), a lending
-limit never exceeds the nominal quota, and every flavor of a resource group lists the group's ``coveredResources``
-in the same order.
+docs/kubernetes-and-kueue.md, "Kueue mode": a ``ResourceFlavor`` per node pool, a ``ClusterQueue`` per team (its quotas
+per flavor as ``nominalQuota`` with ``borrowingLimit``/``lendingLimit``, in the cluster's cohort), a ``LocalQueue``
+named ``default`` in each team namespace and a ``WorkloadPriorityClass`` per SLA tier. Quota semantics follow Kueue's
+ClusterQueue concepts page and ``apis/kueue/v1beta2/clusterqueue_types.go`` (docs/reference-sources.md#kueue): a limit
+needs a cohort (the CRD's CEL rule says so for ``borrowingLimit``, the webhook for ``lendingLimit``), a lending limit
+never exceeds the nominal quota, and every flavor of a resource group lists the group's ``coveredResources`` in the same
+order.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class ClusterQueueContext:
 
     @property
     def name(self) -> str:
-        """The ClusterQueue's name: the team slug (DESIGN.md)."""
+        """The ClusterQueue's name: the team slug unless the team names one."""
         return self.team.cluster_queue or self.team.slug
 
 

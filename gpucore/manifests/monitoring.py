@@ -3,7 +3,7 @@
 Guide 000 §3.3 "Alert Strategy" gives the rules (utilization above 90 % for 5 minutes, memory above 85 % for 2
 minutes, temperature above 83 °C) and guide 004 "ServiceMonitor for DCGM" the scrape. dcgm-exporter's default counters
 carry ``DCGM_FI_DEV_FB_USED`` and ``DCGM_FI_DEV_FB_FREE`` but not the guide's ``DCGM_FI_DEV_FB_TOTAL``
-(shared/reference/dcgm/default-counters.csv), so memory use is ``used / (used + free)``; the same thresholds drive the
+(docs/reference-sources.md#dcgm), so memory use is ``used / (used + free)``; the same thresholds drive the
 portal's own alerts (``gpucore.alerts``).
 """
 

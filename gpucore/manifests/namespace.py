@@ -1,7 +1,8 @@
 """A team's namespace objects and the SLA tiers' PriorityClasses. Pure: plain dicts out.
 
-Guide 001 ("Control Consumption"): ResourceQuotas and LimitRanges per namespace keep one team from monopolising
-GPUs; guide 004 §3 and guide 002 §7.5 give the shapes, §6 the NetworkPolicy and the Pod Security settings.
+Guide 001 ("Control Consumption"; the guides: docs/reference-sources.md#guides): ResourceQuotas and LimitRanges per
+namespace keep one team from monopolising GPUs; guide 004 §3 and guide 002 §7.5 give the shapes, §6 the NetworkPolicy
+and the Pod Security settings.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ def render_priority_class(tier: SlaTierSpec) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
-        # Shared by every team, so it carries no team label (DESIGN.md's team label is for a team's objects).
+        # Shared by every team, so it carries no team label (that label marks a team's own objects).
         "metadata": {
             "name": tier.priority_class_name,
             "labels": {MANAGED_BY_LABEL: MANAGED_BY, SLA_TIER_LABEL: tier.slug},

@@ -1,8 +1,8 @@
 """A request's workload objects: a Job or a Deployment holding the GPUs, and its Service and PodDisruptionBudget.
 
-Pure: plain dicts out. Patterns from the guides: the Job pattern and model serving of guide 003, probes and the pod
-security context of guide 004 §6, requests equal to limits for GPUs (guide 002 §7.1), tolerating the GPU taint
-(guide 002 §4.3), PodDisruptionBudgets for critical work (guide 002 §7.3).
+Pure: plain dicts out. Patterns from the guides (docs/reference-sources.md#guides): the Job pattern and model serving of
+guide 003, probes and the pod security context of guide 004 §6, requests equal to limits for GPUs (guide 002 §7.1),
+tolerating the GPU taint (guide 002 §4.3), PodDisruptionBudgets for critical work (guide 002 §7.3).
 """
 
 from __future__ import annotations

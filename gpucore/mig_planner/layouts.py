@@ -113,7 +113,7 @@ def layout_order(layout: MigLayout) -> tuple:
 
 
 def gpu_shares(model: GpuModelSpec, layout: MigLayout) -> dict[str, str]:
-    """Each profile's GPU share on this layout, as the contract's decimal strings (DESIGN.md "GPU share")."""
+    """Each profile's GPU share on this layout, as the API's decimal strings (docs/cost-model.md)."""
     counts = layout.counts()
     return {
         name: share_text(gpu_share("mig", model=model, mig_profile=name, layout=counts)) for name, _ in layout.instances

@@ -14,7 +14,7 @@ from gpucore.textfiles import NotUtf8Error, decode_utf8
 
 
 class Command(BaseCommand):
-    help = "Load a price book YAML (DESIGN.md format); errors name the field. Re-loading the same file is a no-op."
+    help = "Load a price book YAML (docs/cost-model.md); errors name the field. Re-loading the same file is a no-op."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
