@@ -8,6 +8,7 @@ one round trip (``SET NX EX`` and ``INCR`` in one MULTI; Django's ``add`` + ``in
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -19,6 +20,8 @@ from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 from rest_framework.request import Request
 from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
+
+logger = logging.getLogger(__name__)
 
 
 def client_ip(request: HttpRequest) -> str:
@@ -90,7 +93,12 @@ class _SharedWindow:
         key = self.get_cache_key(request, view)  # type: ignore[attr-defined]  # from the DRF class mixed in
         if key is None:
             return True
-        count, self._wait = window_hit(key, duration=self.duration)
+        try:
+            count, self._wait = window_hit(key, duration=self.duration)
+        except Exception:
+            # The cache is away: serving without a rate limit beats refusing every call.
+            logger.warning("Rate limit not applied: the cache did not answer.", exc_info=True)
+            return True
         return count <= self.num_requests
 
     def wait(self) -> float | None:
@@ -120,11 +128,18 @@ class FailureThrottledTokenAuthentication(TokenAuthentication):
             return None  # no token offered: another authentication class (or anonymous) applies
         limit, duration = _parse_rate(settings.API_TOKEN_FAILURE_RATE)
         key = f"api-token-failures:{client_ip(request._request)}"
-        failures, wait = window_count(key, duration=duration)
+        try:
+            failures, wait = window_count(key, duration=duration)
+        except Exception:
+            logger.warning("Token failure brake not applied: the cache did not answer.", exc_info=True)
+            failures, wait = 0, 0
         if failures >= limit:
             raise exceptions.Throttled(wait=wait, detail=f"Too many failed token attempts; retry in {wait} s.")
         try:
             return super().authenticate(request)
         except exceptions.AuthenticationFailed:
-            window_hit(key, duration=duration)
+            try:
+                window_hit(key, duration=duration)
+            except Exception:
+                logger.warning("Failed token not counted: the cache did not answer.", exc_info=True)
             raise

@@ -236,3 +236,20 @@ def test_a_web_request_works_from_one_version_and_sees_its_own_changes(db) -> No
         request_finished.connect(close_old_connections)
     cache.clear()
     assert cached(REFERENCE_DATA, "probe", build) == 3  # outside a request: read every time
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_the_api_answers_with_a_token_when_the_cache_is_down_and_limits_are_not_applied(
+    api_client, demo_org: DemoOrg, caplog
+) -> None:
+    from portal.tokens.services import api_token_create
+
+    member = demo_org.user("member")
+    key = api_token_create(acting_user=member, name="notebook", expires_in_days=1).key
+    api_client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    with override_settings(CACHES=DEAD_REDIS), caplog.at_level(logging.WARNING, logger="portal.throttling"):
+        assert api_client.get("/api/v1/requests/").status_code == 200
+        api_client.credentials(HTTP_AUTHORIZATION="Token " + "0" * 40)
+        assert api_client.get("/api/v1/requests/").status_code == 401
+    assert any("Rate limit not applied" in record.getMessage() for record in caplog.records)
+    assert any("Failed token not counted" in record.getMessage() for record in caplog.records)
