@@ -12,7 +12,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -203,9 +202,8 @@ class GpuHealthHour(models.Model):
     reported_minutes = models.PositiveSmallIntegerField(default=0, help_text="Minutes the GPU reported the field.")
     xid_minutes = models.PositiveSmallIntegerField(default=0, help_text="Minutes showing a non-zero XID code.")
     xid_events = models.PositiveSmallIntegerField(default=0, help_text="Minutes whose code differed from the last.")
-    xid_codes = ArrayField(
-        models.PositiveIntegerField(), default=list, blank=True, help_text="Codes, first seen first."
-    )
+    # A JSON list, not a PostgreSQL array: the model works on every database Django supports.
+    xid_codes = models.JSONField(default=list, blank=True, help_text="Codes (integers), first seen first.")
     last_xid = models.PositiveIntegerField(null=True, blank=True, help_text="The last non-zero code of the hour.")
     pulled_at = models.DateTimeField()
 

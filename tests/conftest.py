@@ -80,7 +80,7 @@ def _report_missing_services(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(f"Bring PostgreSQL and Redis up with:  {BRING_UP_COMMAND}")
     terminalreporter.write_line(
         "then: DATABASE_URL=postgres://portal:portal@127.0.0.1:5432/gpu_portal "
-        "CELERY_BROKER_URL=redis://127.0.0.1:6379/15 make test   (Prometheus and Chromium: see the README)"
+        "CELERY_BROKER_URL=redis://127.0.0.1:6379/15 make test   (Prometheus, Chromium, the font: docs/testing.md)"
     )
 
 

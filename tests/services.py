@@ -68,6 +68,14 @@ def chromium_problem() -> str | None:
     return None
 
 
+def font_problem() -> str | None:
+    from django.conf import settings
+
+    if not Path(settings.PDF_UNICODE_FONT).is_file():
+        return f"a CJK font at {settings.PDF_UNICODE_FONT} (Debian package 'fonts-wqy-microhei', or PDF_UNICODE_FONT)"
+    return None
+
+
 # The reference data the catalog and configs were built from: shared/ beside the repository root, as in CI.
 REFERENCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
 
@@ -84,5 +92,6 @@ SERVICE_CHECKS = {
     "redis_server": redis_server_problem,
     "prometheus": prometheus_problem,
     "e2e": chromium_problem,
+    "font": font_problem,
     "reference": reference_problem,
 }

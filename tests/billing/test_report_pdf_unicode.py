@@ -7,23 +7,19 @@ CMap (uncompressed here): each CJK character of the names must be mapped there, 
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from billing.costs.reports import report_pdf
 from billing.costs.services import monthly_reports_close
 from billing.models import MonthlyReport
 from tests.billing.cost_helpers import OCT, held_request, load_book
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.font, pytest.mark.django_db]
 TEAM_NAME, REQUEST_NAME = "视觉团队", "训练任务"
 
 
 def test_the_pdf_keeps_cjk_names(demo_org) -> None:
-    if not Path(settings.PDF_UNICODE_FONT).is_file():
-        pytest.fail(f"{settings.PDF_UNICODE_FONT} is missing: apt-get install fonts-wqy-microhei (see README)")
     demo_org.team.name = TEAM_NAME
     demo_org.team.save()
     load_book({"H100-80GB": "2.00"})

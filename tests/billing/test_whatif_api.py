@@ -1,20 +1,26 @@
 """POST /api/v1/what-if/: every (GPU model, strategy) a pool offers, priced for the duration, with quota and budget.
 
-Real rows in PostgreSQL; figures are hand arithmetic on the catalog's list prices (H100-80GB 6.88/h, T4 0.526/h,
+Real rows in the database; figures are hand arithmetic on the catalog's list prices (H100-80GB 6.88/h, T4 0.526/h,
 A100-40GB 2.7447/h) and datasheet throughputs (A100 312, H100 989 dense FP16 TFLOPS).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 from rest_framework.test import APIClient
 
 from allocations.models import GpuModel, SharingMode
+from billing.costs.whatif import team_what_if
+from gpucore.profile import WorkloadProfile
 from tests.factories import NodePoolFactory
 
 URL = "/api/v1/what-if/"
+# The month's figures count only the hours before the month ends: asked at a fixed time, not the clock's.
+MID_MONTH = datetime(2026, 11, 10, 12, tzinfo=UTC)
+A_DAY_BEFORE_THE_MONTH_ENDS = datetime(2026, 11, 30, tzinfo=UTC)
 
 pytestmark = pytest.mark.django_db
 
@@ -52,6 +58,12 @@ def by_key(response):
     return {(o["gpu_model"], o["strategy"]): o for o in response.json()["options"]}
 
 
+def what_if_at(now, demo_org, **profile):
+    """The API's answer for the Vision team, as the service gives it at ``now``."""
+    answer = team_what_if(team=demo_org.team, profile=WorkloadProfile.from_mapping(profile), now=now)
+    return {(o["gpu_model"], o["strategy"]): o for o in answer["options"]}
+
+
 def test_every_offered_option_with_its_duration_cost_quota_and_budget(pools):
     options = by_key(post(pools, workload_type="batch_inference", gpu_memory_gb=4, duration_hours=48))
 
@@ -59,19 +71,39 @@ def test_every_offered_option_with_its_duration_cost_quota_and_budget(pools):
     h100 = options[("H100-80GB", "dedicated")]
     assert h100["estimated_cost"] == {"amount": "330.24", "currency": "USD", "hours": 48.0}  # 6.88 x 48
     assert h100["quota"]["allowed"] is True  # 1 of the team's 8 nvidia.com/gpu
-    assert h100["budget"] == {
-        "allowed": True,
-        "gpu_hours_this_month": 48.0,
-        "cost_this_month": "330.24",
-        "left_gpu_hours": 52.0,  # 100 - 0 so far - 48
-    }
+    assert h100["budget"]["allowed"] is True
     t4 = options[("T4", "time-slicing")]
     assert t4["gpu_share"] == "0.25"
     assert t4["estimated_cost"]["amount"] == "6.31"  # 0.526 / 4 x 48 = 6.312
-    assert t4["budget"]["gpu_hours_this_month"] == 12.0  # a quarter GPU for 48 h
     mig = options[("A100-40GB", "mig")]
     # 4 GB would fit 1g.5gb, which the pool does not offer: the smallest slice it offers, 3g.20gb (share 0.5).
     assert (mig["fits"], mig["permitted"], mig["mig_profile"], mig["gpu_share"]) == (True, True, "3g.20gb", "0.5")
+
+
+def test_this_months_gpu_hours_cost_and_budget_left(pools):
+    options = what_if_at(MID_MONTH, pools, workload_type="batch_inference", gpu_memory_gb=4, duration_hours=48)
+
+    assert options[("H100-80GB", "dedicated")]["budget"] == {
+        "allowed": True,
+        "gpu_hours_this_month": 48.0,
+        "cost_this_month": "330.24",  # 6.88 x 48
+        "left_gpu_hours": 52.0,  # 100 - 0 so far - 48
+    }
+    assert options[("T4", "time-slicing")]["budget"]["gpu_hours_this_month"] == 12.0  # a quarter GPU for 48 h
+
+
+def test_only_the_hours_before_the_month_ends_count_against_its_budget(pools):
+    options = what_if_at(
+        A_DAY_BEFORE_THE_MONTH_ENDS, pools, workload_type="batch_inference", gpu_memory_gb=4, duration_hours=48
+    )
+
+    assert options[("H100-80GB", "dedicated")]["estimated_cost"]["amount"] == "330.24"  # the whole run's cost
+    assert options[("H100-80GB", "dedicated")]["budget"] == {
+        "allowed": True,
+        "gpu_hours_this_month": 24.0,
+        "cost_this_month": "165.12",  # 6.88 x 24
+        "left_gpu_hours": 76.0,
+    }
 
 
 def test_quota_and_budget_say_no_when_they_would(pools):
@@ -79,6 +111,7 @@ def test_quota_and_budget_say_no_when_they_would(pools):
     h100 = by_key(post(pools, **body))[("H100-80GB", "dedicated")]
     assert h100["quota"]["allowed"] is False  # 16 GPUs against a quota of 8
     assert "16 asked" in h100["quota"]["message"]
+    h100 = what_if_at(MID_MONTH, pools, **body)[("H100-80GB", "dedicated")]
     assert h100["budget"]["allowed"] is False  # 160 GPU-hours against 100
     assert h100["budget"]["left_gpu_hours"] == -60.0
 
