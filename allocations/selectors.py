@@ -2,8 +2,7 @@
 
 Every endpoint starts from these scopes. The other reads live beside them: ``home_reads`` (the home's compiled
 reads), ``quota_usage``, ``reference_data`` (catalog and tiers), ``pending_queues`` (the approval queue),
-``held_intervals`` (when a request held GPUs), ``cluster_workloads`` (what runs on a cluster) and
-``user_permissions`` (the permission reads behind the approver check)."""
+``held_intervals`` (when a request held GPUs) and ``cluster_workloads`` (what runs on a cluster)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from allocations.compiled_reads import ID_STAND_IN, OTHER_ID_STAND_IN, CompiledRead, fits_bigint
 from allocations.models import AllocationExtension, Cluster, GpuRequest, Membership, Quota, RequestEvent, Team
-from allocations.user_permissions import read_permissions
 
 APPROVE_PERMISSION = "allocations.approve_gpurequest"
 APPROVERS_GROUP = "Platform approvers"
@@ -28,8 +26,6 @@ def user_is_approver(user: User) -> bool:
         return False
     if user.is_staff:
         return True
-    if not user.is_superuser and not hasattr(user, "_perm_cache"):
-        read_permissions(user)
     return bool(user.has_perm(APPROVE_PERMISSION))
 
 

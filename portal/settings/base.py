@@ -63,8 +63,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    # Django's, with the user read in the same statement as the session (portal/sessions.py).
-    "portal.sessions.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Before anything reads the input: a NUL (which PostgreSQL text refuses) is a 400 naming the field, once.
     "portal.middleware.RejectNulCharactersMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -139,9 +138,9 @@ LOGIN_URL = "login"
 # Sessions end after SESSION_COOKIE_AGE (8 hours by default) and are never readable from JavaScript; signing in
 # always issues a new session key and CSRF token (Django's login() rotates both).
 SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
-# Django's database sessions whose row names the user they sign in: the session and its user in one statement,
-# compiled once per process (portal/sessions.py).
-SESSION_ENGINE = "portal.sessions"
+# Sessions are kept in the database and read through the cache (the shared Redis in production): a signed-in request
+# reads its session without a query, and a session outlives a cache restart or eviction.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"

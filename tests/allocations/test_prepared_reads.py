@@ -11,8 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from allocations.compiled_reads import ID_STAND_IN, CompiledRead
 from allocations.models import Team
 from allocations.prepared_cursors import prepared_cursor
-from allocations.user_permissions import read_permissions
-from tests.factories import TeamFactory, UserFactory
+from tests.factories import TeamFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.django_db]
 
@@ -41,13 +40,6 @@ def test_a_compiled_read_is_prepared_once_it_has_run_the_threshold_times_and_ans
     assert "$1" in prepared[-1]  # bound on the server: the value is a parameter, not text in the statement
     # The runs after it was prepared answer as the ones before did, each with its own team.
     assert [t.name for t in answers] == [t.name for t in teams * (_threshold() + 1)]
-
-
-def test_a_users_permissions_are_read_by_a_prepared_statement():
-    approver = UserFactory()
-    for _ in range(_threshold() + 1):
-        read_permissions(approver)
-    assert any("auth_user_user_permissions" in s for s in _prepared_statements())
 
 
 def test_a_prepared_read_is_still_one_logged_query_with_its_values(django_assert_num_queries):
