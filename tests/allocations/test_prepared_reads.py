@@ -55,8 +55,8 @@ def test_a_prepared_read_is_still_one_logged_query_with_its_values(django_assert
 def test_with_prepared_statements_off_the_read_goes_through_djangos_client_side_cursor(monkeypatch):
     options = dict(connection.settings_dict["OPTIONS"], prepare_threshold=None)
     monkeypatch.setitem(connection.settings_dict, "OPTIONS", options)
-    with prepared_cursor(connection) as cursor:
-        assert type(cursor.cursor).__name__ == "Cursor"  # Django's ClientCursor: nothing is prepared
+    with prepared_cursor(connection) as cursor, connection.cursor() as djangos:
+        assert type(cursor.cursor) is type(djangos.cursor)  # Django's own cursor: nothing kept
     monkeypatch.undo()
     with prepared_cursor(connection) as cursor:
         from django.db.backends.postgresql.base import ServerBindingCursor
