@@ -132,4 +132,3 @@ class GroupSyncPolicy(models.Model):
     def current(cls) -> GroupSyncPolicy:
         """The policy row (defaults when nobody has saved one)."""
         return cls.objects.filter(pk=1).first() or cls(pk=1)
-
