@@ -1,13 +1,11 @@
-"""Single sign-on configuration that platform admins edit in the admin (which IdP groups grant what, and the policy),
-and the sessions people are signed in by."""
+"""Single sign-on configuration that platform admins edit in the admin (which IdP groups grant what, and the
+policy)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import Group
-from django.contrib.sessions.base_session import AbstractBaseSession
 from django.core.exceptions import ValidationError
 from django.db import models
 
@@ -134,17 +132,3 @@ class GroupSyncPolicy(models.Model):
     def current(cls) -> GroupSyncPolicy:
         """The policy row (defaults when nobody has saved one)."""
         return cls.objects.filter(pk=1).first() or cls(pk=1)
-
-
-class UserSession(AbstractBaseSession):
-    """Django's database session (``portal.sessions``), with the user its data signs in: the session and that user
-    are read in one statement on every signed-in request (issue #15). Deleting the user ends their sessions."""
-
-    # No database constraint: a session saved for a user deleted a moment before must still save (Django's store
-    # retries a failed insert under a new key), and then names nobody who exists.
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, db_constraint=False, related_name="+"
-    )
-
-    class Meta(AbstractBaseSession.Meta):
-        verbose_name = "session"

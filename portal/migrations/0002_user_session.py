@@ -1,5 +1,6 @@
-# Sessions whose row names the user they sign in (portal.sessions, issue #15). The live sessions of Django's table
-# move into the new one with their user, so nobody is signed out by the upgrade (and back again on a rollback).
+# Sessions whose row names the user they sign in (an engine since removed: 0003 moves them back to Django's table).
+# The live sessions of Django's table move into the new one with their user, so nobody is signed out by the upgrade
+# (and back again on a rollback).
 
 import django.db.models.deletion
 from django.conf import settings

@@ -64,8 +64,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    # Django's, with the user read in the same statement as the session (portal/sessions.py).
-    "portal.sessions.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Before anything reads the input: a NUL (which PostgreSQL text refuses) is a 400 naming the field, once.
     "portal.middleware.RejectNulCharactersMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -105,18 +104,24 @@ DATABASE_URL = env_str("DATABASE_URL") or ""
 if not DATABASE_URL:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASE_URL = f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"
+# Connections are kept across requests for DB_CONN_MAX_AGE seconds (0: one per request). Django's connection pool
+# (OPTIONS "pool") is not used: a gunicorn sync worker or a Celery prefork child runs one request or task at a time,
+# so a pool per process would hold one busy connection, as a persistent connection does, and it cannot be combined
+# with CONN_MAX_AGE.
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
     # An unreachable database fails a request (and the readiness probe) in seconds instead of hanging a worker.
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT", 5))
-    # Reads that run on every call with other values (allocations/prepared_cursors.prepared_cursor) are prepared on the
-    # connection after this many runs, so PostgreSQL plans them once. Django's own queries bind parameters client-side
-    # and are never prepared. "off" for a pooler that cannot keep prepared statements (PgBouncer in transaction mode
-    # before 1.21).
+    _options.setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT", 5))
+    # PostgreSQL binds the parameters (server_side_binding), so psycopg prepares a statement once a connection has
+    # run it DB_PREPARE_THRESHOLD times and PostgreSQL plans it once per connection instead of on every run: every
+    # request repeats the same reads (the signed-in user, a token, a page's rows), and planning their joins is much
+    # of what they cost. It pays on connections kept across requests (DB_CONN_MAX_AGE). "off" for a pooler
+    # that cannot keep prepared statements (PgBouncer in transaction mode before 1.21); binding then stays Django's
+    # default, client-side, unless DB_SERVER_SIDE_BINDING says otherwise.
     _prepare_off = (env_str("DB_PREPARE_THRESHOLD") or "").strip().lower() == "off"
-    DATABASES["default"]["OPTIONS"].setdefault(
-        "prepare_threshold", None if _prepare_off else env_int("DB_PREPARE_THRESHOLD", 5)
-    )
+    _options.setdefault("prepare_threshold", None if _prepare_off else env_int("DB_PREPARE_THRESHOLD", 5))
+    _options.setdefault("server_side_binding", env_bool("DB_SERVER_SIDE_BINDING", not _prepare_off))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # SQLite cannot enforce NULLS NOT DISTINCT on Quota; model validation does, and PostgreSQL does in the database.
 SILENCED_SYSTEM_CHECKS = ["models.W047"]
@@ -140,9 +145,9 @@ LOGIN_URL = "login"
 # Sessions end after SESSION_COOKIE_AGE (8 hours by default) and are never readable from JavaScript; signing in
 # always issues a new session key and CSRF token (Django's login() rotates both).
 SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
-# Django's database sessions whose row names the user they sign in: the session and its user in one statement,
-# compiled once per process (portal/sessions.py).
-SESSION_ENGINE = "portal.sessions"
+# Sessions are kept in the database and read through the cache (the shared Redis in production): a signed-in request
+# reads its session without a query, and a session outlives a cache restart or eviction.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"

@@ -13,8 +13,6 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from allocations.compiled_reads import CompiledRead
-from allocations.user_permissions import keep_held_permissions, with_held_permissions
 from audit.services import audit_record, audit_snapshot
 from portal.tokens.models import KEY_PREFIX, ApiToken, key_digest
 
@@ -22,14 +20,6 @@ EXPIRY_DAYS = (7, 30, 90, 365)
 MAX_EXPIRY_DAYS = max(EXPIRY_DAYS)
 # Writing last_used_at on every call would turn each API read into a write; a minute's resolution is enough.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
-# Every named-token call reads its token, its user and the user's permissions (the approver check): the query is
-# compiled once (allocations/compiled_reads.py).
-_TOKEN_BY_PUBLIC_ID = CompiledRead(
-    ApiToken,
-    lambda public_id: with_held_permissions(
-        ApiToken.objects.select_related("user").filter(public_id=public_id), user_id="user_id"
-    ),
-)
 
 
 @dataclass(frozen=True)
@@ -94,11 +84,14 @@ def api_token_authenticate(*, key: str, client_ip: str | None) -> ApiToken | Non
     public_id, _, secret = key.removeprefix(KEY_PREFIX).partition("_")
     if not public_id or not secret:
         return None
-    token = _TOKEN_BY_PUBLIC_ID.first(public_id)
-    # Compare digests in constant time, so response times say nothing about how much of a key was right.
-    if token is None or not hmac.compare_digest(token.digest, key_digest(key)) or not token.is_usable:
+    try:
+        # The token and its user in one query: every named-token call needs both.
+        token = ApiToken.objects.select_related("user").get(public_id=public_id)
+    except ApiToken.DoesNotExist:
         return None
-    keep_held_permissions(token.user, token)
+    # Compare digests in constant time, so response times say nothing about how much of a key was right.
+    if not hmac.compare_digest(token.digest, key_digest(key)) or not token.is_usable:
+        return None
     now = timezone.now()
     if (
         token.last_used_at is None

@@ -191,6 +191,28 @@ def test_prepared_statements_threshold_comes_from_the_environment(value: str | N
     assert result.stdout.strip().splitlines()[-1] == str(expected)
 
 
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "True None"),
+        ({"DB_PREPARE_THRESHOLD": "off"}, "False None"),
+        ({"DB_SERVER_SIDE_BINDING": "0"}, "False None"),
+        ({"DB_PREPARE_THRESHOLD": "off", "DB_SERVER_SIDE_BINDING": "1"}, "True None"),
+        ({"DB_CONN_MAX_AGE": "60"}, "True None"),
+    ],
+)
+def test_server_side_binding_follows_prepared_statements_unless_set(env: dict[str, str], expected: str) -> None:
+    """PostgreSQL binds the parameters when statements may be prepared; Django's connection pool stays off."""
+    env = {"DATABASE_URL": "postgres://alice:pw@db.example.com:6543/gpu_portal", **env}
+    probe = (
+        "from django.conf import settings; options = settings.DATABASES['default']['OPTIONS']; "
+        "print(options['server_side_binding'], options.get('pool'))"
+    )
+    result = _run(["-c", probe], {"DJANGO_SETTINGS_MODULE": "portal.settings.base", **env})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == expected
+
+
 def test_a_prepared_statements_threshold_that_is_no_number_names_the_variable() -> None:
     env = {"DATABASE_URL": "postgres://alice:pw@db.example.com:6543/gpu_portal", "DB_PREPARE_THRESHOLD": "often"}
     result = _run(["-c", "import django; django.setup()"], {"DJANGO_SETTINGS_MODULE": "portal.settings.base", **env})
