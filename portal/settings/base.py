@@ -308,6 +308,12 @@ if CACHE_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": CACHE_URL,
             "KEY_PREFIX": env_str("CACHE_KEY_PREFIX") or "",
+            # Short socket timeouts: when Redis is away, pages are served from the database (infra.reference_cache)
+            # and should not wait on the cache first.
+            "OPTIONS": {
+                "socket_connect_timeout": env_int("CACHE_CONNECT_TIMEOUT", 1),
+                "socket_timeout": env_int("CACHE_SOCKET_TIMEOUT", 1),
+            },
         }
     }
 else:
