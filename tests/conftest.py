@@ -121,8 +121,7 @@ def _reference_data_after_flush(request: pytest.FixtureRequest) -> None:
             getattr(migration, function)(apps, None)
 
 
-# Every data migration's forward functions, in migration order: what a flushed database must get back. The portal's
-# session moves (0002, 0003) are not here: a flushed database has no session to move.
+# Every data migration's forward functions, in migration order: what a flushed database must get back.
 _DATA_MIGRATIONS = (
     (
         "allocations.migrations.0002_seed_tiers_catalog_approvers",
@@ -132,6 +131,9 @@ _DATA_MIGRATIONS = (
     ("billing.migrations.0002_cost_price_books_reports", ("seed_finance_group",)),
     ("billing.migrations.0007_usage_aggregates", ("backfill_usage_aggregates",)),
 )
+# Migrations whose RunPython moves live rows between tables (the sessions, into a table of their own and back): a
+# flushed database has none to move, so they are not replayed.
+_ROW_MOVES = ("portal.migrations.0002_user_session", "portal.migrations.0003_sessions_back_to_django")
 
 
 if TYPE_CHECKING:

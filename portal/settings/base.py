@@ -146,8 +146,9 @@ LOGIN_URL = "login"
 # always issues a new session key and CSRF token (Django's login() rotates both).
 SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
 # Sessions are kept in the database and read through the cache (the shared Redis in production): a signed-in request
-# reads its session without a query, and a session outlives a cache restart or eviction.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+# reads its session without a query, and a session outlives a cache restart or eviction. Django's cached_db store,
+# answering from the database alone while the cache is away.
+SESSION_ENGINE = "infra.sessions"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"

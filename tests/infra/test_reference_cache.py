@@ -253,3 +253,12 @@ def test_the_api_answers_with_a_token_when_the_cache_is_down_and_limits_are_not_
         assert api_client.get("/api/v1/requests/").status_code == 401
     assert any("Rate limit not applied" in record.getMessage() for record in caplog.records)
     assert any("Failed token not counted" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_signed_in_session_outlives_a_cache_outage_and_signing_out_still_ends_it(client, demo_org: DemoOrg) -> None:
+    client.force_login(demo_org.user("member"))
+    with override_settings(CACHES=DEAD_REDIS):
+        assert client.get("/").status_code == 200  # the session read from the database
+        client.logout()
+        assert client.get("/").status_code == 302  # signed out: the row is gone
