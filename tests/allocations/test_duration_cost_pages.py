@@ -1,4 +1,4 @@
-"""A 48-hour request shows its 48-hour cost and its effect on the budget (issue 14, reproduction 3).
+"""A 48-hour request shows its 48-hour cost and its effect on the budget.
 
 Through the real services, pages and e-mails: the demo pool is H100-80GB at the catalog list price of 6.88/h, so a
 48-hour dedicated GPU costs 330.24 USD (a month, 730 h, 5022.40 USD); the team's budget is 100 GPU-hours.
@@ -6,7 +6,7 @@ Through the real services, pages and e-mails: the demo pool is H100-80GB at the 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -21,6 +21,12 @@ from tests.factories import DemoOrg, TeamBudgetFactory
 pytestmark = pytest.mark.django_db
 
 FORTY_EIGHT_HOURS = {"workload_type": "training", "gpu_memory_gb": 60, "duration_hours": 48}
+
+
+@pytest.fixture(autouse=True)
+def _mid_month(time_machine) -> None:
+    """The budget lines count this month's hours: 48 of them fit in the month only away from its last two days."""
+    time_machine.move_to(datetime(2026, 11, 10, 12, tzinfo=UTC))
 
 
 def client_for(user) -> Client:

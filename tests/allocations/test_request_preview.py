@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -82,7 +83,8 @@ def test_the_page_carries_no_copy_of_the_template_in_javascript() -> None:
         assert markup not in script
 
 
-def test_the_preview_shows_the_teams_money_budget_with_this_request_in_it(demo_org: DemoOrg) -> None:
+def test_the_preview_shows_the_teams_money_budget_with_this_request_in_it(demo_org: DemoOrg, time_machine) -> None:
+    time_machine.move_to(datetime(2026, 11, 10, 12, tzinfo=UTC))  # all 48 hours in this month
     TeamBudgetFactory(team=demo_org.team, monthly_amount=Decimal("100.00"))
 
     html = client_for(demo_org.member).post(URL, PROFILE).content.decode()
