@@ -15,10 +15,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from allocations.api.permissions import IsActivePortalUser
-from allocations.api.renderers import KubernetesYamlRenderer
+from allocations.clusters.provisioning import cluster_objects
 from allocations.models import Cluster
-from allocations.provisioning import cluster_objects
 from allocations.selectors import clusters_visible_to, user_is_approver
+from infra.renderers import KubernetesYamlRenderer
 
 ONLY_APPROVERS = "Only platform approvers and admins can read a cluster's manifests."
 

@@ -3,7 +3,7 @@
 For infrastructure-as-code: objects are addressed by name, ``PUT`` creates or replaces (idempotent), ``PATCH``
 changes the fields sent, ``POST`` creates and refuses a name already taken. Platform admins (staff with the model
 permission, as in the admin) write; approvers read; everyone else gets 403. Secret references are write-only: the
-answer says only whether one is stored. The rules live in ``allocations.cluster_services`` (the model's validation,
+answer says only whether one is stored. The rules live in ``allocations.clusters.services`` (the model's validation,
 one transaction); these views parse, call and answer.
 """
 
@@ -17,9 +17,9 @@ from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations import cluster_services
 from allocations.api.common import ServiceApiMixin
 from allocations.choices import ClusterBackend, ClusterScheduler, SharingMode
+from allocations.clusters import services as cluster_services
 from allocations.models import Cluster, GpuModel, NodePool
 from allocations.selectors import clusters_visible_to, user_is_approver
 

@@ -17,10 +17,10 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations import extension_services
 from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.models import AllocationExtension
+from allocations.requests import extension_services
 from allocations.selectors import allocation_extensions_visible_to
 
 

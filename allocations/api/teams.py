@@ -14,8 +14,8 @@ from rest_framework.response import Response
 from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.models import Team
-from allocations.quota_usage import quota_usage_by_quota
 from allocations.selectors import teams_with_quotas_visible_to
+from allocations.teams.quota_usage import quota_usage_by_quota
 
 
 @extend_schema_view(

@@ -29,16 +29,16 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations import extension_services, services
 from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
-from allocations.api.pagination import COUNT_LIMIT, KeysetPageNumberPagination
-from allocations.api.renderers import KubernetesYamlRenderer
 from allocations.api.request_values import gpu_request_values, serialize_gpu_requests
-from allocations.filtersets import GpuRequestFilterSet
+from allocations.clusters.placement import place
 from allocations.models import GpuRequest
-from allocations.placement import place
+from allocations.requests import extension_services, services
+from allocations.requests.filtersets import GpuRequestFilterSet
 from allocations.selectors import allocation_extensions_visible_to, gpu_requests_visible_to
+from infra.api_pagination import COUNT_LIMIT, KeysetPageNumberPagination
+from infra.renderers import KubernetesYamlRenderer
 
 _PROFILE_EXAMPLE = {
     "workload_type": "realtime_inference",

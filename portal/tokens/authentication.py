@@ -11,7 +11,7 @@ from rest_framework.request import Request
 
 from allocations.compiled_reads import CompiledRead
 from allocations.user_permissions import keep_held_permissions, with_held_permissions
-from portal.throttling import FailureThrottledTokenAuthentication, client_ip
+from infra.throttling import FailureThrottledTokenAuthentication, client_ip
 from portal.tokens.models import KEY_PREFIX
 from portal.tokens.services import api_token_authenticate
 
