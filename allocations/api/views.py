@@ -33,12 +33,12 @@ from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.api.request_values import gpu_request_values, serialize_gpu_requests
 from allocations.clusters.placement import place
-from allocations.models import GpuRequest
+from allocations.models import AllocationExtension, GpuRequest
 from allocations.requests import extension_services, services
 from allocations.requests.filtersets import GpuRequestFilterSet
-from allocations.selectors import allocation_extensions_visible_to, gpu_requests_visible_to
 from infra.api_pagination import COUNT_LIMIT, KeysetPageNumberPagination
 from infra.renderers import KubernetesYamlRenderer
+from infra.scoping import ScopedViewMixin
 
 _PROFILE_EXAMPLE = {
     "workload_type": "realtime_inference",
@@ -176,7 +176,9 @@ _FIELD_SELECTION = [
     ),
 )
 @extend_schema(tags=["requests"])
-class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class GpuRequestViewSet(
+    ScopedViewMixin, ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """GPU requests: list, read, submit, and the lifecycle actions (approve, reject, cancel, release)."""
 
     serializer_class = api.GpuRequestSerializer
@@ -188,9 +190,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
     ordering = ["-created_at", "-id"]
 
     pagination_class = KeysetPageNumberPagination
-
-    def get_queryset(self) -> QuerySet[GpuRequest]:
-        return gpu_requests_visible_to(user=self.request.user)
+    scoped_model = GpuRequest
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """A page of the visible requests, each with the fields asked for (all by default)."""
@@ -367,7 +367,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
         extension = extension_services.allocation_extension_request(
             request=obj, acting_user=request.user, **body.validated_data
         )
-        fresh = allocation_extensions_visible_to(user=request.user).get(pk=extension.pk)
+        fresh = self.visible(AllocationExtension).get(pk=extension.pk)
         return Response(api.AllocationExtensionSerializer(fresh).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -378,7 +378,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
     def extensions(self, request: Request, pk: str | None = None) -> Response:
         """Every extension asked for on one visible request, with its status and decision."""
         obj = self.get_object()
-        rows = allocation_extensions_visible_to(user=request.user).filter(request=obj).order_by("-created_at", "-id")
+        rows = self.visible(AllocationExtension).filter(request=obj).order_by("-created_at", "-id")
         return Response(api.AllocationExtensionSerializer(rows, many=True).data)
 
     @extend_schema(
