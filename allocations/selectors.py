@@ -1,9 +1,10 @@
 """Reads: who is a platform approver or admin, and what a user may see (teams, requests, clusters, extensions).
 
-Every endpoint starts from these scopes: ``visible_requests`` is the one rule of which requests a user may see. The
-other reads live beside them: ``quota_usage`` (what a quota's team holds), ``reference_data`` (catalog and tiers),
-``pending_queues`` (the approval queue), ``held_intervals`` (when a request held GPUs) and ``cluster_workloads``
-(what runs on a cluster)."""
+Every endpoint starts from these scopes: ``visible_requests`` is the one rule of which requests a user may see; the
+API applies these through its visibility registry (``allocations.api.scoping``). Other reads live in their
+sub-domains: ``teams.quota_usage`` (what a quota's team holds), ``reference_data`` (catalog and tiers),
+``approvals.pending_queues`` (the approval queue), ``requests.held_intervals`` (when a request held GPUs) and
+``clusters.workloads`` (what runs on a cluster)."""
 
 from __future__ import annotations
 

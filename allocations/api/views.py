@@ -1,9 +1,10 @@
 """Thin API views: parse with an input serializer, call a service or a selector, answer with an output serializer.
 
-Querysets come from the selectors (``gpu_requests_visible_to``, ``teams_visible_to``), so another team's objects are
-404 by construction. Rule-bearing writes are explicit actions that call the services, whose errors the project's one
-exception handler (``portal.api_errors``) answers in DRF's shape: ``ValidationError`` -> 400 ``{"field": [...]}``,
-``PermissionDenied`` -> 403 with the service's reason, ``InvalidTransition`` -> 409.
+Querysets come from the visibility registry (``infra.scoping``: the selectors ``gpu_requests_visible_to`` and
+``allocation_extensions_visible_to``), so another team's objects are 404 by construction. Rule-bearing writes are
+explicit actions that call the services, whose errors the project's one exception handler (``portal.api_errors``)
+answers in DRF's shape: ``ValidationError`` -> 400 ``{"field": [...]}``, ``PermissionDenied`` -> 403 with the
+service's reason, ``InvalidTransition`` -> 409.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The requests page (``request_views.request_list``): the requests it lists with what its table shows, and its
+"""The requests page (``views.request_list``): the requests it lists with what its table shows, and its
 sortable columns."""
 
 from __future__ import annotations
