@@ -10,7 +10,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from allocations.cluster_services import CLUSTER_FIELDS
+from allocations.clusters.placement import gpu_price
+from allocations.clusters.services import CLUSTER_FIELDS, cluster_inventory_sync_queue, cluster_objects_apply_queue
 from allocations.lifecycle import InvalidTransition
 from allocations.models import (
     AllocationExtension,
@@ -26,14 +27,8 @@ from allocations.models import (
     SlaTier,
     Team,
 )
-from allocations.placement import gpu_price
+from allocations.requests.services import gpu_request_reapply, gpu_request_release
 from allocations.selectors import user_is_approver
-from allocations.services import (
-    cluster_inventory_sync_queue,
-    cluster_objects_apply_queue,
-    gpu_request_reapply,
-    gpu_request_release,
-)
 from audit.admin import AuditedAdminMixin
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from django.db.models import Count, Prefetch, Window
 
-from allocations.cluster_pages import node_pool_capacity_rows
+from allocations.clusters.pages import node_pool_capacity_rows
 from allocations.models import NodePool, Quota, RequestStatus
-from allocations.quota_usage import units_allocated_by_pool, with_units_held
 from allocations.selectors import User, teams_of, user_is_approver, visible_requests
+from allocations.teams.quota_usage import units_allocated_by_pool, with_units_held
 
 # The teams' latest requests read for the two tables, and the rows each table shows.
 LATEST_REQUESTS = 30

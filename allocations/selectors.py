@@ -1,16 +1,17 @@
 """Reads: who is a platform approver or admin, and what a user may see (teams, requests, clusters, extensions).
 
-Every endpoint starts from these scopes: ``visible_requests`` is the one rule of which requests a user may see. The
-other reads live beside them: ``quota_usage`` (what a quota's team holds), ``reference_data`` (catalog and tiers),
-``pending_queues`` (the approval queue), ``held_intervals`` (when a request held GPUs) and ``cluster_workloads``
-(what runs on a cluster)."""
+Every endpoint starts from these scopes: ``visible_requests`` is the one rule of which requests a user may see; the
+API applies these through its visibility registry (``allocations.api.scoping``). Other reads live in their
+sub-domains: ``teams.quota_usage`` (what a quota's team holds), ``reference_data`` (catalog and tiers),
+``approvals.pending_queues`` (the approval queue), ``requests.held_intervals`` (when a request held GPUs) and
+``clusters.workloads`` (what runs on a cluster)."""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 
-from allocations.models import AllocationExtension, Cluster, GpuRequest, Membership, Quota, Team
+from allocations.models import AllocationExtension, Cluster, GpuRequest, Membership, NodePool, Quota, Team
 
 APPROVE_PERMISSION = "allocations.approve_gpurequest"
 APPROVERS_GROUP = "Platform approvers"
@@ -108,7 +109,12 @@ def team_roles_and_sizes(*, user: User, teams: list[Team]) -> tuple[dict[int, st
 
 def teams_with_quotas_visible_to(*, user: User) -> QuerySet[Team]:
     """Teams the user may see, with their members and quotas loaded (for the teams API)."""
-    return teams_visible_to(user).prefetch_related(
+    return with_members_and_quotas(teams_visible_to(user))
+
+
+def with_members_and_quotas(teams: QuerySet[Team]) -> QuerySet[Team]:
+    """``teams`` with their members (by username) and quotas (with cluster and pool) loaded."""
+    return teams.prefetch_related(
         Prefetch("memberships", queryset=Membership.objects.select_related("user").order_by("user__username")),
         Prefetch("quotas", queryset=Quota.objects.select_related("cluster", "node_pool__cluster")),
     )
@@ -142,3 +148,8 @@ def allocation_extensions_visible_to(*, user: User) -> QuerySet[AllocationExtens
     return AllocationExtension.objects.select_related(
         "request__team", "request__requester", "requested_by", "decided_by"
     ).filter(request__in=visible)
+
+
+def node_pools_visible_to(*, user: User) -> QuerySet[NodePool]:
+    """Node pools of the clusters the user may inspect."""
+    return NodePool.objects.filter(cluster__in=clusters_visible_to(user=user))

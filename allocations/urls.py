@@ -2,16 +2,13 @@
 
 from django.urls import path
 
-from allocations import (
-    approval_views,
-    cluster_views,
-    extension_views,
-    request_views,
-    search_views,
-    team_views,
-    workload_views,
-)
+from allocations.approvals import views as approval_views
+from allocations.clusters import views as cluster_views
+from allocations.clusters import workload_views
 from allocations.mig_plans import views as mig_views
+from allocations.requests import extension_views, search_views
+from allocations.requests import views as request_views
+from allocations.teams import views as team_views
 
 app_name = "allocations"
 urlpatterns = [

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
 from django.http import HttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
@@ -17,8 +16,9 @@ from rest_framework.response import Response
 
 from audit.filtersets import AuditEventFilterSet
 from audit.models import AuditEvent
-from audit.selectors import CSV_HEADER, audit_csv_rows, audit_events_visible_to, user_can_read_audit
+from audit.selectors import CSV_HEADER, audit_csv_rows, user_can_read_audit
 from gpucore.exports import csv_text
+from infra.scoping import ScopedViewMixin
 
 ONLY_ADMINS = "Only platform admins can read the audit trail."
 
@@ -68,7 +68,7 @@ class AuditEventSerializer(serializers.ModelSerializer):
     )
 )
 @extend_schema(tags=["audit"])
-class AuditEventViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+class AuditEventViewSet(ScopedViewMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     """Who changed what, from where, with before/after values; filters ``actor``, ``object_type``, ``since``..."""
 
     serializer_class = AuditEventSerializer
@@ -76,9 +76,7 @@ class AuditEventViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     filterset_class = AuditEventFilterSet
     pagination_class = AuditEventPagination
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer, AuditCsvRenderer]
-
-    def get_queryset(self) -> QuerySet[AuditEvent]:
-        return audit_events_visible_to(user=self.request.user)
+    scoped_model = AuditEvent
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

@@ -40,8 +40,8 @@ def top_up(total: int, pending_share: float) -> None:
     from django.db import connection
     from django.utils import timezone
 
+    from allocations.approvals.pending_queues import QUEUE_PAGE_SIZE
     from allocations.models import GpuRequest, RequestStatus
-    from allocations.pending_queues import QUEUE_PAGE_SIZE
 
     missing = total - GpuRequest.objects.count()
     template = GpuRequest.objects.filter(team__slug="vision").order_by("pk").first()

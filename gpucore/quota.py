@@ -9,7 +9,7 @@ Kueue's ClusterQueue semantics (docs/reference-sources.md#kueue, from the concep
   (no cap when the borrowing limit is ``None``: Kueue's "no limit").
 
 The docs' worked examples are this module's tests. The portal applies it with its own rule on top (only preemptible
-tiers borrow, and a quota without a borrowing limit does not borrow at all): see ``allocations.quotas``.
+tiers borrow, and a quota without a borrowing limit does not borrow at all): see ``allocations.teams.quotas``.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ Services and selectors raise plain Python and Django errors; no API view transla
   names no field goes under ``non_field_errors``);
 - Django ``PermissionDenied`` -> 403 with the service's reason;
 - ``ObjectDoesNotExist`` (a selector found nothing the user may see) -> 404;
-- ``allocations.lifecycle.InvalidTransition``, ``allocations.cluster_services.InUse``, a MIG plan's
+- ``allocations.lifecycle.InvalidTransition``, ``allocations.clusters.services.InUse``, a MIG plan's
   ``InvalidPlanTransition`` and the core's ``ManifestError`` (objects that cannot be rendered) -> 409 with the reason;
-- ``allocations.gateways.base.GatewayError`` (a cluster that could not be read or written) -> 502 with the reason.
+- ``allocations.clusters.gateways.base.GatewayError`` (a cluster that could not be read or written) -> 502 with the
+  reason.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
-from allocations.cluster_services import InUse
-from allocations.gateways.base import GatewayError
+from allocations.clusters.gateways.base import GatewayError
+from allocations.clusters.services import InUse
 from allocations.lifecycle import InvalidTransition
 from allocations.mig_plans.events import InvalidPlanTransition
 from gpucore.decision import ProfileError

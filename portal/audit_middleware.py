@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 
 from audit.context import audit_context
 from audit.models import AuditSource
-from portal.throttling import client_ip
+from infra.throttling import client_ip
 
 
 def _source(path: str) -> str:

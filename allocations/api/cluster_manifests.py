@@ -15,19 +15,21 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from allocations.api.permissions import IsActivePortalUser
-from allocations.api.renderers import KubernetesYamlRenderer
+from allocations.clusters.provisioning import cluster_objects
 from allocations.models import Cluster
-from allocations.provisioning import cluster_objects
-from allocations.selectors import clusters_visible_to, user_is_approver
+from allocations.selectors import user_is_approver
+from infra.renderers import KubernetesYamlRenderer
+from infra.scoping import ScopedViewMixin
 
 ONLY_APPROVERS = "Only platform approvers and admins can read a cluster's manifests."
 
 
-class ClusterManifestsView(APIView):
+class ClusterManifestsView(ScopedViewMixin, APIView):
     """A cluster's own Kubernetes objects, rendered from its pools, the SLA tiers and (Kueue) the teams' quotas."""
 
     permission_classes = [IsActivePortalUser]
     renderer_classes = [JSONRenderer, KubernetesYamlRenderer]
+    scoped_model = Cluster
 
     @extend_schema(
         tags=["clusters"],
@@ -47,7 +49,7 @@ class ClusterManifestsView(APIView):
         if not user_is_approver(request.user):
             raise exceptions.PermissionDenied(ONLY_APPROVERS)
         try:
-            cluster = clusters_visible_to(user=request.user).get(name=name)
+            cluster = self.get_queryset().get(name=name)
         except Cluster.DoesNotExist:
             raise exceptions.NotFound(f"No cluster named {name!r}.") from None
         return Response(cluster_objects(cluster))  # a ManifestError answers 409 (portal.api_errors)

@@ -3,7 +3,7 @@
 For infrastructure-as-code: objects are addressed by name, ``PUT`` creates or replaces (idempotent), ``PATCH``
 changes the fields sent, ``POST`` creates and refuses a name already taken. Platform admins (staff with the model
 permission, as in the admin) write; approvers read; everyone else gets 403. Secret references are write-only: the
-answer says only whether one is stored. The rules live in ``allocations.cluster_services`` (the model's validation,
+answer says only whether one is stored. The rules live in ``allocations.clusters.services`` (the model's validation,
 one transaction); these views parse, call and answer.
 """
 
@@ -17,11 +17,12 @@ from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations import cluster_services
 from allocations.api.common import ServiceApiMixin
 from allocations.choices import ClusterBackend, ClusterScheduler, SharingMode
+from allocations.clusters import services as cluster_services
 from allocations.models import Cluster, GpuModel, NodePool
-from allocations.selectors import clusters_visible_to, user_is_approver
+from allocations.selectors import user_is_approver
+from infra.scoping import ScopedViewMixin
 
 ONLY_APPROVERS = "Only platform approvers and admins can read clusters."
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -123,7 +124,7 @@ _POOL_EXAMPLE = OpenApiExample(
 )  # fmt: skip
 
 
-class _NamedWriteMixin(ServiceApiMixin):
+class _NamedWriteMixin(ScopedViewMixin, ServiceApiMixin):
     """Approvers read, platform admins write (the service checks the model permission); others get 403."""
 
     lookup_field = "name"
@@ -183,9 +184,10 @@ class ClusterViewSet(_NamedWriteMixin, viewsets.GenericViewSet):
 
     serializer_class = ClusterSerializer
     pagination_class = None
+    scoped_model = Cluster
 
     def get_queryset(self) -> QuerySet[Cluster]:
-        return clusters_visible_to(user=self.request.user).prefetch_related("node_pools")
+        return super().get_queryset().prefetch_related("node_pools")
 
     def list(self, request: Request) -> Response:
         return Response(self.get_serializer(self.get_queryset(), many=True).data)
@@ -246,17 +248,18 @@ class NodePoolViewSet(_NamedWriteMixin, viewsets.GenericViewSet):
 
     serializer_class = NodePoolSerializer
     pagination_class = None
+    scoped_model = NodePool
 
     def cluster(self) -> Cluster:
         try:
-            return clusters_visible_to(user=self.request.user).get(name=self.kwargs["cluster_name"])
+            return self.visible(Cluster).get(name=self.kwargs["cluster_name"])
         except Cluster.DoesNotExist:
             raise exceptions.NotFound(f"No cluster named {self.kwargs['cluster_name']!r}.") from None
 
     def get_queryset(self) -> QuerySet[NodePool]:
         if getattr(self, "swagger_fake_view", False):  # the schema generator has no cluster in its URL
             return NodePool.objects.none()
-        return NodePool.objects.filter(cluster=self.cluster()).select_related("gpu_model", "cluster")
+        return super().get_queryset().filter(cluster=self.cluster()).select_related("gpu_model", "cluster")
 
     def list(self, request: Request, cluster_name: str) -> Response:
         return Response(self.get_serializer(self.get_queryset(), many=True).data)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.db.models import QuerySet
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import (
     extend_schema,
@@ -17,11 +16,11 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations import extension_services
 from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.models import AllocationExtension
-from allocations.selectors import allocation_extensions_visible_to
+from allocations.requests import extension_services
+from infra.scoping import ScopedViewMixin
 
 
 def _extension_decision_schema(summary: str) -> Callable[[Any], Any]:
@@ -46,7 +45,7 @@ def _extension_decision_schema(summary: str) -> Callable[[Any], Any]:
 )
 @extend_schema(tags=["extensions"])
 class AllocationExtensionViewSet(
-    ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    ScopedViewMixin, ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
     """Extensions of allocations: list, read, and an approver's decision (approve, reject)."""
 
@@ -56,9 +55,7 @@ class AllocationExtensionViewSet(
     lookup_value_regex = r"[^/]+"  # a malformed id is a JSON 404 from get_object
     ordering_fields = ["id", "created_at", "decided_at"]
     ordering = ["-created_at", "-id"]
-
-    def get_queryset(self) -> QuerySet[AllocationExtension]:
-        return allocation_extensions_visible_to(user=self.request.user)
+    scoped_model = AllocationExtension
 
     def _decide(self, request: Request, *, approve: bool) -> Response:
         extension = self.get_object()

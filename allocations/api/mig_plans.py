@@ -27,8 +27,9 @@ from allocations.mig_plans.services import (
     mig_plan_cancel,
     mig_plan_create,
 )
-from allocations.models import DrainPolicy, MigPlan, MigPlanEvent
+from allocations.models import DrainPolicy, MigPlan, MigPlanEvent, NodePool
 from allocations.selectors import user_is_approver
+from infra.scoping import ScopedViewMixin
 
 ONLY_APPROVERS = "Only platform approvers and admins can plan MIG layouts."
 
@@ -170,7 +171,13 @@ class MigPlanCommentSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class MigPlanListView(ServiceApiMixin, APIView):
+class _PoolPlansView(ScopedViewMixin, ServiceApiMixin, APIView):
+    """The plans of a pool named in the URL: the pool is looked up among the node pools the caller may see."""
+
+    scoped_model = NodePool
+
+
+class MigPlanListView(_PoolPlansView):
     """A pool's MIG plans (approvers), and a new plan from its demand (approvers and admins)."""
 
     @extend_schema(
@@ -183,7 +190,7 @@ class MigPlanListView(ServiceApiMixin, APIView):
         },
     )
     def get(self, request: Request, name: str, pool: str) -> Response:
-        node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool)
+        node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool, pools=self.get_queryset())
         return Response(MigPlanSerializer(mig_plans_of_pool(pool=node_pool), many=True).data)
 
     @extend_schema(
@@ -199,14 +206,14 @@ class MigPlanListView(ServiceApiMixin, APIView):
         },
     )
     def post(self, request: Request, name: str, pool: str) -> Response:
-        node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool)
+        node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool, pools=self.get_queryset())
         data = MigPlanCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         created = mig_plan_create(acting_user=request.user, pool=node_pool, **data.validated_data)
         return Response(MigPlanSerializer(mig_plans_of_pool(pool=node_pool).get(pk=created.pk)).data, status=201)
 
 
-class MigPlanDetailView(ServiceApiMixin, APIView):
+class MigPlanDetailView(_PoolPlansView):
     """One plan: per-GPU current and proposed layouts, the nodes to drain, the rollout's progress and events."""
 
     @extend_schema(
@@ -219,12 +226,12 @@ class MigPlanDetailView(ServiceApiMixin, APIView):
         },
     )
     def get(self, request: Request, name: str, pool: str, pk: int) -> Response:
-        node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool)
+        node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool, pools=self.get_queryset())
         plan = get_object_or_404(mig_plans_of_pool(pool=node_pool), pk=pk)
         return Response(MigPlanSerializer(plan).data)
 
 
-class MigPlanActionView(ServiceApiMixin, APIView):
+class MigPlanActionView(_PoolPlansView):
     """``approve``, ``apply`` (202: the rollout is queued) or ``cancel`` a plan; platform admins only."""
 
     action_name = ""
@@ -235,7 +242,7 @@ class MigPlanActionView(ServiceApiMixin, APIView):
         responses={200: MigPlanSerializer, 202: MigPlanSerializer, 403: None, 404: None, 409: None},
     )
     def post(self, request: Request, name: str, pool: str, pk: int) -> Response:
-        node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool)
+        node_pool = mig_pool_for(user=request.user, cluster=name, pool=pool, pools=self.get_queryset())
         plan = get_object_or_404(mig_plans_of_pool(pool=node_pool), pk=pk)
         data = MigPlanCommentSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -1,8 +1,9 @@
 """Who may call the allocations API at all; who may do what to a request is the services' rule, not the view's.
 
 The object rules (approvers approve, never their own request; the requester or a team lead cancels and releases;
-only members submit) live in ``allocations.services`` so the browser, a notebook, the admin and a task retry obey
-the same ones; visibility comes from the selectors (``gpu_requests_visible_to``), so other teams' objects are 404.
+only members submit) live in ``allocations.requests.services`` so the browser, a notebook, the admin and a task
+retry obey the same ones; visibility comes from the selectors (``gpu_requests_visible_to``), so other teams' objects
+are 404.
 """
 
 from __future__ import annotations

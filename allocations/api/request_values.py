@@ -11,9 +11,9 @@ from typing import Any
 from django.db.models import QuerySet
 from rest_framework import serializers
 
-from allocations.api.renderers import JsonText
 from allocations.api.serializers import GpuRequestSerializer
 from allocations.models import GpuRequest
+from infra.renderers import JsonText
 
 # The column each field of GpuRequestSerializer reads (``values()`` names: related objects by what the answer shows).
 GPU_REQUEST_COLUMNS: dict[str, str] = {

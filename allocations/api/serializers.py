@@ -32,9 +32,9 @@ from allocations.models import (
     Team,
     WorkloadType,
 )
-from allocations.selectors import teams_visible_to
 from gpucore.decision import ProfileError, WorkloadProfile
 from gpucore.profile import MAX_GPU_MEMORY_GB, MAX_GPUS_PER_REPLICA, MAX_NUMBER, MAX_REPLICAS
+from infra.scoping import visible_to
 
 _PROFILE_FIELD_NAMES = frozenset(WorkloadProfile.field_names())
 _POSITIVE_NUMBER = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": int(MAX_NUMBER)}
@@ -171,7 +171,7 @@ class VisibleTeamField(serializers.SlugRelatedField):
     """A team slug, looked up only among the teams the user may see (others read as "does not exist")."""
 
     def get_queryset(self) -> QuerySet[Team]:
-        return teams_visible_to(self.context["request"].user)
+        return visible_to(self.context["request"].user, Team)
 
 
 class GpuRequestCreateSerializer(ProfileInputSerializer):

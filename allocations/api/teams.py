@@ -14,8 +14,9 @@ from rest_framework.response import Response
 from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.models import Team
-from allocations.quota_usage import quota_usage_by_quota
-from allocations.selectors import teams_with_quotas_visible_to
+from allocations.selectors import with_members_and_quotas
+from allocations.teams.quota_usage import quota_usage_by_quota
+from infra.scoping import ScopedViewMixin
 
 
 @extend_schema_view(
@@ -26,7 +27,7 @@ from allocations.selectors import teams_with_quotas_visible_to
     retrieve=extend_schema(summary="One team", responses={200: api.TeamSerializer, 404: ERROR, **AUTH_ERRORS}),
 )
 @extend_schema(tags=["teams"])
-class TeamViewSet(ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
+class TeamViewSet(ScopedViewMixin, ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
     """Teams the user belongs to (approvers: every team), their members and quotas with units in use."""
 
     serializer_class = api.TeamSerializer
@@ -37,9 +38,10 @@ class TeamViewSet(ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
     search_fields = ["slug", "name"]
     ordering_fields = ["slug", "name"]
     ordering = ["name"]
+    scoped_model = Team
 
     def get_queryset(self) -> QuerySet[Team]:
-        return teams_with_quotas_visible_to(user=self.request.user)
+        return with_members_and_quotas(super().get_queryset())
 
     def _serialize(self, teams: list[Team], *, many: bool) -> Any:
         quotas = [quota for team in teams for quota in team.quotas.all()]

@@ -1,9 +1,10 @@
 """Thin API views: parse with an input serializer, call a service or a selector, answer with an output serializer.
 
-Querysets come from the selectors (``gpu_requests_visible_to``, ``teams_visible_to``), so another team's objects are
-404 by construction. Rule-bearing writes are explicit actions that call the services, whose errors the project's one
-exception handler (``portal.api_errors``) answers in DRF's shape: ``ValidationError`` -> 400 ``{"field": [...]}``,
-``PermissionDenied`` -> 403 with the service's reason, ``InvalidTransition`` -> 409.
+Querysets come from the visibility registry (``infra.scoping``: the selectors ``gpu_requests_visible_to`` and
+``allocation_extensions_visible_to``), so another team's objects are 404 by construction. Rule-bearing writes are
+explicit actions that call the services, whose errors the project's one exception handler (``portal.api_errors``)
+answers in DRF's shape: ``ValidationError`` -> 400 ``{"field": [...]}``, ``PermissionDenied`` -> 403 with the
+service's reason, ``InvalidTransition`` -> 409.
 """
 
 from __future__ import annotations
@@ -29,16 +30,16 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations import extension_services, services
 from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
-from allocations.api.pagination import COUNT_LIMIT, KeysetPageNumberPagination
-from allocations.api.renderers import KubernetesYamlRenderer
 from allocations.api.request_values import gpu_request_values, serialize_gpu_requests
-from allocations.filtersets import GpuRequestFilterSet
-from allocations.models import GpuRequest
-from allocations.placement import place
-from allocations.selectors import allocation_extensions_visible_to, gpu_requests_visible_to
+from allocations.clusters.placement import place
+from allocations.models import AllocationExtension, GpuRequest
+from allocations.requests import extension_services, services
+from allocations.requests.filtersets import GpuRequestFilterSet
+from infra.api_pagination import COUNT_LIMIT, KeysetPageNumberPagination
+from infra.renderers import KubernetesYamlRenderer
+from infra.scoping import ScopedViewMixin
 
 _PROFILE_EXAMPLE = {
     "workload_type": "realtime_inference",
@@ -176,7 +177,9 @@ _FIELD_SELECTION = [
     ),
 )
 @extend_schema(tags=["requests"])
-class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class GpuRequestViewSet(
+    ScopedViewMixin, ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """GPU requests: list, read, submit, and the lifecycle actions (approve, reject, cancel, release)."""
 
     serializer_class = api.GpuRequestSerializer
@@ -188,9 +191,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
     ordering = ["-created_at", "-id"]
 
     pagination_class = KeysetPageNumberPagination
-
-    def get_queryset(self) -> QuerySet[GpuRequest]:
-        return gpu_requests_visible_to(user=self.request.user)
+    scoped_model = GpuRequest
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """A page of the visible requests, each with the fields asked for (all by default)."""
@@ -367,7 +368,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
         extension = extension_services.allocation_extension_request(
             request=obj, acting_user=request.user, **body.validated_data
         )
-        fresh = allocation_extensions_visible_to(user=request.user).get(pk=extension.pk)
+        fresh = self.visible(AllocationExtension).get(pk=extension.pk)
         return Response(api.AllocationExtensionSerializer(fresh).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -378,7 +379,7 @@ class GpuRequestViewSet(ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveM
     def extensions(self, request: Request, pk: str | None = None) -> Response:
         """Every extension asked for on one visible request, with its status and decision."""
         obj = self.get_object()
-        rows = allocation_extensions_visible_to(user=request.user).filter(request=obj).order_by("-created_at", "-id")
+        rows = self.visible(AllocationExtension).filter(request=obj).order_by("-created_at", "-id")
         return Response(api.AllocationExtensionSerializer(rows, many=True).data)
 
     @extend_schema(

@@ -18,10 +18,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from allocations.gateways.base import ClusterGateway, GatewayError
+from allocations.clusters.gateways.base import ClusterGateway, GatewayError
+from allocations.clusters.provisioning import cluster_gateway, cluster_objects
 from allocations.mig_plans.events import move_plan, record_plan_event
 from allocations.models import ClusterBackend, DrainPolicy, MigNodeLayout, MigPlan, MigPlanStatus, NodeStep
-from allocations.provisioning import cluster_gateway, cluster_objects
 from audit.services import audit_record, audit_snapshot
 from gpucore.manifests import ManifestError, mig_node_config_name
 from gpucore.manifests.gpu_operator import MIG_CONFIG_LABEL, MIG_PARTED_CONFIGMAP

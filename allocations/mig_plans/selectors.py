@@ -11,7 +11,7 @@ from django.http import Http404
 
 from allocations.models import MigPlan, NodePool
 from allocations.reference_data import catalog_from_db
-from allocations.selectors import clusters_visible_to, user_is_approver
+from allocations.selectors import node_pools_visible_to, user_is_approver
 from gpucore.catalog import CatalogError
 from gpucore.mig_planner import MigPlanError, plan, plan_summary_gpus
 
@@ -43,16 +43,16 @@ def mig_plan_preview(*, gpu_model: str, demand: Mapping[str, int]) -> dict[str, 
     }
 
 
-def mig_pool_for(*, user: AbstractBaseUser, cluster: str, pool: str) -> NodePool:
-    """The pool ``cluster/pool`` for an approver (404 for anyone else's unknown names, 403 for non-approvers)."""
+def mig_pool_for(
+    *, user: AbstractBaseUser, cluster: str, pool: str, pools: QuerySet[NodePool] | None = None
+) -> NodePool:
+    """The pool ``cluster/pool`` among ``pools`` (by default the pools the user may see) for an approver (404 for
+    unknown names, 403 for non-approvers)."""
     if not user_is_approver(user):
         raise PermissionDenied("Only platform approvers and admins can see MIG plans.")
+    visible = pools if pools is not None else node_pools_visible_to(user=user)
     try:
-        return (
-            NodePool.objects.select_related("cluster", "gpu_model")
-            .filter(cluster__in=clusters_visible_to(user=user))
-            .get(cluster__name=cluster, name=pool)
-        )
+        return visible.select_related("cluster", "gpu_model").get(cluster__name=cluster, name=pool)
     except NodePool.DoesNotExist:
         raise Http404(f"No node pool {cluster}/{pool}.") from None
 

@@ -14,8 +14,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from allocations.gateways.base import ClusterGateway
-from allocations.inventory import node_in_pool
+from allocations.clusters.gateways.base import ClusterGateway
+from allocations.clusters.inventory import node_in_pool
+from allocations.clusters.placement import gpu_price
+from allocations.clusters.provisioning import cluster_gateway
 from allocations.mig_plans.events import (
     ONLY_ADMINS,
     ONLY_PLANNERS,
@@ -36,8 +38,6 @@ from allocations.models import (
     RequestStatus,
     SharingMode,
 )
-from allocations.placement import gpu_price
-from allocations.provisioning import cluster_gateway
 from allocations.selectors import user_is_approver
 from audit.services import audit_record, audit_snapshot
 from gpucore.catalog import GpuModelSpec, mig_profile_of_resource

@@ -8,7 +8,7 @@ from typing import Any
 from celery import Task, shared_task
 from django.conf import settings
 
-from allocations.gateways.base import TransientGatewayError
+from allocations.clusters.gateways.base import TransientGatewayError
 
 
 class MigPlanTask(Task):

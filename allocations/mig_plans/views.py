@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from allocations.gateways.base import GatewayError
+from allocations.clusters.gateways.base import GatewayError
 from allocations.mig_plans.pages import mig_pool_page
 from allocations.mig_plans.selectors import mig_plans_of_pool, mig_pool_for
 from allocations.mig_plans.services import (

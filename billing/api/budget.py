@@ -18,10 +18,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from allocations.api.permissions import IsActivePortalUser
+from allocations.models import Team
+from billing.api.scoping import VIEW_COSTS
 from billing.costs.month_spend import team_budget_states
-from billing.costs.visibility import cost_teams_visible_to
 from billing.models import BudgetNotice
 from gpucore.pricing import to_cents
+from infra.scoping import ScopedViewMixin
 
 BudgetResponse = inline_serializer(
     name="TeamBudgetState",
@@ -49,15 +51,17 @@ def _pct(value: Decimal | None) -> float | None:
     return None if value is None else float(round(value, 1))
 
 
-class TeamBudgetView(APIView):
+class TeamBudgetView(ScopedViewMixin, APIView):
     """A team's spend this month against its money budget, the projection to month end and the alerts sent."""
 
     permission_classes = [IsActivePortalUser]
+    scoped_model = Team
+    scope_action = VIEW_COSTS
 
     @extend_schema(tags=["teams"], operation_id="teams_budget_retrieve", responses={200: BudgetResponse, 404: None})
     def get(self, request: Request, slug: str) -> Response:
         """The budget of a team whose costs the user may see (others: 404)."""
-        team = cost_teams_visible_to(request.user).get(slug=slug)  # another team's: DoesNotExist, a 404
+        team = self.get_queryset().get(slug=slug)  # another team's: DoesNotExist, a 404
         now = timezone.now()
         state = team_budget_states(teams=[team], now=now)[team.pk]
         month = now.astimezone(UTC).date().replace(day=1)

@@ -24,14 +24,16 @@ from rest_framework.views import APIView
 
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.serializers import MoneySerializer
+from allocations.models import Team
+from billing.api.scoping import VIEW_COSTS
 from billing.costs.reports import month_reports, report_csv, stored_report_payload
 from billing.costs.selectors import price_book_in_effect
 from billing.costs.services import price_book_load
-from billing.costs.visibility import cost_teams_visible_to, monthly_reports_visible_to
-from billing.models import PriceBook
+from billing.models import MonthlyReport, PriceBook
 from gpucore.months import MonthError, parse_month
 from gpucore.pricebook import TCO_FIELDS
 from gpucore.pricing import book_in_effect
+from infra.scoping import ScopedViewMixin
 
 _MONEY = MoneySerializer()
 REPORT_SCHEMA = inline_serializer(
@@ -69,11 +71,12 @@ def _month(value: str | None) -> date | None:
         raise ValidationError({"month": [str(exc)]}) from exc
 
 
-class ReportListView(APIView):
+class ReportListView(ScopedViewMixin, APIView):
     """Monthly reports of the teams the caller may see."""
 
     permission_classes = [IsActivePortalUser]
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer, CsvRenderer]
+    scoped_model = MonthlyReport
 
     @extend_schema(
         parameters=[
@@ -90,7 +93,7 @@ class ReportListView(APIView):
     def get(self, request: Request) -> Response | HttpResponse:
         month = _month(request.query_params.get("month"))
         slug = request.query_params.get("team") or ""
-        teams = cost_teams_visible_to(request.user).order_by("slug")
+        teams = self.visible(Team, action=VIEW_COSTS).order_by("slug")
         if slug:
             teams = teams.filter(slug=slug)
             if not teams.exists():
@@ -98,7 +101,7 @@ class ReportListView(APIView):
         if month is not None:
             payloads = month_reports(teams=teams, month=month)
         else:
-            reports = monthly_reports_visible_to(user=request.user).filter(team__in=teams).prefetch_related("lines")
+            reports = self.get_queryset().filter(team__in=teams).prefetch_related("lines")
             payloads = [stored_report_payload(r) for r in reports.order_by("-month", "team__slug")]
         if request.accepted_renderer.format == "csv":
             response = HttpResponse(report_csv(payloads), content_type="text/csv; charset=utf-8")

@@ -19,10 +19,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from allocations.api.permissions import IsActivePortalUser
-from allocations.selectors import teams_visible_to
+from allocations.models import Team
 from billing.costs.chargeback import month_bounds
 from billing.metering.selectors import team_usage
 from gpucore.months import MonthError, parse_month
+from infra.scoping import ScopedViewMixin
 
 MAX_RANGE = timedelta(days=366)
 
@@ -106,10 +107,11 @@ def _iso(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-class TeamUsageView(APIView):
+class TeamUsageView(ScopedViewMixin, APIView):
     """A team's GPU-hours, utilization, peak memory and energy between two times, per request."""
 
     permission_classes = [IsActivePortalUser]
+    scoped_model = Team
 
     @extend_schema(
         tags=["teams"],
@@ -123,7 +125,7 @@ class TeamUsageView(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         """Usage of a visible team (others: 404) in the requested period."""
-        team = teams_visible_to(request.user).get(slug=slug)  # another team's: DoesNotExist, a 404
+        team = self.get_queryset().get(slug=slug)  # another team's: DoesNotExist, a 404
         start, end = parse_period(request.query_params)
         usage = team_usage(team=team, start=start, end=end)
         usage["start"], usage["end"] = _iso(usage["start"]), _iso(usage["end"])

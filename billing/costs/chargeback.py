@@ -1,7 +1,7 @@
 """Reads of a chargeback: the month's window, the chargeback's inputs and a month's chargeback and curves.
 
 The arithmetic is pure (``gpucore.chargeback``, ``gpucore.month_curves``); this module gathers its inputs: the spans
-each request held GPUs (``allocations.held_intervals.allocation_intervals``) with what it held
+each request held GPUs (``allocations.requests.held_intervals.allocation_intervals``) with what it held
 (``GpuRequest.allocation_spec``), imported usage, the price books in effect (``billing.costs.selectors``), the
 capacity of the pools and the measured use (``billing.metering``). Which months are read from their stored report
 instead (``closed_reports``) is decided here too.
@@ -20,9 +20,9 @@ from django.conf import settings
 from django.db.models import F, Max, QuerySet, Sum
 from django.utils import timezone
 
-from allocations.held_intervals import held_span_rows
 from allocations.models import GpuModel, GpuRequest, NodePool, Team
 from allocations.reference_data import catalog_from_db
+from allocations.requests.held_intervals import held_span_rows
 from billing.costs.selectors import catalog_fallback_rates, price_periods
 from billing.metering.selectors import usage_by_request
 from billing.models import ImportedUsage, MonthlyReport, ReportStatus
@@ -132,8 +132,9 @@ def _what_was_held(
 def request_allocations(
     *, start: datetime, end: datetime, teams: Iterable[Team] | None = None, with_usage: bool = True
 ) -> list[Allocation]:
-    """Requests that held GPUs in [start, end) (``allocations.held_intervals.allocation_intervals``), as allocations;
-    ``teams`` keeps only theirs; ``with_usage`` False spares reading their measured use (no charge depends on it).
+    """Requests that held GPUs in [start, end) (``allocations.requests.held_intervals.allocation_intervals``), as
+    allocations; ``teams`` keeps only theirs; ``with_usage`` False spares reading their measured use (no charge
+    depends on it).
 
     The rows are plain tuples (``held_span_rows``) and what each held (``GpuRequest.allocation_spec_of``) is worked
     out once per distinct spec, pool and columns: a month holds tens of thousands of requests but few such

@@ -19,8 +19,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, QuerySet, Sum
 
-from allocations.held_intervals import held_span_rows
 from allocations.models import GpuModel, GpuRequest, NodePool, SharingMode, SlaTier, Team
+from allocations.requests.held_intervals import held_span_rows
 from billing.costs.chargeback import closed_reports, month_bounds, month_chargeback
 from billing.costs.dashboard_query import DashboardQuery
 from billing.metering.selectors import usage_totals

@@ -2,7 +2,7 @@
 duration, with whether the team's quota and this month's budget allow it.
 
 The sizing, prices and policy are ``gpucore.decision.whatif.compare`` over the pools that exist (as the
-recommendation uses them); quota is ``allocations.quotas.quota_check`` without writing anything; the budget is
+recommendation uses them); quota is ``allocations.teams.quotas.quota_check`` without writing anything; the budget is
 ``gpucore.budget`` against the team's month to date.
 """
 
@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.utils import timezone
 
+from allocations.clusters.placement import candidate_pools, catalog_for_pools, gpu_hourly_rates, pool_for, pool_offers
 from allocations.models import Cluster, NodePool, SharingMode, SlaTier, Team
-from allocations.placement import candidate_pools, catalog_for_pools, gpu_hourly_rates, pool_for, pool_offers
-from allocations.quotas import QuotaExceeded, quota_check
 from allocations.reference_data import tiers_by_slug
+from allocations.teams.quotas import QuotaExceeded, quota_check
 from billing.costs.budget import spec_budget_effect
 from billing.costs.month_spend import team_month_to_date
 from billing.models import PriceBook

@@ -11,8 +11,8 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count
 
+from allocations.clusters.placement import gpu_hourly_rates
 from allocations.models import GpuModel, GpuRequest
-from allocations.placement import gpu_hourly_rates
 from allocations.selectors import User, gpu_requests_visible_to
 from billing.costs.selectors import catalog_fallback_rates
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark

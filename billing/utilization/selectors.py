@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
-from allocations.held_intervals import held_span_rows
 from allocations.models import Cluster, GpuRequest, NodePool, Team
+from allocations.requests.held_intervals import held_span_rows
 from allocations.selectors import User, teams_visible_to, user_is_approver
 from billing.metering.selectors import (
     MIB_PER_GB,

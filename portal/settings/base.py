@@ -267,12 +267,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    # DRF's JSON, byte for byte, encoded by orjson (allocations/api/renderers.py); the browsable API in development.
+    # DRF's JSON, byte for byte, encoded by orjson (infra/renderers.py); the browsable API in development.
     "DEFAULT_RENDERER_CLASSES": [
-        "allocations.api.renderers.FastJSONRenderer",
+        "infra.renderers.FastJSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
-    "DEFAULT_PAGINATION_CLASS": "allocations.api.pagination.BoundedPageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "infra.api_pagination.BoundedPageNumberPagination",
     "PAGE_SIZE": 25,
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
@@ -284,8 +284,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "portal.api_errors.api_exception_handler",
     # Fixed-window counters in the shared cache (CACHES below): the limits hold across gunicorn workers.
     "DEFAULT_THROTTLE_CLASSES": [
-        "portal.throttling.SharedAnonRateThrottle",
-        "portal.throttling.SharedUserRateThrottle",
+        "infra.throttling.SharedAnonRateThrottle",
+        "infra.throttling.SharedUserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("API_THROTTLE_ANON") or "30/minute",
@@ -331,7 +331,7 @@ AXES_ENABLE_ACCESS_FAILURE_LOG = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
 # The client's address: REMOTE_ADDR, or the TRUSTED_PROXY_COUNT-th address from the right of X-Forwarded-For.
-AXES_CLIENT_IP_CALLABLE = "portal.throttling.client_ip"
+AXES_CLIENT_IP_CALLABLE = "infra.throttling.client_ip"
 
 # A TrueType font with CJK glyphs for the monthly PDF (names beyond Latin-1); Debian's fonts-wqy-microhei (README).
 PDF_UNICODE_FONT = env_str("PDF_UNICODE_FONT") or "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"

@@ -63,4 +63,4 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = False
 
 # The browsable API is a development aid; production answers JSON only.
-REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_RENDERER_CLASSES": ["allocations.api.renderers.FastJSONRenderer"]}
+REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_RENDERER_CLASSES": ["infra.renderers.FastJSONRenderer"]}

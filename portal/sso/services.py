@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import AbstractBaseUser, Group
 from django.db import transaction
 
-from allocations.membership_services import membership_delete, membership_set
 from allocations.models import Membership, Team
+from allocations.teams.services import membership_delete, membership_set
 from portal.group_claims import desired_access
 from portal.models import GroupMapping, GroupSyncPolicy
 

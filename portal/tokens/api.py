@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.authentication import SessionAuthentication
@@ -14,8 +13,9 @@ from rest_framework.fields import get_error_detail
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from infra.scoping import ScopedViewMixin
 from portal.tokens.models import KEY_PREFIX, ApiToken
-from portal.tokens.services import EXPIRY_DAYS, MAX_EXPIRY_DAYS, api_token_create, api_token_revoke, api_tokens_of
+from portal.tokens.services import EXPIRY_DAYS, MAX_EXPIRY_DAYS, api_token_create, api_token_revoke
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):
@@ -63,14 +63,12 @@ class NewApiTokenSerializer(ApiTokenSerializer):
     ),
 )
 @extend_schema(tags=["tokens"])
-class ApiTokenViewSet(mixins.ListModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
+class ApiTokenViewSet(ScopedViewMixin, mixins.ListModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
     """The caller's own tokens: another user's token is a 404 by construction."""
 
     serializer_class = ApiTokenSerializer
     pagination_class = None
-
-    def get_queryset(self) -> QuerySet[ApiToken]:
-        return api_tokens_of(user=self.request.user)
+    scoped_model = ApiToken
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         if not isinstance(request.successful_authenticator, SessionAuthentication):

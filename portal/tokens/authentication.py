@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 from rest_framework.request import Request
 
-from portal.throttling import FailureThrottledTokenAuthentication, client_ip
+from infra.throttling import FailureThrottledTokenAuthentication, client_ip
 from portal.tokens.models import KEY_PREFIX
 from portal.tokens.services import api_token_authenticate
 

@@ -9,10 +9,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 from django.urls import reverse
 
+from allocations.clusters.services import cluster_inventory_sync_queue
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import ClusterBackend, GpuRequest, Quota, RequestEvent, RequestStatus
-from allocations.services import (
-    cluster_inventory_sync_queue,
+from allocations.requests.services import (
     gpu_request_approve,
     gpu_request_reapply,
     gpu_request_submit,

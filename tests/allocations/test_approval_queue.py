@@ -11,14 +11,14 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from allocations.extension_services import allocation_extension_request
-from allocations.models import AllocationExtension, GpuRequest, Quota, RequestStatus
-from allocations.pending_queues import (
+from allocations.approvals.pending_queues import (
     QUEUE_PAGE_SIZE,
     pending_requests_queue,
     pending_work_by_team,
 )
-from allocations.services import gpu_request_submit
+from allocations.models import AllocationExtension, GpuRequest, Quota, RequestStatus
+from allocations.requests.extension_services import allocation_extension_request
+from allocations.requests.services import gpu_request_submit
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory
 
 pytestmark = pytest.mark.django_db

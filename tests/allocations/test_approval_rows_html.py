@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from allocations.models import GpuRequest, Quota
-from allocations.services import gpu_request_approve, gpu_request_submit
+from allocations.requests.services import gpu_request_approve, gpu_request_submit
 from tests.factories import GpuRequestFactory, QuotaFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from allocations.models import RequestStatus
-from allocations.services import gpu_request_reject, gpu_request_submit
+from allocations.requests.services import gpu_request_reject, gpu_request_submit
 from tests.factories import DemoOrg
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from allocations.clusters.tasks import apply_cluster_objects
 from allocations.models import ClusterScheduler, NodePool, Quota
-from allocations.services import gpu_request_approve, gpu_request_submit
-from allocations.tasks import apply_cluster_objects
+from allocations.requests.services import gpu_request_approve, gpu_request_submit
 from tests.factories import ClusterFactory, NodePoolFactory, QuotaFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from allocations.services import gpu_request_submit
+from allocations.requests.services import gpu_request_submit
 from tests.factories import DemoOrg, TeamBudgetFactory
 
 pytestmark = pytest.mark.django_db

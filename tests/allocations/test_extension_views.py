@@ -10,9 +10,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from allocations.extension_services import allocation_extension_decide, allocation_extension_request
+from allocations.approvals.pending_queues import pending_extensions_queue
 from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus
-from allocations.pending_queues import pending_extensions_queue
+from allocations.requests.extension_services import allocation_extension_decide, allocation_extension_request
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

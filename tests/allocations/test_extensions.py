@@ -12,16 +12,16 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from allocations.extension_services import (
+from allocations.clusters.provisioning import gpu_requests_expire
+from allocations.lifecycle import InvalidTransition
+from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus
+from allocations.requests.extension_services import (
     allocation_extension_decide,
     allocation_extension_request,
     hours_text,
 )
-from allocations.lifecycle import InvalidTransition
-from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus
-from allocations.provisioning import gpu_requests_expire
-from allocations.request_pages import gpu_request_actions
-from allocations.services import gpu_request_release
+from allocations.requests.pages import gpu_request_actions
+from allocations.requests.services import gpu_request_release
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

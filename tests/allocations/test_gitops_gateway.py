@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from allocations.gateways import gateway_for
-from allocations.gateways.base import ObjectRef, PermanentGatewayError
-from allocations.gateways.gitops import GitOpsGateway, plural, relative_path
+from allocations.clusters.gateways import gateway_for
+from allocations.clusters.gateways.base import ObjectRef, PermanentGatewayError
+from allocations.clusters.gateways.gitops import GitOpsGateway, plural, relative_path
 from gpucore.catalog import BUILTIN_CATALOG
 from gpucore.manifests import is_request_owned, render_request_objects, to_yaml
 from tests.gpucore.manifests.cases import context, spec_for

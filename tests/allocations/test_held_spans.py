@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from allocations.held_intervals import allocation_intervals, held_span_rows
 from allocations.models import GpuRequest, RequestEvent, RequestStatus
+from allocations.requests.held_intervals import allocation_intervals, held_span_rows
 from tests.factories import GpuRequestFactory
 
 pytestmark = pytest.mark.django_db

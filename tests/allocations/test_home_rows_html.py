@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from allocations.home_pages import home_overview
 from allocations.models import GpuRequest, RequestStatus
-from allocations.quota_usage import quota_usage_by_quota
 from allocations.selectors import user_is_approver
+from allocations.teams.quota_usage import quota_usage_by_quota
 from tests.factories import (
     ClusterFactory,
     GpuRequestFactory,

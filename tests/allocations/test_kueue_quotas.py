@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from allocations.models import Quota, RequestStatus
-from allocations.services import gpu_request_approve, gpu_request_submit
+from allocations.requests.services import gpu_request_approve, gpu_request_submit
 from tests.factories import QuotaFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

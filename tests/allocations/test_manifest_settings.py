@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 
+from allocations.clusters.provisioning import gpu_request_render
 from allocations.models import GpuModel, Quota
-from allocations.provisioning import gpu_request_render
-from allocations.services import gpu_request_submit
+from allocations.requests.services import gpu_request_submit
 from portal.settings.env import env_labels
 from tests.factories import NodePoolFactory, QuotaFactory
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from allocations.membership_services import membership_delete, membership_set
 from allocations.models import Membership, Role
+from allocations.teams.services import membership_delete, membership_set
 from tests.factories import TeamFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,7 @@ import yaml
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
-from allocations.gateways.kubernetes import KubernetesGateway
+from allocations.clusters.gateways.kubernetes import KubernetesGateway
 from allocations.mig_plans.rollout import mig_plan_rollout_step
 from allocations.mig_plans.services import (
     InvalidPlanTransition,

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+from allocations.clusters.placement import catalog_for_pools, gpu_hourly_rates, place, pool_for, pool_offers
 from allocations.models import GpuModel, NodePool
-from allocations.placement import catalog_for_pools, gpu_hourly_rates, place, pool_for, pool_offers
 from allocations.reference_data import tiers_by_slug
 from gpucore.decision import ProfileError, WorkloadProfile, recommend
 from tests.factories import NodePoolFactory

@@ -10,7 +10,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, NodePool, Quota, SharingMode
-from allocations.services import gpu_request_approve, gpu_request_release, gpu_request_submit
+from allocations.requests.services import gpu_request_approve, gpu_request_release, gpu_request_submit
 
 pytestmark = pytest.mark.django_db
 EIGHT_GPUS = {"workload_type": "training", "gpu_memory_gb": 80, "gpu_count": 8}

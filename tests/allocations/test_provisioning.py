@@ -11,15 +11,15 @@ from django.core.cache import cache
 from django.test import override_settings
 from django.utils import timezone
 
-from allocations.models import GpuRequest, RequestStatus
-from allocations.provisioning import (
+from allocations.clusters.provisioning import (
     gpu_request_provision,
     gpu_requests_expire,
     stuck_request_ids,
     unremoved_request_ids,
 )
-from allocations.services import gpu_request_approve, gpu_request_release, gpu_request_submit
-from allocations.tasks import expire_requests, pending_chain_key, reconcile_requests
+from allocations.clusters.tasks import expire_requests, pending_chain_key, reconcile_requests
+from allocations.models import GpuRequest, RequestStatus
+from allocations.requests.services import gpu_request_approve, gpu_request_release, gpu_request_submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -162,7 +162,7 @@ def test_gpu_memory_is_kept_exactly(demo_org) -> None:
 
 
 def test_a_release_that_lands_while_applying_withdraws_the_applied_objects(demo_org, gitops_root) -> None:
-    from allocations.gateways.gitops import GitOpsGateway
+    from allocations.clusters.gateways.gitops import GitOpsGateway
 
     request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="t", profile_data=TRAINING)
     GpuRequest.objects.filter(pk=request.pk).update(status=RequestStatus.APPROVED)
@@ -185,7 +185,7 @@ def test_a_release_that_lands_while_applying_withdraws_the_applied_objects(demo_
 def test_a_re_applied_request_keeps_its_first_activation_and_a_failed_one_starts_again(demo_org) -> None:
     """Billing counts held GPUs from activated_at: a re-apply must not drop the hours before it."""
     from allocations.lifecycle import gpu_request_transition
-    from allocations.services import gpu_request_reapply
+    from allocations.requests.services import gpu_request_reapply
 
     request = approved(demo_org)
     first = request.activated_at

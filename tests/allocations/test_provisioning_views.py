@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from allocations.lifecycle import gpu_request_transition
 from allocations.models import ClusterBackend, GpuRequest, RequestEvent, RequestStatus, SharingMode
-from allocations.services import gpu_request_approve, gpu_request_submit
+from allocations.requests.services import gpu_request_approve, gpu_request_submit
 from gpucore.manifests import to_yaml
 from tests.factories import ROLES, ClusterFactory, DemoOrg, GpuModel, NodePoolFactory, UserFactory
 

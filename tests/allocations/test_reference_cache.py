@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 from django.core.cache import cache
 
+from allocations.clusters.placement import candidate_pools
 from allocations.models import GpuModel, MigProfileDefinition, NodePool, SlaTier
-from allocations.placement import candidate_pools
 from allocations.reference_data import catalog_from_db, tiers_by_slug
 
 pytestmark = pytest.mark.django_db

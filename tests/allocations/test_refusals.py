@@ -9,11 +9,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from allocations.extension_services import allocation_extension_decide, allocation_extension_request
 from allocations.lifecycle import InvalidTransition
 from allocations.models import AllocationExtension, RequestStatus
-from allocations.request_pages import gpu_request_actions, gpu_request_extension_rows
-from allocations.services import (
+from allocations.requests.extension_services import allocation_extension_decide, allocation_extension_request
+from allocations.requests.pages import gpu_request_actions, gpu_request_extension_rows
+from allocations.requests.services import (
     approve_refusal,
     gpu_request_approve,
     gpu_request_cancel,

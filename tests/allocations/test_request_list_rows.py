@@ -11,7 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from allocations.models import GpuRequest, RequestStatus, SlaTier
-from allocations.request_list import REQUEST_LIST_SORTS
+from allocations.requests.listing import REQUEST_LIST_SORTS
 from tests.factories import GpuRequestFactory, MembershipFactory, TeamFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ from django.core import mail
 from django.core.exceptions import ValidationError
 
 from allocations.models import GpuRequest
-from allocations.services import gpu_request_approve, gpu_request_submit
+from allocations.requests.services import gpu_request_approve, gpu_request_submit
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the e-mails go out when the transaction commits
 PROFILE = {"workload_type": "training", "gpu_memory_gb": 40}

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from allocations.models import AllocationExtension, ExtensionStatus, RequestEvent, RequestStatus
-from allocations.request_pages import gpu_request_extension_rows
+from allocations.requests.pages import gpu_request_extension_rows
 from allocations.selectors import gpu_request_detail
 from tests.factories import DemoOrg, GpuRequestFactory
 

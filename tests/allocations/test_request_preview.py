@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.test import Client
 from django.urls import reverse
 
-from allocations.placement import place
+from allocations.clusters.placement import place
 from gpucore.decision import WorkloadProfile
 from tests.factories import DemoOrg, TeamBudgetFactory, UserFactory
 

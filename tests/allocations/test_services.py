@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from allocations.lifecycle import InvalidTransition
 from allocations.models import GpuRequest, RequestEvent, RequestStatus, SlaTier
-from allocations.services import (
+from allocations.requests.services import (
     gpu_request_approve,
     gpu_request_cancel,
     gpu_request_reject,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from allocations.tasks import sync_inventory
+from allocations.clusters.tasks import sync_inventory
 from tests.factories import ClusterFactory
 
 pytestmark = pytest.mark.django_db

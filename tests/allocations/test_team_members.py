@@ -8,8 +8,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from allocations.membership_services import team_member_add, team_member_remove, team_member_role_change
 from allocations.models import Membership, Role
+from allocations.teams.services import team_member_add, team_member_remove, team_member_role_change
 from audit.models import AuditEvent
 from tests.factories import ROLES, DemoOrg, UserFactory
 

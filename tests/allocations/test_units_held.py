@@ -9,8 +9,8 @@ import itertools
 import pytest
 
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, NodePool, Quota, RequestStatus
-from allocations.quota_usage import columns, constants, quota_covers, quota_usage_by_quota, with_units_held
-from allocations.quotas import quota_headroom, quota_headroom_by_request
+from allocations.teams.quota_usage import columns, constants, quota_covers, quota_usage_by_quota, with_units_held
+from allocations.teams.quotas import quota_headroom, quota_headroom_by_request
 from tests.factories import ClusterFactory, GpuRequestFactory, NodePoolFactory, QuotaFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db

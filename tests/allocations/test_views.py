@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from allocations.models import GpuRequest, Quota, RequestStatus
-from allocations.pagination import COUNT_LIMIT
-from allocations.services import gpu_request_submit
+from allocations.requests.services import gpu_request_submit
+from infra.pagination import COUNT_LIMIT
 from tests.factories import DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -17,9 +17,9 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from allocations.membership_services import membership_set
 from allocations.models import Quota, Role, Team
-from allocations.services import gpu_request_submit
+from allocations.requests.services import gpu_request_submit
+from allocations.teams.services import membership_set
 from audit.models import AuditEvent
 from audit.tasks import prune_events
 from billing.costs.services import price_book_load

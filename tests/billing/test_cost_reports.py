@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from allocations.placement import gpu_hourly_rates
+from allocations.clusters.placement import gpu_hourly_rates
 from billing.costs.chargeback import month_chargeback
 from billing.costs.reports import report_csv, report_pdf
 from billing.costs.selectors import current_gpu_rates

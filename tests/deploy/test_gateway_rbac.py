@@ -1,7 +1,7 @@
 """The gateway's ClusterRole grants exactly what the Kubernetes gateway calls: derived from its real HTTP requests.
 
-The gateway (allocations/gateways/kubernetes.py) runs every method of the ``ClusterGateway`` interface against the
-API-server emulator over real HTTP: it applies (twice: create, then update) every kind of object the renderer emits
+The gateway (allocations/clusters/gateways/kubernetes.py) runs every method of the ``ClusterGateway`` interface against
+the API-server emulator over real HTTP: it applies (twice: create, then update) every kind of object the renderer emits
 for the whole workload matrix, observes a workload without pods (the Job or Deployment is read) and with a Pending
 pod (its pods and scheduling events are listed), deletes the request's own objects, and lists the GPU nodes. Each
 request the emulator served becomes an RBAC triple (API group, resource, verb) the way the API server authorizes it;
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from allocations.gateways.base import ClusterGateway, NodeMaintenanceGateway
-from allocations.gateways.kubernetes import KubernetesGateway
+from allocations.clusters.gateways.base import ClusterGateway, NodeMaintenanceGateway
+from allocations.clusters.gateways.kubernetes import KubernetesGateway
 from gpucore.manifests import is_request_owned, render_cluster_objects, render_request_objects, workload_name
 from tests.deploy.kustomize import OVERLAYS, by_kind, render
 from tests.gpucore.manifests.cases import context, matrix

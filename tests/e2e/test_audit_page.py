@@ -20,7 +20,7 @@ def test_a_rejection_in_the_browser_shows_on_the_audit_page(new_page) -> None:
     from django.contrib.auth.models import User
 
     from allocations.models import Team
-    from allocations.services import gpu_request_submit
+    from allocations.requests.services import gpu_request_submit
 
     request = gpu_request_submit(
         acting_user=User.objects.get(username="alice"),

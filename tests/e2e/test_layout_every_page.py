@@ -117,8 +117,8 @@ def _demo_with_wide_parts() -> dict[str, str]:
     """A week of utilization, a pending extension and a Finance user; returns the path placeholders' values."""
     from django.utils import timezone
 
-    from allocations.extension_services import allocation_extension_request
     from allocations.models import GpuRequest
+    from allocations.requests.extension_services import allocation_extension_request
     from billing.metering.demo_usage import generate_demo_usage
     from tests.billing.cost_helpers import finance_user
 

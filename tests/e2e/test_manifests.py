@@ -19,7 +19,7 @@ def _submit_as_alice(name: str):
     from django.contrib.auth.models import User
 
     from allocations.models import Team
-    from allocations.services import gpu_request_submit
+    from allocations.requests.services import gpu_request_submit
 
     return gpu_request_submit(
         acting_user=User.objects.get(username="alice"),

@@ -247,7 +247,7 @@ def test_the_api_answers_with_a_token_when_the_cache_is_down_and_limits_are_not_
     member = demo_org.user("member")
     key = api_token_create(acting_user=member, name="notebook", expires_in_days=1).key
     api_client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    with override_settings(CACHES=DEAD_REDIS), caplog.at_level(logging.WARNING, logger="portal.throttling"):
+    with override_settings(CACHES=DEAD_REDIS), caplog.at_level(logging.WARNING, logger="infra.throttling"):
         assert api_client.get("/api/v1/requests/").status_code == 200
         api_client.credentials(HTTP_AUTHORIZATION="Token " + "0" * 40)
         assert api_client.get("/api/v1/requests/").status_code == 401

@@ -26,7 +26,7 @@ import pytest
 from django.conf import settings
 
 from allocations.models import ClusterBackend, GpuRequest, RequestEvent, RequestStatus
-from allocations.services import gpu_request_submit
+from allocations.requests.services import gpu_request_submit
 from tests.factories import DemoOrg, build_demo_org
 from tests.integration.k8s_emulator import EmulatedCluster
 

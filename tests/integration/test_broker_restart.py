@@ -30,9 +30,9 @@ import pytest
 from django.db.models import F
 from rest_framework.test import APIClient
 
+from allocations.clusters.provisioning import STUCK_AFTER, gpu_request_provision
 from allocations.models import GpuRequest, RequestStatus
-from allocations.provisioning import STUCK_AFTER, gpu_request_provision
-from allocations.services import gpu_request_approve, gpu_request_release
+from allocations.requests.services import gpu_request_approve, gpu_request_release
 from tests.factories import DemoOrg
 from tests.integration.celery_workers import (  # noqa: F401 (fixtures)
     PROVISIONED_ONCE,
@@ -184,7 +184,7 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approval_and_release(
     org: DemoOrg,  # noqa: F811
     record_property: pytest.RecordProperty,
 ) -> None:
-    from allocations.tasks import reconcile_requests
+    from allocations.clusters.tasks import reconcile_requests
 
     started = time.monotonic()
     org.team.quotas.update(limit=REQUESTS + 1 + RELEASED)

@@ -6,11 +6,11 @@ the production settings module (``portal.settings.base``) pointed at the test da
 and applies the objects over real HTTP to the emulator served from this process. The data is committed
 (``transaction=True``) so the worker sees it.
 
-The kill test proves the broker contract in ``allocations.tasks``: ``acks_late`` leaves the message unacknowledged
-while the task runs, so a worker SIGKILLed in the middle of the server-side apply loses nothing; once the visibility
-timeout has passed, the next worker to start restores the message and finishes the task, and because provisioning
-re-reads state and applies idempotently, the cluster ends with one set of objects and the audit log with one
-``provisioning`` and one ``active`` event.
+The kill test proves the broker contract in ``allocations.clusters.tasks``: ``acks_late`` leaves the message
+unacknowledged while the task runs, so a worker SIGKILLed in the middle of the server-side apply loses nothing; once
+the visibility timeout has passed, the next worker to start restores the message and finishes the task, and because
+provisioning re-reads state and applies idempotently, the cluster ends with one set of objects and the audit log with
+one ``provisioning`` and one ``active`` event.
 
 Redelivery timing (kombu's Redis transport): an unacknowledged message becomes visible again only after
 ``CELERY_VISIBILITY_TIMEOUT`` seconds, and only when a consumer sweeps for such messages: once when a worker starts
@@ -26,7 +26,7 @@ import time
 import pytest
 
 from allocations.models import GpuRequest, RequestStatus
-from allocations.services import gpu_request_approve, gpu_request_release
+from allocations.requests.services import gpu_request_approve, gpu_request_release
 from tests.factories import DemoOrg
 from tests.integration.celery_workers import (  # noqa: F401 (fixtures)
     PROVISIONED_ONCE,

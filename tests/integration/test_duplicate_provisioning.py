@@ -16,9 +16,9 @@ import psycopg
 import pytest
 from django.db import connection, transaction
 
+from allocations.clusters.tasks import provision_request
 from allocations.models import GpuRequest, RequestStatus
-from allocations.services import gpu_request_approve
-from allocations.tasks import provision_request
+from allocations.requests.services import gpu_request_approve
 from tests.factories import DemoOrg
 from tests.integration.celery_workers import (  # noqa: F401 (fixtures)
     PROVISIONED_ONCE,

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 import yaml
 
-from allocations.gateways import gateway_for
-from allocations.gateways.base import (
+from allocations.clusters.gateways import gateway_for
+from allocations.clusters.gateways.base import (
     FIELD_MANAGER,
     ObjectRef,
     PermanentGatewayError,
     TransientGatewayError,
 )
-from allocations.gateways.kubernetes import KubernetesGateway
-from allocations.gateways.kubernetes_readings import covers
+from allocations.clusters.gateways.kubernetes import KubernetesGateway
+from allocations.clusters.gateways.kubernetes_readings import covers
 from gpucore.manifests import is_request_owned, render_request_objects
 from tests.gpucore.manifests.cases import context
 from tests.integration.k8s_emulator import APPLY_PATCH, EmulatedCluster

@@ -13,10 +13,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from allocations.gateways.base import PermanentGatewayError
+from allocations.clusters.gateways.base import PermanentGatewayError
+from allocations.clusters.provisioning import cluster_objects_apply
 from allocations.models import ClusterBackend, ClusterScheduler, Quota, RequestStatus
-from allocations.provisioning import cluster_objects_apply
-from allocations.services import gpu_request_approve, gpu_request_submit
+from allocations.requests.services import gpu_request_approve, gpu_request_submit
 from tests.factories import QuotaFactory
 from tests.gpucore.manifests.kueue_validation import validate_kueue
 from tests.integration.k8s_emulator import EmulatedCluster

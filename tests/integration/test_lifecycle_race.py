@@ -18,7 +18,7 @@ from django.db import connections
 from rest_framework.test import APIClient
 
 from allocations.models import GpuRequest, RequestEvent, RequestStatus
-from allocations.services import gpu_request_submit
+from allocations.requests.services import gpu_request_submit
 from tests.factories import build_demo_org
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -18,7 +18,7 @@ from django.db.models import Sum
 from rest_framework.test import APIClient
 
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, RequestStatus
-from allocations.services import gpu_request_submit
+from allocations.requests.services import gpu_request_submit
 from tests.factories import build_demo_org
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -15,8 +15,8 @@ import socket
 import pytest
 from django.utils import timezone
 
+from allocations.clusters.tasks import expire_requests, reconcile_requests
 from allocations.models import ClusterBackend, RequestStatus
-from allocations.tasks import expire_requests, reconcile_requests
 from tests.factories import GpuRequestFactory, build_demo_org
 from tests.integration.celery_workers import Workers, wait_for, workers  # noqa: F401 (the fixture)
 

@@ -12,9 +12,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from allocations.gateways.kubernetes import KubernetesGateway
+from allocations.clusters.gateways.kubernetes import KubernetesGateway
 from allocations.models import ClusterBackend, GpuRequest, RequestStatus
-from allocations.services import gpu_request_approve, gpu_request_submit
+from allocations.requests.services import gpu_request_approve, gpu_request_submit
 from tests.factories import DemoOrg
 from tests.integration.k8s_emulator import EmulatedCluster
 

@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from allocations.services import gpu_request_approve, gpu_request_submit
+from allocations.requests.services import gpu_request_approve, gpu_request_submit
 from tests.factories import build_demo_org
 
 MAX_EXAMPLES = 15

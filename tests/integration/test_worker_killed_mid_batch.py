@@ -19,7 +19,7 @@ from collections import Counter
 import pytest
 
 from allocations.models import GpuRequest, RequestStatus
-from allocations.services import gpu_request_approve
+from allocations.requests.services import gpu_request_approve
 from audit.models import AuditEvent
 from tests.factories import DemoOrg
 from tests.integration.celery_workers import (  # noqa: F401 (fixtures)

@@ -15,7 +15,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
-from allocations.services import gpu_request_submit
+from allocations.requests.services import gpu_request_submit
 
 pytestmark = pytest.mark.django_db
 

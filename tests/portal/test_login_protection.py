@@ -14,7 +14,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 from rest_framework.test import APIClient, APIRequestFactory
 
-from portal.throttling import SharedUserRateThrottle
+from infra.throttling import SharedUserRateThrottle
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ import pytest
 from django.core.cache import cache
 from django.test import override_settings
 
-from portal.throttling import window_count, window_hit
+from infra.throttling import window_count, window_hit
 
 pytestmark = pytest.mark.redis
 

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from allocations.clusters.provisioning import gpu_request_provision
 from allocations.models import (
     Cluster,
     ClusterBackend,
@@ -26,14 +27,13 @@ from allocations.models import (
     SharingMode,
     Team,
 )
-from allocations.provisioning import gpu_request_provision
-from allocations.selectors import APPROVERS_GROUP
-from allocations.services import (
+from allocations.requests.services import (
     gpu_request_approve,
     gpu_request_reject,
     gpu_request_release,
     gpu_request_submit,
 )
+from allocations.selectors import APPROVERS_GROUP
 from billing.costs.services import monthly_reports_close, previous_month, price_book_load
 from billing.costs.visibility import FINANCE_GROUP
 from billing.metering.demo_usage import generate_demo_usage

@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from allocations.models import GpuRequest
-from allocations.services import gpu_request_submit
+from allocations.requests.services import gpu_request_submit
 from tests.factories import DemoOrg
 
 TRAINING = {"workload_type": "training", "gpu_memory_gb": 40}

@@ -11,8 +11,8 @@ import yaml
 from django.core.management import call_command
 from django.utils import timezone
 
-from allocations.extension_services import allocation_extension_decide, allocation_extension_request
 from allocations.models import AllocationExtension, ExtensionStatus, GpuRequest, RequestStatus
+from allocations.requests.extension_services import allocation_extension_decide, allocation_extension_request
 from tests.factories import ROLES, DemoOrg, GpuRequestFactory
 
 pytestmark = pytest.mark.django_db

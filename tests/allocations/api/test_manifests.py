@@ -10,7 +10,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from allocations.models import GpuRequest, RequestStatus
-from allocations.services import gpu_request_approve
+from allocations.requests.services import gpu_request_approve
 from tests.factories import ROLES
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from rest_framework.exceptions import ErrorDetail
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
-from allocations.api.renderers import FastJSONRenderer, JsonText
+from infra.renderers import FastJSONRenderer, JsonText
 
 UTC = datetime.UTC
 CASES: list[Any] = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from allocations.models import RequestEvent, RequestStatus
-from allocations.services import gpu_request_approve
+from allocations.requests.services import gpu_request_approve
 from tests.factories import ROLES, GpuRequestFactory
 
 pytestmark = pytest.mark.django_db

@@ -11,9 +11,9 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
-from allocations.api.pagination import COUNT_LIMIT
 from allocations.api.serializers import GpuRequestSerializer
 from allocations.models import GpuRequest, RequestStatus
+from infra.api_pagination import COUNT_LIMIT
 from tests.factories import ROLES, GpuRequestFactory
 
 URL = "/api/v1/requests/"

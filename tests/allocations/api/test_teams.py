@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from allocations.services import gpu_request_approve
+from allocations.requests.services import gpu_request_approve
 from tests.factories import ROLES, ClusterFactory, GpuRequestFactory, MembershipFactory, QuotaFactory, TeamFactory
 
 URL = "/api/v1/teams/"

@@ -42,7 +42,7 @@ MEMORIES = [0.5, 1, 4.9, 5, 5.1, 6, 9.99, 10, 10.01, 12, 18, 20, 20.5, 24, 32, 3
 MEMORIES += [81, 100, 140, 141, 142, 160, 320, 1000]
 LATENCIES = [None, None, None, 1, 10, 10.5, 20, 49.9, 50, 200]
 
-# A cluster's offers, as allocations.placement gives them: dedicated, time-sliced and (some) MIG pools.
+# A cluster's offers, as allocations.clusters.placement gives them: dedicated, time-sliced and (some) MIG pools.
 _OFFERS = {
     ("A100-40GB", "dedicated", None),
     ("A100-40GB", "mig", "1g.5gb"),

@@ -1,0 +1,432 @@
+"""Writes: every change to teams' requests goes through here, in a transaction, with its audit event."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from allocations.clusters.placement import place
+
+# Services queue tasks; tasks import services only inside their bodies (HackSoft's Django styleguide, "Celery").
+from allocations.clusters.tasks import provision_request as provision_request_task
+from allocations.clusters.tasks import release_request as release_request_task
+from allocations.lifecycle import InvalidTransition, gpu_request_transition
+from allocations.models import (
+    CANCELLABLE_STATUSES,
+    QUOTA_HOLDING_STATUSES,
+    REAPPLICABLE_STATUSES,
+    RELEASABLE_STATUSES,
+    Cluster,
+    GpuRequest,
+    NodePool,
+    RequestStatus,
+    Role,
+    SlaTier,
+    Team,
+)
+from allocations.notifications import notify_on_commit
+from allocations.selectors import User, membership_role, user_is_approver
+from allocations.teams.quotas import QuotaExceeded, may_borrow, quota_check
+from audit.services import audit_record
+from gpucore.decision import ProfileError, WorkloadProfile
+
+# --- Submission, approval and the user's own actions -------------------------------------------------------------
+
+
+def _lock_team(team: Team) -> Team:
+    """Serialize every quota-affecting write of one team (a row lock on PostgreSQL)."""
+    return Team.objects.select_for_update().get(pk=team.pk)
+
+
+def gpu_request_submit(
+    *,
+    acting_user: AbstractBaseUser,
+    team: Team,
+    name: str,
+    profile_data: Mapping[str, Any],
+    purpose: str = "",
+    cluster: Cluster | None = None,
+    expires_at: datetime | None = None,
+    image: str = "",
+    command: list[str] | None = None,
+) -> GpuRequest:
+    """Recommend, place and freeze the spec on a new request, check quota under a team lock, and queue it.
+
+    Raises ValidationError naming the field (bad profile, no pool, quota exceeded) and writes nothing then. Teams that
+    opted in to auto-approval for the request's tier get it approved by policy in the same call.
+    """
+    if membership_role(user=acting_user, team=team) is None:
+        raise PermissionDenied(f"You are not a member of team {team.slug}.")
+    errors: dict[str, list[str]] = {}
+    if not name or not name.strip():
+        errors["name"] = ["Give the request a name."]
+    elif any(unicodedata.category(char) in ("Cc", "Zl", "Zp") for char in name):
+        errors["name"] = ["The name must be one line: no newlines, tabs or other control characters."]
+    if expires_at is not None and expires_at <= timezone.now():
+        errors["expires_at"] = ["The expiry must be in the future."]
+    try:
+        profile = WorkloadProfile.from_mapping(profile_data)
+    except ProfileError as exc:
+        errors.update(exc.errors)
+        profile = None
+    if errors:
+        raise ValidationError(errors)
+    try:
+        placement = place(_priced_until(profile, expires_at), cluster=cluster)
+    except ProfileError as exc:
+        raise ValidationError(dict(exc.errors)) from exc
+    spec = placement.spec
+    units = int(spec["quantity"]) * int(spec["replicas"])
+    tier = SlaTier.objects.filter(slug=profile.sla_tier).first() if profile.sla_tier else None
+
+    with transaction.atomic():
+        locked_team = _lock_team(team)
+        request = GpuRequest(
+            team=locked_team,
+            requester=acting_user,
+            name=name.strip(),
+            purpose=purpose,
+            workload_type=profile.workload_type.value,
+            gpu_memory_gb=profile.gpu_memory_gb,
+            gpu_count=profile.gpu_count,
+            replicas=profile.replicas,
+            latency_sensitive=profile.latency_sensitive,
+            latency_p99_ms=profile.latency_p99_ms,
+            isolation_required=profile.isolation_required,
+            expected_utilization_pct=profile.expected_utilization_pct,
+            sla_tier=tier,
+            gpu_model_requested=profile.gpu_model or "",
+            duration_hours=profile.duration_hours,
+            expires_at=expires_at,
+            image=image,
+            command=list(command or []),
+            cluster=placement.node_pool.cluster,
+            node_pool=placement.node_pool,
+            spec=spec,
+            resource_name=spec["resource_name"],
+            resource_units=units,
+            status=RequestStatus.DRAFT,
+        )
+        _require_quota_fits(request, team=locked_team)
+        request.full_clean()
+        request.save()
+        audit_record(actor=acting_user, obj=request, before=None)
+        gpu_request_transition(
+            request=request, to_status=RequestStatus.PENDING_APPROVAL, acting_user=acting_user, comment="Submitted"
+        )
+        if tier is not None and locked_team.auto_approve_tiers.filter(pk=tier.pk).exists():
+            _approve_locked(
+                request=request,
+                acting_user=None,
+                actor_label=f"policy:auto-approve ({tier.slug})",
+                comment=f"Auto-approved: team {locked_team.slug} opted in for {tier.name}.",
+            )
+        else:
+            notify_on_commit("submitted", request)
+    return request
+
+
+# --- One submission per form page ---------------------------------------------------------------------------------
+
+_SUBMISSION_TTL = 24 * 3600
+
+
+def _submission_key(acting_user: AbstractBaseUser, token: str) -> str:
+    return f"form-submission:{acting_user.pk}:{token}"
+
+
+def form_submission_claim(*, acting_user: AbstractBaseUser, token: str) -> int | None:
+    """Claim a form page's one-time token: None on its first use, else the id of the request it made (0 while that
+    first submission is still running). ``cache.add`` is atomic in the shared cache (Redis), so two gunicorn
+    workers given the same post cannot both claim it."""
+    key = _submission_key(acting_user, token)
+    if cache.add(key, 0, timeout=_SUBMISSION_TTL):
+        return None
+    return int(cache.get(key) or 0)
+
+
+def form_submission_done(*, acting_user: AbstractBaseUser, token: str, request_id: int | None) -> None:
+    """Record the request a claimed token made, or (None: the submission was refused) free it for a corrected post."""
+    key = _submission_key(acting_user, token)
+    if request_id is None:
+        cache.delete(key)
+    else:
+        cache.set(key, request_id, timeout=_SUBMISSION_TTL)
+
+
+def _priced_until(profile: WorkloadProfile, expires_at: datetime | None) -> WorkloadProfile:
+    """The profile to price: with no duration but an expiry, the hours until it, so the spec costs that duration."""
+    if profile.duration_hours is not None or expires_at is None:
+        return profile
+    seconds = Decimal(str((expires_at - timezone.now()).total_seconds()))
+    hours = max(Decimal("0.01"), (seconds / 3600).quantize(Decimal("0.01"), ROUND_HALF_UP))
+    return replace(profile, duration_hours=hours)
+
+
+def _require_quota_fits(request: GpuRequest, *, team: Team) -> bool:
+    """Raise a ValidationError on ``quota`` unless the request's units fit the team's quotas now (team lock held).
+
+    A preemptible tier may borrow beyond the nominal quota; sets and returns ``request.borrowed``.
+    """
+    borrow = may_borrow(request)
+    if borrow and request.cluster_id:
+        # Borrowing reads other teams' use: serialize borrowers of one cluster so two never take the same lent unit.
+        Cluster.objects.select_for_update().filter(pk=request.cluster_id).exists()
+    try:
+        headroom = quota_check(
+            team=team,
+            resource_name=request.resource_name,
+            units=request.resource_units,
+            node_pool=request.node_pool,
+            may_borrow=borrow,
+        )
+    except QuotaExceeded as exc:
+        raise ValidationError({"quota": exc.messages}) from exc
+    request.borrowed = any(item.borrowed for item in headroom)
+    return request.borrowed
+
+
+def _require_pool_capacity(request: GpuRequest) -> None:
+    """Raise a ValidationError on ``capacity`` unless the request's units fit what its node pool physically has.
+
+    Quotas are allowances and may add up to more than the hardware; the pool's units (whole GPUs, MIG slices per
+    profile or time-sliced shares, ``NodePool.capacity``) are what can exist. The pool's row lock serializes approvals
+    of every team on one pool (taken after the team lock, in that order everywhere).
+    """
+    if request.node_pool_id is None:
+        return
+    pool = NodePool.objects.select_for_update().select_related("cluster").get(pk=request.node_pool_id)
+    capacity = pool.capacity().get(request.resource_name, 0)
+    held = (
+        GpuRequest.objects.filter(
+            node_pool=pool, resource_name=request.resource_name, status__in=QUOTA_HOLDING_STATUSES
+        )
+        .exclude(pk=request.pk)
+        .aggregate(total=Sum("resource_units"))["total"]
+        or 0
+    )
+    if held + request.resource_units > capacity:
+        raise ValidationError(
+            {
+                "capacity": [
+                    f"Node pool {pool} has {capacity} {request.resource_name} in all: {held} held, "
+                    f"{request.resource_units} asked. Approve it when others are released, or add nodes to the pool."
+                ]
+            }
+        )
+
+
+def _approve_locked(
+    *, request: GpuRequest, acting_user: AbstractBaseUser | None, actor_label: str | None, comment: str
+) -> GpuRequest:
+    # The caller holds the team lock: re-check the quota and the pool's capacity against what is held now, then approve.
+    borrowed = _require_quota_fits(request, team=request.team)
+    _require_pool_capacity(request)
+    gpu_request_transition(
+        request=request,
+        to_status=RequestStatus.APPROVED,
+        acting_user=acting_user,
+        actor_label=actor_label,
+        comment=comment,
+        updates={"borrowed": borrowed},
+    )
+    notify_on_commit("approved", request, comment)
+    transaction.on_commit(lambda: provision_request_task.delay(request.pk), robust=True)
+    return request
+
+
+# --- Refusals: one predicate per action decides both the service's refusal and the button a page shows ----------
+# Each ``<action>_refusal(user=, request=)`` says why ``user`` may not do it now (who they are, or the request's
+# status), or None. The services raise PermissionDenied for the first kind and InvalidTransition for the second;
+# ``allocations.requests.pages`` shows a button only where the predicate says None.
+
+
+def _reviewer_refusal(user: User, request: GpuRequest) -> str | None:
+    if not user_is_approver(user):
+        return "Only platform approvers can approve or reject requests."
+    if request.requester_id == user.pk:
+        return "You cannot approve or reject your own request."
+    return None
+
+
+def _pending_refusal(request: GpuRequest, to_status: str) -> str | None:
+    if request.status != RequestStatus.PENDING_APPROVAL:
+        return str(InvalidTransition(request, to_status))
+    return None
+
+
+def approve_refusal(*, user: User, request: GpuRequest) -> str | None:
+    """Why ``user`` may not approve ``request`` now (not an approver, their own, not pending), or None."""
+    return _reviewer_refusal(user, request) or _pending_refusal(request, RequestStatus.APPROVED)
+
+
+class RoleNotRead:
+    """The default of ``role`` below: the predicate reads the user's role itself."""
+
+
+ROLE_NOT_READ = RoleNotRead()
+
+
+def owner_or_lead_refusal(
+    *, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ
+) -> str | None:
+    """Why ``user`` is not the requester (still a member), a lead of the team or an approver; None when they are.
+
+    ``role``: the user's role in the request's team (``membership_role``) when the caller already read it, so a page
+    asking several predicates reads it once.
+    """
+    if isinstance(role, RoleNotRead):
+        role = membership_role(user=user, team=request.team)
+    if request.requester_id == user.pk and role is not None:
+        return None
+    if role == Role.LEAD or user_is_approver(user):
+        return None
+    return "Only the requester, a lead of the team or a platform approver can do that."
+
+
+# The status refusals' wording, formatted with the request's pk and status: by the predicates for the pages, and by
+# gpu_request_transition under the row lock for the services (so a racing action cannot slip in between).
+CANCEL_REFUSAL = "Only a pending request can be cancelled; #{pk} is {status} (release it instead)."
+RELEASE_REFUSAL = "Only an approved, provisioning, active or failed request can be released; #{pk} is {status}."
+
+
+def _cancel_status_refusal(request: GpuRequest) -> str | None:
+    if request.status not in CANCELLABLE_STATUSES:
+        return CANCEL_REFUSAL.format(pk=request.pk, status=request.status)
+    return None
+
+
+def cancel_refusal(*, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ) -> str | None:
+    """Why ``user`` may not withdraw ``request`` now (who they are, or it is past approval), or None."""
+    return owner_or_lead_refusal(user=user, request=request, role=role) or _cancel_status_refusal(request)
+
+
+def _release_status_refusal(request: GpuRequest) -> str | None:
+    if request.status not in RELEASABLE_STATUSES:
+        return RELEASE_REFUSAL.format(pk=request.pk, status=request.status)
+    return None
+
+
+def release_refusal(*, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ) -> str | None:
+    """Why ``user`` may not give ``request``'s allocation back now (who they are, or its status), or None."""
+    return owner_or_lead_refusal(user=user, request=request, role=role) or _release_status_refusal(request)
+
+
+def _reapplier_refusal(user: User) -> str | None:
+    return None if user_is_approver(user) else "Only platform approvers can re-apply a request to its cluster."
+
+
+def _reapply_status_refusal(request: GpuRequest) -> str | None:
+    if request.status not in REAPPLICABLE_STATUSES:
+        return f"Only a failed or active request can be re-applied; #{request.pk} is {request.status}."
+    return None
+
+
+def reapply_refusal(*, user: User, request: GpuRequest) -> str | None:
+    """Why ``user`` may not hand ``request`` back to provisioning now (not an approver, or its status), or None."""
+    return _reapplier_refusal(user) or _reapply_status_refusal(request)
+
+
+def require_owner_or_lead(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
+    """Raise PermissionDenied with the reason unless ``owner_or_lead_refusal`` says None."""
+    if refusal := owner_or_lead_refusal(user=acting_user, request=request):
+        raise PermissionDenied(refusal)
+
+
+def _require_reviewer(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
+    if refusal := _reviewer_refusal(acting_user, request):
+        raise PermissionDenied(refusal)
+
+
+def gpu_request_approve(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
+    """Approve a pending request if it still fits the team's quota, then hand it to provisioning."""
+    _require_reviewer(acting_user, request)
+    with transaction.atomic():
+        _lock_team(request.team)
+        request.refresh_from_db()
+        if _pending_refusal(request, RequestStatus.APPROVED):
+            raise InvalidTransition(request, RequestStatus.APPROVED)
+        return _approve_locked(request=request, acting_user=acting_user, actor_label=None, comment=comment)
+
+
+def gpu_request_reject(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str) -> GpuRequest:
+    """Reject a pending request; the requester is told why."""
+    _require_reviewer(acting_user, request)
+    if not comment or not comment.strip():
+        raise ValidationError({"comment": ["Say why the request is rejected: the requester sees it."]})
+    with transaction.atomic():
+        gpu_request_transition(
+            request=request, to_status=RequestStatus.REJECTED, acting_user=acting_user, comment=comment.strip()
+        )
+        notify_on_commit("rejected", request, comment.strip())
+    return request
+
+
+def gpu_request_cancel(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
+    """Withdraw a request that is not yet approved (it ends as released).
+
+    The status is checked under the request's row lock: a cancel racing an approval either lands first (the approval
+    then gets 409) or is refused with 409 (the approved request must be released, which tears its workload down).
+    """
+    require_owner_or_lead(acting_user, request)
+    return gpu_request_transition(
+        request=request,
+        to_status=RequestStatus.RELEASED,
+        acting_user=acting_user,
+        comment=comment or "Cancelled before approval",
+        from_statuses=CANCELLABLE_STATUSES,
+        refusal=CANCEL_REFUSAL,
+    )
+
+
+def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
+    """Give an approved or running allocation back: it stops counting against the quota at once."""
+    require_owner_or_lead(acting_user, request)
+    with transaction.atomic():
+        gpu_request_transition(
+            request=request,
+            to_status=RequestStatus.RELEASED,
+            acting_user=acting_user,
+            comment=comment or "Released",
+            from_statuses=RELEASABLE_STATUSES,
+            refusal=RELEASE_REFUSAL,
+        )
+        transaction.on_commit(lambda: release_request_task.delay(request.pk), robust=True)
+    return request
+
+
+# --- Platform admin operations: re-apply a request, queue an inventory sync ---------------------------------------
+
+
+def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
+    """Hand a failed or active request back to provisioning (platform approvers), re-checking quota for a failed one."""
+    if refusal := _reapplier_refusal(acting_user):
+        raise PermissionDenied(refusal)
+    if refusal := _reapply_status_refusal(request):
+        raise InvalidTransition(request, RequestStatus.PROVISIONING, refusal)
+    with transaction.atomic():
+        team = _lock_team(request.team)
+        request.refresh_from_db()
+        if request.status == RequestStatus.FAILED:
+            # A failed request holds no quota; provisioning holds it again, so it has to fit what is held now.
+            _require_quota_fits(request, team=team)
+        gpu_request_transition(
+            request=request,
+            to_status=RequestStatus.PROVISIONING,
+            acting_user=acting_user,
+            comment=comment or "Re-applied to the cluster",
+            updates={"status_detail": "Re-applying the objects to the cluster.", "borrowed": request.borrowed},
+        )
+        transaction.on_commit(lambda: provision_request_task.delay(request.pk), robust=True)
+    return request
