@@ -2,8 +2,7 @@
 
 DRF's stock throttles keep a per-client history list in the cache and rewrite it on every request (read, append,
 write back), so concurrent workers lose each other's updates. These count in fixed windows with the cache's atomic
-``add`` + ``incr`` instead: with Redis as the cache (``CACHE_URL``) every worker shares one exact counter, counted in
-one round trip (``SET NX EX`` and ``INCR`` in one MULTI; Django's ``add`` + ``incr`` were three: SET, EXISTS, INCRBY).
+``add`` + ``incr`` instead: with Redis as the cache (``CACHE_URL``) every worker shares one exact counter.
 """
 
 from __future__ import annotations
@@ -13,8 +12,7 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import DEFAULT_CACHE_ALIAS, cache, caches
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache import cache
 from django.http import HttpRequest
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
@@ -46,9 +44,6 @@ def window_hit(key: str, *, duration: int, now: float | None = None) -> tuple[in
     instant = int(time.time() if now is None else now)
     start = instant - instant % duration
     bucket = f"{key}:{start}"
-    backend = caches[DEFAULT_CACHE_ALIAS]  # what ``cache`` stands for
-    if isinstance(backend, RedisCache):
-        return _redis_hit(backend, bucket, timeout=duration + 5), start + duration - instant
     cache.add(bucket, 0, timeout=duration + 5)
     try:
         count = cache.incr(bucket)
@@ -56,20 +51,6 @@ def window_hit(key: str, *, duration: int, now: float | None = None) -> tuple[in
         cache.add(bucket, 1, timeout=duration + 5)
         count = 1
     return count, start + duration - instant
-
-
-def _redis_hit(backend: RedisCache, bucket: str, *, timeout: int) -> int:
-    """``add(bucket, 0)`` then ``incr(bucket)`` in one atomic round trip, on the key and server Django would use.
-
-    Django stores an int as the plain integer (its RedisSerializer), so ``cache.get`` reads this counter back.
-    """
-    key = backend.make_and_validate_key(bucket)
-    client = backend._cache.get_client(key, write=True)
-    with client.pipeline(transaction=True) as pipe:
-        pipe.set(key, 0, ex=timeout, nx=True)
-        pipe.incr(key)
-        _, count = pipe.execute()
-    return int(count)
 
 
 def window_count(key: str, *, duration: int, now: float | None = None) -> tuple[int, int]:
