@@ -7,7 +7,6 @@ the core and answers its ``ProfileError`` in DRF's ``{"field": ["message"]}`` sh
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -16,9 +15,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.fields import SkipField, empty, get_error_detail
+from rest_framework.fields import SkipField, get_error_detail
 from rest_framework.settings import api_settings
-from rest_framework.utils.serializer_helpers import BindingDict
 
 from allocations.models import (
     MAX_EXTENSION_HOURS,
@@ -48,22 +46,6 @@ class _PositiveNumberField(serializers.FloatField):
 @extend_schema_field({**_POSITIVE_NUMBER, "maximum": int(MAX_GPU_MEMORY_GB)})
 class _GpuMemoryField(_PositiveNumberField):
     """GB per replica > 0 and at most the core's documented bound; the core checks it (one message everywhere)."""
-
-
-class _SharedQuerysetSlugField(serializers.SlugRelatedField):
-    """A ``SlugRelatedField`` whose copies share its queryset instead of deep-copying it.
-
-    DRF deep-copies every declared field for each serializer instance, and a ``QuerySet``'s deep copy clones its
-    query: most of what binding the recommendation's ``cluster`` field cost. Sharing is safe because DRF
-    never evaluates the declared queryset itself: ``get_queryset()`` answers ``queryset.all()``, a fresh clone.
-    """
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _SharedQuerysetSlugField:
-        kwargs = {
-            key: value if key in ("queryset", "validators") else copy.deepcopy(value, memo)
-            for key, value in self._kwargs.items()
-        }
-        return self.__class__(*copy.deepcopy(self._args, memo), **kwargs)
 
 
 # --- Workload profile in ----------------------------------------------------------------------------------------------
@@ -98,7 +80,7 @@ class ProfileInputSerializer(serializers.Serializer):
         help_text="Catalog name, e.g. A100-40GB (null: the framework picks).",
     )
     duration_hours = _PositiveNumberField(required=False, allow_null=True)
-    cluster = _SharedQuerysetSlugField(
+    cluster = serializers.SlugRelatedField(
         slug_field="name",
         queryset=Cluster.objects.filter(is_active=True),
         required=False,
@@ -106,40 +88,13 @@ class ProfileInputSerializer(serializers.Serializer):
         help_text="Place on this cluster only (name); default: any active cluster.",
     )
 
-    def get_fields(self) -> dict[str, serializers.Field]:
-        # DRF deep-copies every declared field for every instance, which cost more than the recommendation itself.
-        # The profile fields only document the schema (to_internal_value hands them to the core, never
-        # runs them), so a shallow copy to bind is enough; the others (cluster, team, ...) are copied as DRF does.
-        return {
-            name: copy.copy(field) if name in _PROFILE_FIELD_NAMES else copy.deepcopy(field)
-            for name, field in self._declared_fields.items()
-        }
-
-    def _validated_fields(self) -> BindingDict:
-        """The declared fields DRF validates (cluster, team...), bound on their own.
-
-        Validating never needs the profile's eleven fields, and binding them (``self.fields``) was a fifth of the
-        recommendation endpoint's view; they are bound when the schema or the browsable API's form reads
-        ``fields``.
-        """
-        fields = BindingDict(self)
-        for name, field in self._declared_fields.items():
-            if name not in _PROFILE_FIELD_NAMES:
-                fields[name] = copy.deepcopy(field)
-        return fields
-
-    def _read_only_defaults(self) -> dict[str, Any]:
-        # DRF binds every field (``self.fields``) to collect read-only fields' defaults before running validators,
-        # which undid ``_validated_fields``' saving; a serializer that declares no such field has none to collect.
-        if any(field.read_only and field.default is not empty for field in self._declared_fields.values()):
-            return super()._read_only_defaults()
-        return {}
-
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, Mapping):
             message = f"Invalid data. Expected a dictionary, but got {type(data).__name__}."
             raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [message]}, code="invalid")
-        own = self._validated_fields()
+        # The profile's fields only document the schema: the core validates them (one message everywhere). The
+        # others (cluster, team, ...) are validated by DRF as usual.
+        own = {name: field for name, field in self.fields.items() if name not in _PROFILE_FIELD_NAMES}
         # Unknown keys go to the core along with the profile fields, which names them in its answer.
         profile_data = {key: data[key] for key in data if key not in own}
         errors: dict[str, Any] = {}
