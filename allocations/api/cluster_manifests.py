@@ -1,4 +1,6 @@
-"""``GET /api/v1/clusters/{name}/manifests/``: the objects a cluster itself needs (DESIGN.md, "Clusters API").
+"""``GET /api/v1/clusters/{name}/manifests/``: the objects a cluster itself needs.
+
+See docs/api.md, "Clusters and node pools as code".
 
 Its own view and route, beside the clusters' CRUD: the device plugin and mig-parted ConfigMaps, the SLA tiers'
 PriorityClasses, and on a ``kueue`` cluster the Kueue objects, as a JSON list or ``?format=yaml``.

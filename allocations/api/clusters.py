@@ -1,4 +1,4 @@
-"""``/api/v1/clusters/`` and ``/api/v1/clusters/{name}/node-pools/`` (DESIGN.md, "Clusters API").
+"""``/api/v1/clusters/`` and ``/api/v1/clusters/{name}/node-pools/`` (docs/api.md, "Clusters and node pools as code").
 
 For infrastructure-as-code: objects are addressed by name, ``PUT`` creates or replaces (idempotent), ``PATCH``
 changes the fields sent, ``POST`` creates and refuses a name already taken. Platform admins (staff with the model

@@ -1,4 +1,4 @@
-"""MIG plans in the API (DESIGN.md, "MIG plans").
+"""MIG plans in the API (docs/api.md, "MIG plans").
 
 ``POST /api/v1/mig-plans/preview/``: the fewest GPUs whose layouts host a demand. Under
 ``/api/v1/clusters/{name}/node-pools/{pool}/mig-plans/``: a pool's plans (approvers read and make them), and the

@@ -52,7 +52,9 @@ class _GpuMemoryField(_PositiveNumberField):
 
 
 class ProfileInputSerializer(serializers.Serializer):
-    """The workload profile (DESIGN.md), validated by ``WorkloadProfile.from_mapping``; the fields document it.
+    """The workload profile (docs/api.md, "Workload profile"), validated by ``WorkloadProfile.from_mapping``.
+
+    The declared fields document it.
 
     ``validated_data`` holds ``profile`` (the parsed ``WorkloadProfile``), ``profile_data`` (the raw profile fields, as
     the submit service takes them) and every other declared field, validated by DRF as usual.
@@ -163,7 +165,7 @@ class DurationCostSerializer(MoneySerializer):
 
 
 class _AllocationCoreSerializer(serializers.Serializer):
-    """The fields a recommendation and its alternatives share (DESIGN.md "Recommendation")."""
+    """The fields a recommendation and its alternatives share (docs/api.md, "Recommendations")."""
 
     strategy = serializers.ChoiceField(choices=["dedicated", "mig", "time-slicing"])
     resource_name = serializers.CharField()

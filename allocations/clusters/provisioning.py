@@ -107,7 +107,8 @@ def _flavor_quotas(quotas: list[Quota], pools: list[NodePool]) -> list[FlavorQuo
     """One team's quotas as Kueue flavor quotas: per pool and advertised resource, the most specific quota."""
     # A pool quota wins over a cluster quota, which wins over a team-wide one. A cluster or team-wide quota
     # becomes a per-flavor ceiling on every pool advertising the resource (Kueue cannot bound a sum across
-    # flavors); the portal's own check holds the total before anything reaches Kueue (README, "Kueue").
+    # flavors); the portal's own check holds the total before anything reaches Kueue (docs/kubernetes-and-kueue.md,
+    # "Kueue mode").
     result = []
     for pool in pools:
         for resource in sorted(pool.capacity()):

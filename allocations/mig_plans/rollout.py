@@ -1,6 +1,6 @@
 """Rolling a MIG plan out, node by node, through the GPU Operator's MIG manager.
 
-The rollout follows the MIG manager's contract (shared/reference/mig/README.md): a node picks a named mig-parted
+The rollout follows the MIG manager's contract (docs/reference-sources.md, "MIG"): a node picks a named mig-parted
 config with the label ``nvidia.com/mig.config`` and the manager reports ``nvidia.com/mig.config.state``
 (``pending``, ``rebooting``, ``success``, ``failed``). Each node is cordoned, its GPU pods are left to finish (or
 evicted after the timeout, by policy), the label is set, and the node is uncordoned on ``success``; ``failed`` stops

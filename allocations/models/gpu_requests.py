@@ -18,7 +18,7 @@ from allocations.models.teams import SlaTier, Team
 from gpucore.manifests import AllocationSpec
 from gpucore.vocabulary import Strategy
 
-# The request lifecycle (DESIGN.md). Cancelling a request that is not yet running releases it.
+# The request lifecycle (docs/api.md, "Requests"). Cancelling a request that is not yet running releases it.
 ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     RequestStatus.DRAFT: frozenset({RequestStatus.PENDING_APPROVAL, RequestStatus.RELEASED}),
     RequestStatus.PENDING_APPROVAL: frozenset({RequestStatus.APPROVED, RequestStatus.REJECTED, RequestStatus.RELEASED}),
@@ -71,7 +71,7 @@ class GpuRequest(models.Model):
     name = models.CharField(max_length=100)
     purpose = models.TextField(blank=True)
 
-    # The workload profile (DESIGN.md).
+    # The workload profile (docs/api.md, "Workload profile").
     workload_type = models.CharField(max_length=30, choices=WorkloadType.choices)
     gpu_memory_gb = models.DecimalField(max_digits=7, decimal_places=2, validators=[MinValueValidator(Decimal("0.01"))])
     gpu_count = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
@@ -93,8 +93,8 @@ class GpuRequest(models.Model):
         NodePool, on_delete=models.PROTECT, null=True, blank=True, related_name="gpu_requests"
     )
     spec = models.JSONField(default=dict, blank=True, help_text="The recommendation frozen at submission.")
-    # The spec as JSON text, kept by the database: the requests API writes it into its answers as it is, where turning
-    # ~4 KB of jsonb into text, parsing it and encoding it again was most of a list page's cost (issue #15).
+    # The spec as JSON text, kept by the database: the requests API writes it into its answers as it is, instead of
+    # turning a few KB of jsonb into text, parsing it and encoding it again for every row of a list.
     spec_text = models.GeneratedField(
         expression=Cast("spec", output_field=models.TextField()), output_field=models.TextField(), db_persist=True
     )
@@ -134,7 +134,7 @@ class GpuRequest(models.Model):
             models.Index(fields=["status", "submitted_at"]),
             models.Index(fields=["team", "resource_name", "status"]),
             # The lists' default order: a page is read from the index and stops after its rows, instead of sorting
-            # every visible request (issue #15).
+            # every visible request.
             models.Index(fields=["created_at", "id"], name="gpurequest_created_id_idx"),
         ]
         permissions = [("approve_gpurequest", "Can approve or reject GPU requests")]
@@ -145,7 +145,7 @@ class GpuRequest(models.Model):
 
     @property
     def workload_object_name(self) -> str:
-        """The name of the request's Kubernetes objects (DESIGN.md)."""
+        """The name of the request's Kubernetes objects (docs/kubernetes-and-kueue.md, "Names and labels")."""
         return f"gpr-{self.pk}"
 
     @property

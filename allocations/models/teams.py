@@ -111,7 +111,7 @@ class Quota(models.Model):
     limit = models.PositiveIntegerField(
         help_text="The nominal quota: units of the resource (GPUs, MIG slices or time-sliced shares) the team holds."
     )
-    # Kueue's quota vocabulary (shared/reference/kueue-quota.md); the cohort is every team's quota of the same
+    # Kueue's quota vocabulary (docs/reference-sources.md, "Kueue"); the cohort is every team's quota of the same
     # resource and scope on the cluster. Team-wide quotas belong to no cluster, hence no cohort and no limits.
     borrowing_limit = models.PositiveIntegerField(
         null=True,

@@ -1,4 +1,4 @@
-"""Browser forms: they check the shape of the input; the services decide what is allowed (DESIGN.md)."""
+"""Browser forms: they check the shape of the input; the services decide what is allowed."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from allocations.selectors import teams_of
 from gpucore.decision import ProfileError, WorkloadProfile
 from gpucore.profile import parse_profile_field
 
-# The workload profile fields of DESIGN.md, in contract order (the profile itself is the source).
+# The workload profile fields (docs/api.md, "Workload profile"), in contract order (the profile itself is the source).
 PROFILE_FIELDS = WorkloadProfile.field_names()
 LATENCY_CHOICES = [("", "Auto (by workload type)"), ("true", "Yes"), ("false", "No")]
 

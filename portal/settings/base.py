@@ -1,7 +1,7 @@
 """Settings shared by every environment, read from the environment with dev-safe defaults.
 
 ``production.py`` requires the secrets and turns the secure flags on; ``test.py`` overrides only what tests need.
-Every variable is listed in the README's configuration table.
+Every variable is listed in docs/operating.md, "Configuration".
 """
 
 from __future__ import annotations
@@ -333,7 +333,8 @@ AXES_HTTP_RESPONSE_CODE = 429
 # The client's address: REMOTE_ADDR, or the TRUSTED_PROXY_COUNT-th address from the right of X-Forwarded-For.
 AXES_CLIENT_IP_CALLABLE = "infra.throttling.client_ip"
 
-# A TrueType font with CJK glyphs for the monthly PDF (names beyond Latin-1); Debian's fonts-wqy-microhei (README).
+# A TrueType font with CJK glyphs for the monthly PDF (names beyond Latin-1); Debian's fonts-wqy-microhei
+# (docs/operating.md).
 PDF_UNICODE_FONT = env_str("PDF_UNICODE_FONT") or "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
 
 SPECTACULAR_SETTINGS = {

@@ -1,6 +1,6 @@
 """Production settings: every secret is required, the secure flags are on, and nothing falls back to a default.
 
-A missing variable stops the process at start-up with the variable's name (see the README's configuration table).
+A missing variable stops the process at start-up with the variable's name (see docs/operating.md, "Configuration").
 """
 
 import os
