@@ -1,4 +1,4 @@
-"""place() hands the framework its pools' offers as data, and the framework remembers answers for them (issue #15):
+"""place() hands the framework its pools' offers as data, and the framework remembers answers for them:
 every answer must be the one a pool callback (never remembered) gives for the pools as they are at that moment, and a
 pool added, changed or removed changes the next answer at once."""
 

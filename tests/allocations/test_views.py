@@ -209,7 +209,7 @@ def test_list_paginates_by_25_within_a_query_budget(demo_org: DemoOrg, django_as
 
 
 def test_the_list_counts_up_to_the_bound_and_still_reaches_its_last_page(demo_org: DemoOrg) -> None:
-    """Issue #15: the page's COUNT(*) stops at COUNT_LIMIT rows, so a large table costs what a small one does."""
+    """The page's COUNT(*) stops at COUNT_LIMIT rows, so a large table costs what a small one does."""
     template = GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
     # The row's own columns: not the id, nor what the database generates (the spec's text).
     copied = [f.attname for f in GpuRequest._meta.concrete_fields if f.attname != "id" and not f.generated]

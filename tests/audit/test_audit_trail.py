@@ -1,7 +1,7 @@
-"""The audit trail (DESIGN.md, "Audit"): writes to requests, memberships, clusters and pools, quotas and price books
-are recorded by their services with who, from where (browser, API, admin, task, system) and the values before and
-after, in the write's own transaction; platform admins read it on a page and at /api/v1/audit-events/ (filters,
-pagination, CSV through the shared writer); a daily task prunes past the retention."""
+"""The audit trail (docs/security.md, "Audit trail"): writes to requests, memberships, clusters and pools, quotas and
+price books are recorded by their services with who, from where (browser, API, admin, task, system) and the values
+before and after, in the write's own transaction; platform admins read it on a page and at /api/v1/audit-events/
+(filters, pagination, CSV through the shared writer); a daily task prunes past the retention."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Alerts are read from the hours that may breach a rule only: the same alerts as every hour read (issue #15)."""
+"""Alerts are read from the hours that may breach a rule only: the same alerts as every hour read."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Every CSV the billing app writes neutralises a formula in user text (DESIGN.md, "Exports"), one test per export.
+"""Every CSV the billing app writes neutralises a formula in user text (docs/security.md, "Spreadsheet-safe
+exports"), one test per export.
 
 A request named ``=HYPERLINK(...)`` must reach the spreadsheet as text: the cell starts with ``'``.
 """

@@ -1,4 +1,4 @@
-"""Every team's money budget kept per process as reference data (``month_spend.budgets_by_team``, issue #15): read
+"""Every team's money budget kept per process as reference data (``month_spend.budgets_by_team``): read
 once per version, and a budget saved, changed or deleted reads again at once, through the service as in the admin."""
 
 from __future__ import annotations

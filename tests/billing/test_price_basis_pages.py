@@ -1,4 +1,4 @@
-"""Every page that shows money names its prices; a pool whose model has no price says so (issue 14).
+"""Every page that shows money names its prices; a pool whose model has no price says so.
 
 The demo pool is H100-80GB (catalog list price 6.88/h); an A30 pool is added, which the catalog cannot price (no
 on-demand A30 instance) until a price book lists it.

@@ -1,4 +1,4 @@
-"""billing.metering.rollup_store: the COPY-and-upsert write of a pull's rollups and its ingest log (#15).
+"""billing.metering.rollup_store: the COPY-and-upsert write of a pull's rollups and its ingest log.
 
 Runs on the test database, whichever it is (PostgreSQL through COPY in CI; batched inserts on SQLite).
 """

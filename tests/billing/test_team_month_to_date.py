@@ -64,7 +64,7 @@ def test_team_page_shows_the_month_so_far(client, demo_org) -> None:
 
 @pytest.mark.parametrize("share_idle", [False, True])
 def test_one_teams_chargeback_is_its_part_of_the_whole_organisations(demo_org, share_idle) -> None:
-    # Pages asking for one team's month read only its requests (issue #15) unless idle cost is shared, when its share
+    # Pages asking for one team's month read only its requests unless idle cost is shared, when its share
     # depends on every team's allocations: either way the team's figures are those of the whole chargeback.
     from billing.costs.chargeback import month_chargeback
     from tests.billing.cost_helpers import load_book

@@ -1,4 +1,5 @@
-"""``GET /api/v1/teams/{slug}/usage/``: the DESIGN.md shape, scoping by role, and 400s naming the bad parameter."""
+"""``GET /api/v1/teams/{slug}/usage/``: the shape of docs/api.md ("Teams, usage, budgets and reports"), scoping by
+role, and 400s naming the bad parameter."""
 
 from __future__ import annotations
 

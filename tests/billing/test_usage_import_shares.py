@@ -1,4 +1,4 @@
-"""Imported usage is checked against the catalog's MIG geometry and billed by its GPU share (issue 14)."""
+"""Imported usage is checked against the catalog's MIG geometry and billed by its GPU share."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def row(resource: str, model: str = "H100-80GB", name: str = "old-1") -> str:
 @pytest.mark.parametrize(
     ("model", "resource"),
     [
-        ("H100-80GB", "nvidia.com/mig-3g.99gb"),  # reproduction 8: 3 compute slices, but no such profile on H100
+        ("H100-80GB", "nvidia.com/mig-3g.99gb"),  # 3 compute slices, but no such profile on H100
         ("H100-80GB", "nvidia.com/mig-1g.5gb"),  # an A100-40GB profile, not an H100 one
         ("A30", "nvidia.com/mig-3g.18gb"),
     ],

@@ -1,4 +1,4 @@
-"""Every page of the portal, as each role that can see it, in Chromium at 1440 and 390 px wide (issue #13 item 9).
+"""Every page of the portal, as each role that can see it, in Chromium at 1440 and 390 px wide.
 
 On each page: the document never scrolls sideways (at 1440 px the main navigation fits on one line, at 390 px it
 folds behind the Menu button); no table (or chart, image, code block, form control) reaches

@@ -1,5 +1,5 @@
 """Right-sizing advice (gpucore.advice): oversized dedicated GPUs sized by memory AND compute, shares priced by the
-GPU share, and time-sliced tenants told their readings are the whole GPU's (issue 14, reproduction 7)."""
+GPU share, and time-sliced tenants told their readings are the whole GPU's."""
 
 from __future__ import annotations
 

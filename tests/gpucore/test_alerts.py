@@ -51,7 +51,7 @@ def test_temperature_alerts_immediately_above_83(temperature: float | None, aler
     [
         ([], 0),
         ([0.9], 0),  # above 85 % at one point: not yet
-        ([0.9, 0.9], 0),  # two points are one minute of pressure: not yet (issue 11: "for 2 minutes")
+        ([0.9, 0.9], 0),  # two points are one minute of pressure: not yet (the rule says "for 2 minutes")
         ([0.9, 0.9, 0.9], 1),  # three points span two minutes: fires
         ([0.85, 0.85, 0.85, 0.85], 0),  # 85 % itself is not above
         ([0.851, 0.86, 0.87], 1),

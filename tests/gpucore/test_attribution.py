@@ -23,7 +23,7 @@ from gpucore.attribution import (
 )
 
 TEAMS = {"team-vision": 1, "team-nlp": 2}
-# Verbatim label sets from shared/reference/dcgm/README.md (issues #512, #58, PR #736).
+# Verbatim label sets from shared/reference/dcgm/README.md (upstream NVIDIA/dcgm-exporter reports).
 MIG_WITH_POD = {
     "gpu": "0",
     "UUID": "GPU-58e8f5ea-13cc-013a-d88f-2bcf5ae8bc77",

@@ -1,4 +1,5 @@
-"""The shared CSV writer neutralises spreadsheet formulas (DESIGN.md, "Exports") and leaves values alone."""
+"""The shared CSV writer neutralises spreadsheet formulas (docs/security.md, "Spreadsheet-safe exports") and leaves
+values alone."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The GPU share of DESIGN.md ("GPU share") and the one price basis, against hand-worked cases and every MIG layout.
+"""The GPU share (docs/cost-model.md, "The arithmetic") and the one price basis, against hand-worked cases and every
+MIG layout.
 
-Issue 14 reproductions kept here: mixed price bases (A100-80GB priced far below A100-40GB without a price book) and
+Regressions kept here: mixed price bases (A100-80GB priced far below A100-40GB without a price book) and
 MIG billing compute slices only (4 x 1g.20gb on an H100 billing 4/7 of a GPU; A30 geometry guessed from a name).
 """
 
@@ -37,7 +38,7 @@ H100 = BUILTIN_CATALOG.get("H100-80GB")
 A30 = BUILTIN_CATALOG.get("A30")
 
 
-# --- reproduction 1: one price basis ---------------------------------------------------------------------------
+# --- one price basis -------------------------------------------------------------------------------------------
 
 
 def test_reproduction_1_catalog_prices_share_one_basis() -> None:
@@ -57,7 +58,7 @@ def test_every_catalog_model_says_where_its_price_comes_from() -> None:
     assert "list price" in CATALOG_PRICE_BASIS
 
 
-# --- reproduction 2: MIG bills its memory too -------------------------------------------------------------------
+# --- MIG bills its memory too -----------------------------------------------------------------------------------
 
 
 def test_reproduction_2_four_1g20gb_bill_one_h100() -> None:

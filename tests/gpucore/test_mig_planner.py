@@ -72,7 +72,7 @@ def test_the_layout_space_is_exactly_the_reference_placements(name: str, key: st
     without = {tuple(sorted(layout.instances)) for layout in valid_layouts(model)}
     assert with_media == reference
     assert without == {m for m in reference if not any(n.endswith("+me") for n, _ in m)}
-    # The counts the issue quotes: 77 on the 7-slice models and 9 on the A30 without +me profiles.
+    # The counts the reference placements give: 77 on the 7-slice models and 9 on the A30 without +me profiles.
     assert len(without) == (9 if name == "A30" else 77)
 
 

@@ -49,7 +49,7 @@ CASES = [
     ),
     # The request failed before anything was observed: the message alone is diagnosed.
     ("The cluster refused the objects: exceeded quota: gpu-quota", "", ["resource-quota"]),
-    # Issue 11: the guide's cordoned nodes, topology spread, GPU not detected and CUDA out of memory.
+    # The guide's cordoned nodes, topology spread, GPU not detected and CUDA out of memory.
     ("0/4 nodes are available: 4 node(s) were unschedulable.", "Pending", ["cordoned"]),
     (
         "0/3 nodes are available: 3 node(s) had untolerated taint {node.kubernetes.io/unschedulable: }.",

@@ -105,7 +105,7 @@ def write_openmetrics_history(
 ) -> list[Path]:
     """Write [start, end) of the devices' readings as stored series, one OpenMetrics file per UTC day.
 
-    One file per day keeps ``promtool tsdb create-blocks-from openmetrics`` fast (TESTING.md). ``readings`` may
+    One file per day keeps ``promtool tsdb create-blocks-from openmetrics`` fast. ``readings`` may
     override a device's values at a time (sentinels, changes); by default the device's own readings are used.
     """
     devices = list(devices)
@@ -179,7 +179,8 @@ class PrometheusServer:
         self.url = f"http://127.0.0.1:{self.port}"
         targets = list(scrape_targets)
         # honor_labels false with target labels named namespace/pod, as a ServiceMonitor has: Prometheus renames
-        # the exporter's own namespace/pod to exported_namespace/exported_pod (TESTING.md).
+        # the exporter's own namespace/pod to exported_namespace/exported_pod
+        # (docs/reference-sources.md, "DCGM").
         labels = target_labels if target_labels is not None else {"namespace": "gpu-operator", "pod": "dcgm-exporter-0"}
         config = f"global:\n  scrape_interval: {scrape_interval}\n  evaluation_interval: {scrape_interval}\n"
         if targets:

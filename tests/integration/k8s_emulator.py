@@ -1,7 +1,6 @@
 """A Kubernetes API server emulator for the gateway tests: kmock's ``KubernetesEmulator`` over real HTTP, gaps closed.
 
-``PortalKubernetesEmulator`` adds, and only adds, what the Kubernetes gateway needs from an API server
-(TESTING.md, "Kubernetes"):
+``PortalKubernetesEmulator`` adds, and only adds, what the Kubernetes gateway needs from an API server:
 
 - **server-side apply**: ``PATCH`` with ``application/apply-patch+yaml`` parses the body as YAML (JSON included),
   requires ``fieldManager``, checks the body's name against the URL, creates a missing object (201) and otherwise

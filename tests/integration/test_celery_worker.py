@@ -1,4 +1,4 @@
-"""The request lifecycle through a real Celery worker process, Redis and the Kubernetes API emulator (issue #5).
+"""The request lifecycle through a real Celery worker process, Redis and the Kubernetes API emulator.
 
 The test process plays the web tier: it submits and approves through the services, whose ``on_commit`` publishes
 ``allocations.provision_request`` to Redis (eager mode off). A separate ``celery worker --pool=solo`` process, with

@@ -1,4 +1,4 @@
-"""KubernetesGateway against the API server emulator over real HTTP, with the official client (TESTING.md).
+"""KubernetesGateway against the API server emulator over real HTTP, with the official client.
 
 The emulator proves the HTTP conversation (paths, verbs, content types, query parameters, status mapping, typed
 deserialization); it does not prove field ownership, conflicts or admission (see ``tests/integration/k8s_emulator``).

@@ -1,7 +1,7 @@
 """A second process reads the month's curves another built, through the shared Redis cache, instead of building them.
 
-Each gunicorn worker and Celery process used to build the organisation's curves itself after every change (seconds at
-50,000 requests held in a month; issue #15). Here this process builds them, and a fresh Python process with the same
+Each gunicorn worker and Celery process used to build the organisation's curves itself after every change (costly at
+50,000 requests held in a month). Here this process builds them, and a fresh Python process with the same
 database and Redis answers the same figures without reading one request row; after a change it builds its own (the
 curves in the cache were built under the replaced token).
 """

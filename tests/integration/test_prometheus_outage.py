@@ -1,4 +1,4 @@
-"""Scrape gaps and a Prometheus outage against the real ``prometheus`` binary (issue #16).
+"""Scrape gaps and a Prometheus outage against the real ``prometheus`` binary.
 
 History (30 hours, backfilled with promtool) holds what a Prometheus that was itself down from hour 26 minute 5
 to hour 27 minute 5 kept: 5 minutes of hour 26 and 55 of hour 27. Queried naively, the lookback delta (5 min)

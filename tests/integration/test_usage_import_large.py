@@ -1,8 +1,8 @@
-"""A 200,000-line usage file through ``manage.py import_usage`` on PostgreSQL (issue #16, bad operator files).
+"""A 200,000-line usage file through ``manage.py import_usage`` on PostgreSQL: a large operator file, good or bad.
 
 A bad line near the end is named with its field, and nothing of the file is written (row counts equal before and
 after); a good file imports whole. Peak Python memory of each import (tracemalloc) is printed; the bound asserted
-is a memory bound, far under what holding the file's rows as model objects took (394 MB for this file before).
+is a memory bound, far under what holding the file's rows as model objects would take.
 """
 
 from __future__ import annotations

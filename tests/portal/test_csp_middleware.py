@@ -1,5 +1,5 @@
 """The portal's Content-Security-Policy middleware sends exactly django-csp's headers (it only keeps the settings'
-policy built between responses, issue #15)."""
+policy built between responses)."""
 
 from __future__ import annotations
 

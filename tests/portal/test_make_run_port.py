@@ -1,4 +1,4 @@
-"""`make run` serves on the port and interface the README documents (issue #13 item 12): PORT= and HOST= reach
+"""`make run` serves on the port and interface the README documents: PORT= and HOST= reach
 runserver, 127.0.0.1:8000 without them. Read from make's dry run, so nothing is installed or served."""
 
 from __future__ import annotations

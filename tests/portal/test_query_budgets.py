@@ -2,7 +2,7 @@
 
 ``tests/query_budgets.json`` holds, per endpoint, the number of queries it makes over the demo organisation with one
 row of everything it lists. An endpoint that goes over its budget fails, and so does one whose count grows with its
-rows: with 100 rows it runs under ``django_assert_max_num_queries`` of its one-row count (issue #15), so a loop that
+rows: with 100 rows it runs under ``django_assert_max_num_queries`` of its one-row count, so a loop that
 queries per row is caught here, its queries listed, before production data finds it. Lowering a budget is a reviewed
 edit of the JSON; raising one should come with the reason in the commit.
 """

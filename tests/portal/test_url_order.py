@@ -1,4 +1,4 @@
-"""The API's routes are matched first (issue #15): that is only safe while no page route can match a path under api/."""
+"""The API's routes are matched first: that is only safe while no page route can match a path under api/."""
 
 from __future__ import annotations
 

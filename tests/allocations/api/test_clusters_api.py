@@ -1,6 +1,6 @@
-"""/api/v1/clusters/ and /api/v1/clusters/{name}/node-pools/ (DESIGN.md, "Clusters API"): a role matrix per verb,
-PUT creating or replacing by name, pools validated as the admin validates them, secret references never shown back,
-field-named 400s, and nothing half-written."""
+"""/api/v1/clusters/ and /api/v1/clusters/{name}/node-pools/ (docs/api.md, "Clusters and node pools as code"): a role
+matrix per verb, PUT creating or replacing by name, pools validated as the admin validates them, secret references never
+shown back, field-named 400s, and nothing half-written."""
 
 from __future__ import annotations
 

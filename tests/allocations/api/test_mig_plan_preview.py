@@ -1,4 +1,5 @@
-"""POST /api/v1/mig-plans/preview/: the role matrix, the DESIGN.md contract, exact optima, field-named 400s."""
+"""POST /api/v1/mig-plans/preview/: the role matrix, the contract (docs/kubernetes-and-kueue.md, "Preview"), exact
+optima, field-named 400s."""
 
 from __future__ import annotations
 

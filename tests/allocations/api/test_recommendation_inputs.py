@@ -1,6 +1,6 @@
 """POST /api/v1/recommendations/ against real pools: node size, several time-sliced pools of a model, duration cost.
 
-Issue 14, reproductions 3, 4 and 9: the pools are rows in PostgreSQL, the recommendation runs through placement.
+The pools are rows in PostgreSQL, the recommendation runs through placement.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_four_1g20gb_on_a_fully_partitioned_h100_pool_bill_one_gpu_together(clie
 
 
 def test_a_refused_profile_in_the_browsable_api_keeps_the_profile_form(client_as, demo_org):
-    # Validation binds only the fields DRF runs (issue #15); the form the browsable API shows again still has the
+    # Validation binds only the fields DRF runs; the form the browsable API shows again still has the
     # profile's fields, and the answer still names the field that is wrong.
     body = {"workload_type": "training", "gpu_memory_gb": -1}
     response = client_as("member").post(URL, body, format="json", HTTP_ACCEPT="text/html")

@@ -131,7 +131,7 @@ def test_recommendation_has_no_side_effects(client_as, submit):
     ],
 )
 def test_the_answer_is_exactly_what_the_documented_serializer_gives(client_as, profile):
-    # The view answers the frozen spec as it is (no serializer pass, issue #15): it must be the documented shape,
+    # The view answers the frozen spec as it is (no serializer pass): it must be the documented shape,
     # field for field and in the same order, as RecommendationSerializer would have written it.
     from allocations.api.serializers import RecommendationSerializer
 
@@ -145,7 +145,7 @@ def test_the_answer_is_exactly_what_the_documented_serializer_gives(client_as, p
 
 
 def test_a_cluster_made_inactive_is_refused_at_the_next_call(client_as, demo_org):
-    # The cluster field's copies share one declared queryset (issue #15): each call must still read the clusters anew.
+    # The cluster field's copies share one declared queryset: each call must still read the clusters anew.
     client = client_as("member")
     assert client.post(URL, {**PROFILE, "cluster": demo_org.cluster.name}, format="json").status_code == 200
     demo_org.cluster.is_active = False

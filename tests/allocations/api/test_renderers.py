@@ -1,4 +1,4 @@
-"""The API's JSON renderer writes DRF's bytes (issue #15 made it orjson underneath)."""
+"""The API's JSON renderer writes DRF's bytes (orjson underneath)."""
 
 from __future__ import annotations
 

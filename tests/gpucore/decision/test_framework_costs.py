@@ -24,7 +24,7 @@ def tco(purchase, watts):
     )
 
 
-# --- cost (gpucore.pricing; DESIGN.md "Rates") ---------------------------------------------------------------------
+# --- cost (gpucore.pricing; docs/cost-model.md, "The arithmetic") --------------------------------------------------
 
 
 COSTS = [

@@ -1,4 +1,4 @@
-"""recommend() respects every input (issue 14, reproductions 3-6 and 9, and plain words).
+"""recommend() respects every input (duration, node size, p99 target, tier, time-sliced pools) and speaks plainly.
 
 Expected values are hand arithmetic on the catalog's list prices (H100-80GB 6.88/h, T4 0.526/h) and the guide's
 figures (tier 1: p99 10 ms, 99.99 % availability), not output of the code under test.

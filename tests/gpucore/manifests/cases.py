@@ -15,7 +15,7 @@ from gpucore.manifests.contexts import is_dns_label, is_dns_subdomain, is_label_
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
 
 KUBERNETES_VERSION = "1.30.0"
-# The oldest and a recent release the rendered objects must be valid in (issue #11).
+# The oldest and a recent release the rendered objects must be valid in.
 KUBERNETES_VERSIONS = (KUBERNETES_VERSION, "1.33.0")
 # The shared reference folder sits beside the repository root (/work/main -> /work/shared).
 SHARED_DIR = Path(__file__).resolve().parents[3].parent / "shared"

@@ -1,4 +1,4 @@
-"""Distributed training (Indexed Job, headless Service, torchrun's environment) and the manifest fixes of issue 11:
+"""Distributed training (Indexed Job, headless Service, torchrun's environment) and other manifest rules:
 callers of real-time inference from labelled namespaces, probe paths that match the image, media-extension MIG
 resource names and the one-+me-per-GPU rule."""
 

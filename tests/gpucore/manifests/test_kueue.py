@@ -193,7 +193,8 @@ def test_a_job_on_a_kueue_cluster_is_queued_by_label_only() -> None:
     assert "suspend" not in job["spec"]
     for obj in objects:
         validate_any(obj)
-    # A Deployment is not queued (DESIGN.md labels Jobs), and without Kueue nothing is.
+    # A Deployment is not queued (docs/kubernetes-and-kueue.md, "Kueue mode": Jobs carry the label), and without
+    # Kueue nothing is.
     serving = mc.workload(render_request_objects(mc.context("A100-40GB", "dedicated", "realtime_inference", team=team)))
     assert "kueue.x-k8s.io/queue-name" not in serving["metadata"]["labels"]
     plain = render_request_objects(mc.context("A100-40GB", "dedicated", "training"))
