@@ -55,13 +55,19 @@ RUNNING_PHASES = frozenset({"Running", "Succeeded", "Unobservable"})
 
 
 def team_context(team: Team, cluster: Cluster) -> TeamContext:
-    """The team's namespace and its quotas on this cluster (team-wide, cluster and pool quotas added up)."""
+    """The team's namespace and its quotas on this cluster (team-wide, cluster and pool quotas added up), with what
+    its cluster and pool quotas may borrow (only they have a cohort)."""
     scope = Q(cluster__isnull=True, node_pool__isnull=True) | Q(cluster=cluster) | Q(node_pool__cluster=cluster)
-    rows = Quota.objects.filter(scope, team=team).values("resource_name").annotate(total=Sum("limit"))
+    rows = (
+        Quota.objects.filter(scope, team=team)
+        .values("resource_name")
+        .annotate(total=Sum("limit"), borrowing=Sum("borrowing_limit"))
+    )
     return TeamContext(
         slug=team.slug,
         namespace=team.namespace,
         quotas={r["resource_name"]: r["total"] for r in rows},
+        borrowing={r["resource_name"]: r["borrowing"] for r in rows if r["borrowing"]},
         cluster_queue=team.slug if cluster.scheduler == ClusterScheduler.KUEUE else None,
     )
 

@@ -50,6 +50,19 @@ def test_resource_quota_keys() -> None:
     ]
 
 
+def test_resource_quota_allows_nominal_plus_borrowing() -> None:
+    team = TeamContext(
+        "nlp", "team-nlp", {"nvidia.com/gpu": 2, "nvidia.com/mig-1g.10gb": 4}, borrowing={"nvidia.com/gpu": 3}
+    )
+    quota = render_resource_quota(team)
+    mc.validate(quota)
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "5"
+    assert quota["spec"]["hard"]["requests.nvidia.com/mig-1g.10gb"] == "4"
+    assert render_limit_range(team)["spec"]["limits"][0]["max"]["nvidia.com/gpu"] == "5"
+    with pytest.raises(ManifestError, match="without a quota"):
+        TeamContext("nlp", "team-nlp", {"nvidia.com/gpu": 2}, borrowing={"nvidia.com/mig-1g.10gb": 1})
+
+
 @pytest.mark.parametrize("resource", ["cpu", "memory", "pods", "requests.nvidia.com/gpu", "kubernetes.io/foo"])
 def test_only_extended_resources_take_quotas(resource: str) -> None:
     with pytest.raises(ManifestError, match="extended resource"):
