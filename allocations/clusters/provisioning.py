@@ -70,6 +70,7 @@ def team_context(team: Team, cluster: Cluster) -> TeamContext:
         namespace=team.namespace,
         quotas={r["resource_name"]: r["total"] for r in rows},
         borrowing={r["resource_name"]: r["borrowing"] for r in rows if r["borrowing"]},
+        egress_tcp_ports=list(cluster.egress_tcp_ports or []),
         cluster_queue=team.slug if cluster.scheduler == ClusterScheduler.KUEUE else None,
     )
 
@@ -169,6 +170,8 @@ def cluster_context(cluster: Cluster) -> ClusterContext:
         tiers=tiers,
         queues=queues,
         monitoring_namespace=cluster.monitoring_namespace or None,
+        monitoring_labels=dict(cluster.monitoring_labels or {}),
+        gpu_operator_namespace=cluster.gpu_operator_namespace,
         mig_node_configs=mig_node_configs_of_cluster(cluster.pk),
     )
 

@@ -168,6 +168,9 @@ class TeamContext:
     # Units per resource a preemptible request may borrow beyond the nominal quota (Kueue's ``borrowingLimit``): the
     # portal admits such a request, so the namespace's ResourceQuota must let its pods in too.
     borrowing: Mapping[str, int] = field(default_factory=dict)
+    # TCP ports pods may reach anywhere besides DNS and their own namespace (the cluster's setting): HTTPS by default,
+    # for model and package downloads; empty: none.
+    egress_tcp_ports: Sequence[int] = (443,)
 
     def __post_init__(self) -> None:
         if not is_label_value(self.slug) or not self.slug:
@@ -188,6 +191,10 @@ class TeamContext:
             if not is_int(amount) or amount < 0:
                 raise ManifestError(f"Borrowing limit for '{resource}' must be a whole number >= 0, not {amount!r}.")
         object.__setattr__(self, "borrowing", borrowing)
+        ports = tuple(self.egress_tcp_ports)
+        if not all(is_int(port) and 1 <= port <= 65535 for port in ports):
+            raise ManifestError(f"Egress TCP ports must be whole numbers 1-65535, not {list(ports)!r}.")
+        object.__setattr__(self, "egress_tcp_ports", tuple(sorted(set(ports))))
         if not is_int(self.max_gpus_per_container) or self.max_gpus_per_container < 1:
             raise ManifestError("max_gpus_per_container must be a whole number >= 1.")
         if self.cluster_queue is not None and not is_dns_subdomain(self.cluster_queue):

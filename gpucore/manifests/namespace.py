@@ -123,7 +123,8 @@ def render_limit_range(team: TeamContext) -> dict[str, Any]:
 
 
 def render_network_policy(team: TeamContext) -> dict[str, Any]:
-    """Default-deny for the namespace: ingress only from the same namespace, egress to it, DNS and HTTPS."""
+    """Default-deny for the namespace: ingress only from the same namespace, egress to it, DNS and the cluster's
+    egress TCP ports (HTTPS by default)."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -140,7 +141,11 @@ def render_network_policy(team: TeamContext) -> dict[str, Any]:
                 # only matches pods, so it would block model downloads from outside the cluster and NodeLocal
                 # DNSCache, which answers on a link-local address rather than from a pod.
                 {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
-                {"ports": [{"protocol": "TCP", "port": 443}]},
+                *(
+                    [{"ports": [{"protocol": "TCP", "port": port} for port in team.egress_tcp_ports]}]
+                    if team.egress_tcp_ports
+                    else []
+                ),
             ],
         },
     }
