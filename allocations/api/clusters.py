@@ -28,6 +28,10 @@ ONLY_APPROVERS = "Only platform approvers and admins can read clusters."
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
+def list_of_https() -> list[int]:
+    return [443]
+
+
 class _SecretReferenceField(serializers.CharField):
     """A write-only reference to a secret (``env:VARIABLE``, ``file:/path``, ``in-cluster``); never read back."""
 
@@ -53,6 +57,19 @@ class ClusterSerializer(serializers.Serializer):
     prometheus_auth_secret_ref_stored = serializers.SerializerMethodField()
     scheduler = serializers.ChoiceField(ClusterScheduler.choices, required=False, default=ClusterScheduler.DEFAULT)
     monitoring_namespace = serializers.CharField(required=False, allow_blank=True, default="", max_length=63)
+    monitoring_labels = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        default=dict,
+        help_text='Extra labels on the PrometheusRule and ServiceMonitor, e.g. `{"release": "kube-prometheus-stack"}`.',
+    )
+    gpu_operator_namespace = serializers.CharField(required=False, default="gpu-operator", max_length=63)
+    egress_tcp_ports = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=65535),
+        required=False,
+        default=list_of_https,
+        help_text="TCP ports team pods may reach outside their namespace besides DNS. Default `[443]`.",
+    )
     is_active = serializers.BooleanField(required=False, default=True)
     node_pools = serializers.SerializerMethodField(help_text="Names of the cluster's node pools.")
     created_at = serializers.DateTimeField(read_only=True)

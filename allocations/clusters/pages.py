@@ -78,7 +78,7 @@ def cluster_overview_rows(*, user: User) -> list[dict[str, object]]:
     return rows
 
 
-def cluster_gpu_operator_configs(*, pools: list[NodePool]) -> list[dict[str, object]]:
+def cluster_gpu_operator_configs(*, pools: list[NodePool], namespace: str = "gpu-operator") -> list[dict[str, object]]:
     """The GPU Operator ConfigMaps of a cluster's pools (time-slicing, mig-parted) as YAML, or why one cannot render."""
     configs = []
     renderers = (
@@ -87,20 +87,22 @@ def cluster_gpu_operator_configs(*, pools: list[NodePool]) -> list[dict[str, obj
             "ClusterPolicy devicePlugin.config.name; nodes of a time-slicing pool carry "
             "nvidia.com/device-plugin.config=<pool name>.",
             SharingMode.TIME_SLICING,
-            lambda contexts: render_time_slicing_configmap(contexts),
+            lambda contexts, namespace: render_time_slicing_configmap(contexts, namespace=namespace),
         ),
         (
             "MIG manager (mig-parted)",
             "ClusterPolicy migManager.config.name; nodes of a MIG pool carry nvidia.com/mig.config=<config name>.",
             SharingMode.MIG,
-            lambda contexts: render_mig_parted_configmap(contexts, catalog=catalog_from_db()),
+            lambda contexts, namespace: render_mig_parted_configmap(
+                contexts, catalog=catalog_from_db(), namespace=namespace
+            ),
         ),
     )
     for title, usage, mode, render in renderers:
         chosen = [pool for pool in pools if pool.sharing_mode == mode.value]
         entry = {"title": title, "usage": usage, "pool_count": len(chosen), "yaml": "", "error": ""}
         try:
-            entry["yaml"] = to_yaml([render([pool_context(pool) for pool in chosen])])
+            entry["yaml"] = to_yaml([render([pool_context(pool) for pool in chosen], namespace)])
         except ManifestError as exc:
             entry["error"] = str(exc)
         configs.append(entry)
@@ -125,6 +127,6 @@ def cluster_detail_overview(*, user: User, name: str) -> dict[str, object]:
         "cluster": cluster,
         "pool_rows": pool_rows,
         "drifted_requests": list(drifted_requests),
-        "configs": cluster_gpu_operator_configs(pools=pools) if pools else [],
+        "configs": cluster_gpu_operator_configs(pools=pools, namespace=cluster.gpu_operator_namespace) if pools else [],
         "observable": cluster.backend == "kubernetes",
     }

@@ -50,18 +50,27 @@ from gpucore.manifests import (
 
 logger = logging.getLogger(__name__)
 SYSTEM = "system:provisioning"
-# Phases in which every wanted pod runs (or the cluster cannot be observed, as with a GitOps tree).
-RUNNING_PHASES = frozenset({"Running", "Succeeded", "Unobservable"})
+# Phases in which every wanted pod runs (or the cluster cannot be observed, as with a GitOps tree). A finished Job is
+# not running: it ends its request (``_end_finished``).
+RUNNING_PHASES = frozenset({"Running", "Unobservable"})
+JOB_FINISHED = "system:job-finished"
 
 
 def team_context(team: Team, cluster: Cluster) -> TeamContext:
-    """The team's namespace and its quotas on this cluster (team-wide, cluster and pool quotas added up)."""
+    """The team's namespace and its quotas on this cluster (team-wide, cluster and pool quotas added up), with what
+    its cluster and pool quotas may borrow (only they have a cohort)."""
     scope = Q(cluster__isnull=True, node_pool__isnull=True) | Q(cluster=cluster) | Q(node_pool__cluster=cluster)
-    rows = Quota.objects.filter(scope, team=team).values("resource_name").annotate(total=Sum("limit"))
+    rows = (
+        Quota.objects.filter(scope, team=team)
+        .values("resource_name")
+        .annotate(total=Sum("limit"), borrowing=Sum("borrowing_limit"))
+    )
     return TeamContext(
         slug=team.slug,
         namespace=team.namespace,
         quotas={r["resource_name"]: r["total"] for r in rows},
+        borrowing={r["resource_name"]: r["borrowing"] for r in rows if r["borrowing"]},
+        egress_tcp_ports=list(cluster.egress_tcp_ports or []),
         cluster_queue=team.slug if cluster.scheduler == ClusterScheduler.KUEUE else None,
     )
 
@@ -162,6 +171,8 @@ def cluster_context(cluster: Cluster) -> ClusterContext:
         tiers=tiers,
         queues=queues,
         monitoring_namespace=cluster.monitoring_namespace or None,
+        monitoring_labels=dict(cluster.monitoring_labels or {}),
+        gpu_operator_namespace=cluster.gpu_operator_namespace,
         mig_node_configs=mig_node_configs_of_cluster(cluster.pk),
     )
 
@@ -241,6 +252,8 @@ def _record_observation(request: GpuRequest, status: WorkloadStatus) -> Outcome:
     else:
         detail = status.message or status.phase
     updates: dict[str, Any] = {"observed_phase": status.phase, "observed_at": now, "status_detail": detail}
+    if status.finished_at is not None:
+        return _end_finished(request, status, updates)
     if request.status == RequestStatus.PROVISIONING and status.phase in RUNNING_PHASES:
         # Billing counts GPUs held from activated_at (allocation_intervals): a re-apply of a running request keeps
         # its first activation; after a failure the held span starts again (the failed one held nothing).
@@ -253,6 +266,31 @@ def _record_observation(request: GpuRequest, status: WorkloadStatus) -> Outcome:
         return Outcome(request.pk, "activated", detail)
     GpuRequest.objects.filter(pk=request.pk).update(**updates)
     return Outcome(request.pk, "observed", detail)
+
+
+def _end_finished(request: GpuRequest, status: WorkloadStatus, updates: dict[str, Any]) -> Outcome:
+    """A Job that completed or failed ends its request (released, with the reason): its quota frees at once and
+    billing counts its GPUs until the Job's end, not until the request would have expired."""
+    now = timezone.now()
+    started = request.activated_at or request.approved_at
+    # The Job's clock, bounded by ours: never in the future, never before the request began holding GPUs.
+    ended = min(status.finished_at or now, now)
+    if started is not None:
+        ended = max(ended, started)
+    if status.phase == "Succeeded":
+        reason = f"The Job completed at {ended:%Y-%m-%d %H:%M} UTC."
+    else:
+        reason = f"The Job failed at {ended:%Y-%m-%d %H:%M} UTC: {status.message or 'no reason given'}."
+    updates = {**updates, "status_detail": reason[:2000], "ended_at": ended}
+    gpu_request_transition(
+        request=request,
+        to_status=RequestStatus.RELEASED,
+        acting_user=None,
+        actor_label=JOB_FINISHED,
+        comment=reason,
+        updates=updates,
+    )
+    return Outcome(request.pk, "completed" if status.phase == "Succeeded" else "job-failed", reason)
 
 
 def _held_since_activation(request: GpuRequest) -> bool:

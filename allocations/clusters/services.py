@@ -34,6 +34,9 @@ CLUSTER_FIELDS = (
     "prometheus_auth_secret_ref",
     "scheduler",
     "monitoring_namespace",
+    "monitoring_labels",
+    "gpu_operator_namespace",
+    "egress_tcp_ports",
     "is_active",
 )
 CLUSTER_SECRET_FIELDS = ("kubeconfig_secret_ref", "prometheus_auth_secret_ref")

@@ -11,6 +11,13 @@ from allocations.models.catalog import GpuModel
 from allocations.models.validators import dns_label_validator
 from gpucore.catalog import mig_resource_name
 from gpucore.manifests import ManifestError, check_mig_layout
+from gpucore.manifests.contexts import check_labels, is_int
+from gpucore.manifests.gpu_operator import GPU_OPERATOR_NAMESPACE
+
+
+def default_egress_tcp_ports() -> list[int]:
+    """HTTPS only: model and package downloads."""
+    return [443]
 
 
 class Cluster(models.Model):
@@ -53,6 +60,28 @@ class Cluster(models.Model):
             "objects (needs the Prometheus Operator), e.g. gpu-operator. Blank: not rendered."
         ),
     )
+    monitoring_labels = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=(
+            "Extra labels on the PrometheusRule and ServiceMonitor, for the Prometheus Operator's selectors; a "
+            'default kube-prometheus-stack selects its Helm release, e.g. {"release": "kube-prometheus-stack"}.'
+        ),
+    )
+    gpu_operator_namespace = models.CharField(
+        max_length=63,
+        default=GPU_OPERATOR_NAMESPACE,
+        validators=[dns_label_validator],
+        help_text="Namespace the GPU Operator runs in and reads its ConfigMaps from (OpenShift: nvidia-gpu-operator).",
+    )
+    egress_tcp_ports = models.JSONField(
+        default=default_egress_tcp_ports,
+        blank=True,
+        help_text=(
+            "TCP ports team pods may reach outside their namespace besides DNS, e.g. [443] for model downloads. "
+            "Empty: none."
+        ),
+    )
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -67,6 +96,16 @@ class Cluster(models.Model):
             raise ValidationError(
                 {"kubeconfig_secret_ref": "A kubernetes cluster needs an API endpoint or a kubeconfig reference."}
             )
+        labels = self.monitoring_labels
+        if not isinstance(labels, dict):
+            raise ValidationError({"monitoring_labels": 'Give labels as an object, e.g. {"release": "kps"}.'})
+        try:
+            check_labels(labels, "monitoring_labels")
+        except ManifestError as error:
+            raise ValidationError({"monitoring_labels": str(error)}) from None
+        ports = self.egress_tcp_ports
+        if not isinstance(ports, list) or not all(is_int(p) and 1 <= p <= 65535 for p in ports):
+            raise ValidationError({"egress_tcp_ports": "Give a list of TCP ports 1-65535, e.g. [443]."})
         ref = self.kubeconfig_secret_ref
         if ref and not (ref == "in-cluster" or ref.startswith(("env:", "file:"))):
             raise ValidationError(

@@ -13,8 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucore.catalog import BUILTIN_CATALOG, Catalog
-from gpucore.manifests.contexts import ManifestError, PoolContext, is_dns_label, is_dns_subdomain
-from gpucore.manifests.gpu_operator import render_mig_parted_configmap, render_time_slicing_configmap
+from gpucore.manifests.contexts import ManifestError, PoolContext, check_labels, is_dns_label, is_dns_subdomain
+from gpucore.manifests.gpu_operator import (
+    GPU_OPERATOR_NAMESPACE,
+    render_mig_parted_configmap,
+    render_time_slicing_configmap,
+)
 from gpucore.manifests.kueue import ClusterQueueContext, render_kueue_objects
 from gpucore.manifests.monitoring import render_dcgm_service_monitor, render_gpu_alert_rule
 from gpucore.manifests.namespace import render_priority_classes
@@ -38,6 +42,11 @@ class ClusterContext:
     # Where the Prometheus Operator's PrometheusRule and the dcgm-exporter ServiceMonitor go; None: not rendered
     # (a cluster without the Prometheus Operator's CRDs would refuse them).
     monitoring_namespace: str | None = None
+    # Extra labels on the PrometheusRule and ServiceMonitor, for the Prometheus Operator's selectors (a default
+    # kube-prometheus-stack selects ``release: <its Helm release>``).
+    monitoring_labels: Mapping[str, str] = field(default_factory=dict)
+    # Where the GPU Operator runs and reads its device plugin and mig-parted ConfigMaps (OpenShift: another one).
+    gpu_operator_namespace: str = GPU_OPERATOR_NAMESPACE
     # Named per-node MIG configs that MIG plans put on nodes (``mig_node_config``), kept beside the pools' own.
     mig_node_configs: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -48,6 +57,10 @@ class ClusterContext:
             raise ManifestError(f"Unknown scheduler '{self.scheduler}': expected one of {', '.join(SCHEDULERS)}.")
         if self.cohort is not None and not is_dns_subdomain(self.cohort):
             raise ManifestError(f"Cohort name '{self.cohort}' is not a DNS subdomain.")
+        if not is_dns_label(self.gpu_operator_namespace):
+            raise ManifestError(f"GPU Operator namespace '{self.gpu_operator_namespace}' is not a DNS label.")
+        check_labels(self.monitoring_labels, "Monitoring labels")
+        object.__setattr__(self, "monitoring_labels", dict(self.monitoring_labels))
         for name in ("pools", "tiers", "queues"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
@@ -67,15 +80,19 @@ def render_cluster_objects(ctx: ClusterContext, *, catalog: Catalog = BUILTIN_CA
     objects = render_priority_classes(ctx.tiers)
     sliced = [pool for pool in ctx.pools if pool.sharing_mode is SharingMode.TIME_SLICING]
     mig = [pool for pool in ctx.pools if pool.sharing_mode is SharingMode.MIG]
-    objects.append(render_time_slicing_configmap(sliced))
-    objects.append(render_mig_parted_configmap(mig, catalog=catalog, node_configs=ctx.mig_node_configs))
+    namespace = ctx.gpu_operator_namespace
+    objects.append(render_time_slicing_configmap(sliced, namespace=namespace))
+    objects.append(
+        render_mig_parted_configmap(mig, catalog=catalog, node_configs=ctx.mig_node_configs, namespace=namespace)
+    )
     if ctx.kueue:
         objects.extend(
             render_kueue_objects(pools=ctx.pools, queues=ctx.queues, tiers=ctx.tiers, cohort=ctx.cohort_name)
         )
     if ctx.monitoring_namespace is not None:
-        objects.append(render_gpu_alert_rule(namespace=ctx.monitoring_namespace, cluster=ctx.name))
-        objects.append(render_dcgm_service_monitor(namespace=ctx.monitoring_namespace))
+        labels = ctx.monitoring_labels
+        objects.append(render_gpu_alert_rule(namespace=ctx.monitoring_namespace, cluster=ctx.name, labels=labels))
+        objects.append(render_dcgm_service_monitor(namespace=ctx.monitoring_namespace, labels=labels))
     keys = [(o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
     if len(set(keys)) != len(keys):
         raise ManifestError(f"Two cluster objects share a name: {sorted(k for k in keys if keys.count(k) > 1)}.")

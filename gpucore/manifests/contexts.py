@@ -165,6 +165,12 @@ class TeamContext:
     # The team's Kueue ClusterQueue when its cluster runs Kueue: the namespace gets a LocalQueue ``default`` pointing
     # at it and every Job carries ``kueue.x-k8s.io/queue-name: default`` (docs/kubernetes-and-kueue.md).
     cluster_queue: str | None = None
+    # Units per resource a preemptible request may borrow beyond the nominal quota (Kueue's ``borrowingLimit``): the
+    # portal admits such a request, so the namespace's ResourceQuota must let its pods in too.
+    borrowing: Mapping[str, int] = field(default_factory=dict)
+    # TCP ports pods may reach anywhere besides DNS and their own namespace (the cluster's setting): HTTPS by default,
+    # for model and package downloads; empty: none.
+    egress_tcp_ports: Sequence[int] = (443,)
 
     def __post_init__(self) -> None:
         if not is_label_value(self.slug) or not self.slug:
@@ -178,11 +184,27 @@ class TeamContext:
                 raise ManifestError(f"Quota resource '{resource}' is not an extended resource like 'nvidia.com/gpu'.")
             if not is_int(amount) or amount < 0:
                 raise ManifestError(f"Quota for '{resource}' must be a whole number >= 0, not {amount!r}.")
+        borrowing = _frozen_mapping(self.borrowing, "Team borrowing limits")
+        for resource, amount in borrowing.items():
+            if resource not in quotas:
+                raise ManifestError(f"Borrowing limit for '{resource}' without a quota for it.")
+            if not is_int(amount) or amount < 0:
+                raise ManifestError(f"Borrowing limit for '{resource}' must be a whole number >= 0, not {amount!r}.")
+        object.__setattr__(self, "borrowing", borrowing)
+        ports = tuple(self.egress_tcp_ports)
+        if not all(is_int(port) and 1 <= port <= 65535 for port in ports):
+            raise ManifestError(f"Egress TCP ports must be whole numbers 1-65535, not {list(ports)!r}.")
+        object.__setattr__(self, "egress_tcp_ports", tuple(sorted(set(ports))))
         if not is_int(self.max_gpus_per_container) or self.max_gpus_per_container < 1:
             raise ManifestError("max_gpus_per_container must be a whole number >= 1.")
         if self.cluster_queue is not None and not is_dns_subdomain(self.cluster_queue):
             raise ManifestError(f"ClusterQueue name '{self.cluster_queue}' is not a DNS subdomain.")
         object.__setattr__(self, "quotas", quotas)
+
+    def ceiling(self, resource: str) -> int | None:
+        """The most units of ``resource`` the team may hold at once: nominal plus borrowing (``None``: no quota)."""
+        quota = self.quotas.get(resource)
+        return None if quota is None else quota + self.borrowing.get(resource, 0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -65,13 +65,17 @@ def quota_keys(resource: str) -> tuple[str, ...]:
 
 
 def render_resource_quota(team: TeamContext) -> dict[str, Any] | None:
-    """The team's ResourceQuota from its quotas, or ``None`` when the team has no quota at all."""
+    """The team's ResourceQuota from its quotas, or ``None`` when the team has no quota at all.
+
+    ``hard`` is the nominal quota plus the borrowing limit: the portal's check (and Kueue's) holds the nominal part
+    for every tier, and a borrowed tier-3 request it admitted would otherwise be refused by the API server.
+    """
     if not team.quotas:
         return None
     hard: dict[str, str] = {}
     for resource in sorted(team.quotas):
         for key in quota_keys(resource):
-            hard[key] = str(team.quotas[resource])
+            hard[key] = str(team.ceiling(resource))
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -82,7 +86,7 @@ def render_resource_quota(team: TeamContext) -> dict[str, Any] | None:
 
 def max_per_container(team: TeamContext, resource: str) -> int | None:
     """The most units of a GPU resource one container may hold in the team's namespace (``None``: no bound)."""
-    quota = team.quotas.get(resource)
+    quota = team.ceiling(resource)
     if resource == GPU_RESOURCE:
         return team.max_gpus_per_container if quota is None else min(quota, team.max_gpus_per_container)
     return quota
@@ -119,7 +123,8 @@ def render_limit_range(team: TeamContext) -> dict[str, Any]:
 
 
 def render_network_policy(team: TeamContext) -> dict[str, Any]:
-    """Default-deny for the namespace: ingress only from the same namespace, egress to it, DNS and HTTPS."""
+    """Default-deny for the namespace: ingress only from the same namespace, egress to it, DNS and the cluster's
+    egress TCP ports (HTTPS by default)."""
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -136,7 +141,11 @@ def render_network_policy(team: TeamContext) -> dict[str, Any]:
                 # only matches pods, so it would block model downloads from outside the cluster and NodeLocal
                 # DNSCache, which answers on a link-local address rather than from a pod.
                 {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
-                {"ports": [{"protocol": "TCP", "port": 443}]},
+                *(
+                    [{"ports": [{"protocol": "TCP", "port": port} for port in team.egress_tcp_ports]}]
+                    if team.egress_tcp_ports
+                    else []
+                ),
             ],
         },
     }

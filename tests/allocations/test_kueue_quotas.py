@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from allocations.models import Quota, RequestStatus
 from allocations.requests.services import gpu_request_approve, gpu_request_submit
 from tests.factories import QuotaFactory, TeamFactory
+from tests.gpucore.manifests.cases import validate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,6 +49,25 @@ def test_tier3_over_nominal_but_within_borrowing_is_admitted_and_marked_borrowed
     borrowing.refresh_from_db()
     # Tasks run in-process here and the demo cluster is a GitOps tree: approved, provisioned and active at once.
     assert (borrowing.status, borrowing.borrowed) == (RequestStatus.ACTIVE, True)
+
+
+def test_a_borrowed_requests_resource_quota_admits_every_pod_the_portal_admitted(cohort) -> None:
+    org, _, _ = cohort
+    held = [submit(org, TIER3, name="within", units=2), submit(org, TIER3, name="borrowing", units=2)]
+    for request in held:
+        gpu_request_approve(request=request, acting_user=org.approver)
+    borrowing = held[-1]
+    borrowing.refresh_from_db()
+    assert (borrowing.status, borrowing.borrowed) == (RequestStatus.ACTIVE, True)
+    (quota,) = [o for o in borrowing.manifests if o["kind"] == "ResourceQuota"]
+    (limits,) = [o for o in borrowing.manifests if o["kind"] == "LimitRange"]
+    validate(quota)
+    validate(limits)
+    # The API server counts requests.nvidia.com/gpu over the namespace: nominal 2 + borrowing limit 2 holds both.
+    in_namespace = sum(r.resource_units for r in held)
+    assert in_namespace == 4
+    assert int(quota["spec"]["hard"]["requests.nvidia.com/gpu"]) >= in_namespace
+    assert int(limits["spec"]["limits"][0]["max"]["nvidia.com/gpu"]) >= borrowing.resource_units
 
 
 def test_tier2_over_nominal_is_refused_with_the_reason(cohort) -> None:

@@ -82,12 +82,16 @@ class WorkloadStatus:
     ``phase``: ``Running`` (every wanted pod runs), ``Pending`` (some pod waits; ``pending_reason`` says why, e.g.
     ``0/4 nodes are available: 4 Insufficient nvidia.com/gpu``), ``Succeeded``, ``Failed``, ``NotFound`` (nothing is
     there), or ``Unobservable`` (a GitOps tree cannot see the cluster).
+
+    ``finished_at`` is set only when a Job's ``Complete`` or ``Failed`` condition is true: the workload has ended
+    for good (no retry follows), at that time. Pods that ended while their Job may still retry leave it ``None``.
     """
 
     phase: str
     pods: tuple[PodStatus, ...] = ()
     pending_reason: str = ""
     message: str = ""
+    finished_at: datetime | None = None
 
 
 @dataclass(frozen=True)

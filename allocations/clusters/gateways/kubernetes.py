@@ -36,6 +36,7 @@ from allocations.clusters.gateways.kubernetes_readings import (
     covers,
     gateway_error,
     holds_gpus,
+    job_finished,
     mig_instances,
     node_inventory,
     pod_status,
@@ -207,7 +208,14 @@ class KubernetesGateway:
             return self._status_without_pods(namespace, request_id)
         unschedulable = self._scheduling_messages(namespace, pods)
         statuses = tuple(sorted((pod_status(pod, unschedulable) for pod in pods), key=lambda p: p.name))
-        return summarize(statuses)
+        summary = summarize(statuses)
+        if summary.phase in ("Succeeded", "Failed"):
+            # Only the Job says whether its pods' end is final (a failed pod may be retried): ask it.
+            job = self._call(
+                "GET", self._job_path(namespace, request_id), what=workload_name(request_id), missing_ok=True
+            )
+            return (job_finished(job, statuses) if job else None) or summary
+        return summary
 
     def workload_events(self, *, namespace: str, request_id: int, limit: int = 10) -> tuple[WorkloadEvent, ...]:
         """The newest ``limit`` events of the namespace about ``gpr-<id>`` or ``gpr-<id>-*`` (its ReplicaSets, pods)."""
@@ -283,15 +291,17 @@ class KubernetesGateway:
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
         self._call("POST", path, what=f"Pod {namespace}/{name}", body=body, missing_ok=True)
 
+    @staticmethod
+    def _job_path(namespace: str, request_id: int) -> str:
+        return f"/apis/batch/v1/namespaces/{quote(namespace, safe='')}/jobs/{workload_name(request_id)}"
+
     def _status_without_pods(self, namespace: str, request_id: int) -> WorkloadStatus:
         name = workload_name(request_id)
-        job = self._call("GET", f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}", what=name, missing_ok=True)
+        job = self._call("GET", self._job_path(namespace, request_id), what=name, missing_ok=True)
         if job is not None:
-            conditions = {c.get("type"): c for c in (job.get("status") or {}).get("conditions") or []}
-            for kind, phase in (("Complete", "Succeeded"), ("Failed", "Failed")):
-                if (conditions.get(kind) or {}).get("status") == "True":
-                    return WorkloadStatus(phase=phase, message=conditions[kind].get("message", ""))
-            return WorkloadStatus(phase="Pending", pending_reason="The Job has created no pods yet.")
+            return job_finished(job) or WorkloadStatus(
+                phase="Pending", pending_reason="The Job has created no pods yet."
+            )
         path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
         deployment = self._call("GET", path, what=name, missing_ok=True)
         if deployment is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes.utils import parse_quantity
@@ -136,6 +136,32 @@ def summarize(pods: tuple[PodStatus, ...]) -> WorkloadStatus:
         message = "; ".join(f"{pod.name}: {pod.message or pod.reason or 'failed'}" for pod in failed)
         return WorkloadStatus(phase="Failed", pods=pods, message=message)
     return WorkloadStatus(phase="Succeeded", pods=pods)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def job_finished(job: Mapping[str, Any], pods: tuple[PodStatus, ...] = ()) -> WorkloadStatus | None:
+    """The ended workload of a Job whose ``Complete`` or ``Failed`` condition is true, else ``None`` (it may still
+    run or retry). The end is the Job's ``completionTime`` or the condition's transition time."""
+    status = job.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    for kind, phase in (("Complete", "Succeeded"), ("Failed", "Failed")):
+        condition = conditions.get(kind) or {}
+        if condition.get("status") != "True":
+            continue
+        ended = (_parse_time(status.get("completionTime")) if kind == "Complete" else None) or _parse_time(
+            condition.get("lastTransitionTime")
+        )
+        message = condition.get("message") or condition.get("reason") or ""
+        return WorkloadStatus(phase=phase, pods=pods, message=message, finished_at=ended or datetime.now(tz=UTC))
+    return None
 
 
 def node_inventory(node: Any) -> NodeInventory:

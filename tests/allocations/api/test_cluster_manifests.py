@@ -109,3 +109,32 @@ def test_a_cluster_with_a_monitoring_namespace_serves_the_gpu_alerts_and_the_scr
     ]
     for obj in objects[-2:]:
         validate_kueue(obj)
+
+
+def test_the_clusters_operator_settings_reach_its_objects(client_as, demo_org) -> None:
+    # A default kube-prometheus-stack selects rules and monitors by its release label; OpenShift runs the GPU
+    # Operator in nvidia-gpu-operator.
+    cluster = demo_org.cluster
+    cluster.monitoring_namespace = "monitoring"
+    cluster.monitoring_labels = {"release": "kube-prometheus-stack"}
+    cluster.gpu_operator_namespace = "nvidia-gpu-operator"
+    cluster.full_clean()
+    cluster.save()
+    objects = client_as("approver").get(URL).json()
+    for obj in objects[-2:]:
+        validate_kueue(obj)
+        assert obj["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    config_maps = [o for o in objects if o["kind"] == "ConfigMap"]
+    assert config_maps and {o["metadata"]["namespace"] for o in config_maps} == {"nvidia-gpu-operator"}
+
+
+def test_bad_operator_settings_are_refused_naming_the_field(demo_org) -> None:
+    from django.core.exceptions import ValidationError
+
+    cluster = demo_org.cluster
+    for field, value in (("monitoring_labels", {"release": "not a label value!"}), ("egress_tcp_ports", [443, 0])):
+        setattr(cluster, field, value)
+        with pytest.raises(ValidationError) as excinfo:
+            cluster.full_clean()
+        assert field in excinfo.value.message_dict
+        cluster.refresh_from_db()

@@ -276,3 +276,14 @@ def test_shares_and_whole_gpus_are_counted_apart_when_shares_are_renamed() -> No
     assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
     assert quota["spec"]["hard"]["requests.nvidia.com/gpu.shared"] == "16"
     mc.validate(quota)
+
+
+def test_the_setup_docs_give_kueues_quota_check_setting_by_version() -> None:
+    # The ClusterQueues cover GPUs only: Kueue before v0.19 ignores quotaCheckStrategy and leaves every Job Pending.
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "kubernetes-and-kueue.md").read_text()
+    assert "**Kueue v0.19 and later**: `resources.quotaCheckStrategy:\nIgnoreUndeclared`" in text
+    assert "**Kueue v0.15 to v0.18** ignore that field" in text
+    assert "`resources.excludeResourcePrefixes: [cpu, memory]`" in text
+    assert "before v0.18" not in text

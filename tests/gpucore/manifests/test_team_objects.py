@@ -50,6 +50,36 @@ def test_resource_quota_keys() -> None:
     ]
 
 
+def test_resource_quota_allows_nominal_plus_borrowing() -> None:
+    team = TeamContext(
+        "nlp", "team-nlp", {"nvidia.com/gpu": 2, "nvidia.com/mig-1g.10gb": 4}, borrowing={"nvidia.com/gpu": 3}
+    )
+    quota = render_resource_quota(team)
+    mc.validate(quota)
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "5"
+    assert quota["spec"]["hard"]["requests.nvidia.com/mig-1g.10gb"] == "4"
+    assert render_limit_range(team)["spec"]["limits"][0]["max"]["nvidia.com/gpu"] == "5"
+    with pytest.raises(ManifestError, match="without a quota"):
+        TeamContext("nlp", "team-nlp", {"nvidia.com/gpu": 2}, borrowing={"nvidia.com/mig-1g.10gb": 1})
+
+
+def test_namespace_egress_follows_the_clusters_ports() -> None:
+    def external(team: TeamContext) -> list[list[dict]]:
+        (policy,) = [o for o in render_team_objects(team) if o["kind"] == "NetworkPolicy"]
+        mc.validate(policy)
+        return [rule["ports"] for rule in policy["spec"]["egress"] if "to" not in rule]
+
+    dns = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+    assert external(TeamContext("nlp", "team-nlp")) == [dns, [{"protocol": "TCP", "port": 443}]]
+    assert external(TeamContext("nlp", "team-nlp", egress_tcp_ports=[8443, 443])) == [
+        dns,
+        [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 8443}],
+    ]
+    assert external(TeamContext("nlp", "team-nlp", egress_tcp_ports=[])) == [dns]
+    with pytest.raises(ManifestError, match="Egress TCP ports"):
+        TeamContext("nlp", "team-nlp", egress_tcp_ports=[70000])
+
+
 @pytest.mark.parametrize("resource", ["cpu", "memory", "pods", "requests.nvidia.com/gpu", "kubernetes.io/foo"])
 def test_only_extended_resources_take_quotas(resource: str) -> None:
     with pytest.raises(ManifestError, match="extended resource"):
