@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -40,11 +39,11 @@ class ReclaimRunResult:
     enabled: bool = True
 
 
-def idle_reclaim_run(*, now: datetime | None = None) -> ReclaimRunResult:
-    """Warn or suspend each idle development workload as the policy decides; safe to run again at any time."""
+def idle_reclaim_run() -> ReclaimRunResult:
+    """Warn or suspend each idle development workload as the policy decides, now; safe to run again at any time."""
     if not reclaim_enabled():
         return ReclaimRunResult(enabled=False)
-    now = now or timezone.now()
+    now = timezone.now()  # the services stamp the warning and the suspension with the same clock
     result = ReclaimRunResult()
     candidates = reclaim_candidates()
     resumed = last_resumed([request.pk for request in candidates])
