@@ -23,6 +23,8 @@ from allocations.idle_policy import reclaim_thresholds
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import GpuRequest, RequestEvent, RequestStatus
 from allocations.requests.services import (
+    ROLE_NOT_READ,
+    RoleNotRead,
     _lock_team,
     _require_pool_capacity,
     _require_quota_fits,
@@ -91,9 +93,9 @@ def gpu_request_suspend(
     return True
 
 
-def resume_refusal(*, user: User, request: GpuRequest) -> str | None:
+def resume_refusal(*, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ) -> str | None:
     """Why ``user`` may not resume ``request`` now (who they are, or it is not suspended), or None."""
-    if refusal := owner_or_lead_refusal(user=user, request=request):
+    if refusal := owner_or_lead_refusal(user=user, request=request, role=role):
         return refusal
     if request.status != RequestStatus.SUSPENDED:
         return RESUME_REFUSAL.format(pk=request.pk, status=request.status)
@@ -145,9 +147,11 @@ def _keep_status_refusal(request: GpuRequest) -> str | None:
     return None
 
 
-def keep_refusal(*, user: User, request: GpuRequest) -> str | None:
+def keep_refusal(*, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ) -> str | None:
     """Why ``user`` may not defer ``request``'s idle reclaim now, or None."""
-    return owner_or_lead_refusal(user=user, request=request) or _keep_status_refusal(request)
+    if request.status != RequestStatus.ACTIVE or request.workload_type not in RECLAIMABLE_WORKLOADS:
+        return _keep_status_refusal(request)  # no role read for the requests this never applies to
+    return owner_or_lead_refusal(user=user, request=request, role=role) or _keep_status_refusal(request)
 
 
 def gpu_request_keep(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
