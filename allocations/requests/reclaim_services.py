@@ -158,7 +158,8 @@ def gpu_request_keep(*, request: GpuRequest, acting_user: AbstractBaseUser, comm
     """Defer the idle reclaim of a running development workload: idle hours count again from now (once per window)."""
     require_owner_or_lead(acting_user, request)
     with transaction.atomic():
-        locked = GpuRequest.objects.select_for_update().select_related("sla_tier").get(pk=request.pk)
+        # of=("self",): PostgreSQL cannot lock the nullable side of the tier's outer join.
+        locked = GpuRequest.objects.select_for_update(of=("self",)).select_related("sla_tier").get(pk=request.pk)
         if refusal := _keep_status_refusal(locked):
             raise InvalidTransition(locked, locked.status, refusal)
         now = timezone.now()
