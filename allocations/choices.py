@@ -45,3 +45,5 @@ class RequestStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     RELEASED = "released", "Released"
     EXPIRED = "expired", "Expired"
+    # Scaled to zero by the idle reclaim policy: holds no GPU, is not billed, and may be resumed.
+    SUSPENDED = "suspended", "Suspended (idle)"

@@ -54,6 +54,7 @@ def gpu_request_transition(
     updates: dict[str, Any] | None = None,
     from_statuses: frozenset[str] | None = None,
     refusal: str | None = None,
+    details: dict[str, Any] | None = None,
 ) -> GpuRequest:
     """Move a request to a new status under a row lock and write its event, or raise InvalidTransition.
 
@@ -61,7 +62,7 @@ def gpu_request_transition(
     extra fields saved in the same transaction (e.g. ``status_detail``). ``from_statuses`` narrows the move to the
     statuses an action accepts (cancel: not yet approved), checked under the lock so a racing action cannot slip in
     between; ``refusal`` is then the InvalidTransition's message, formatted with the locked request's ``pk`` and
-    ``status``.
+    ``status``. ``details`` is the evidence kept on the event (an idle reclaim's readings).
     """
     if to_status not in RequestStatus.values:
         raise InvalidTransition(request, to_status)
@@ -95,6 +96,7 @@ def gpu_request_transition(
             from_status=from_status,
             to_status=to_status,
             comment=comment,
+            details=details or {},
         )
         audit_record(actor=acting_user, obj=locked, before=before, actor_label=actor_label or "system", comment=comment)
     # Keep the caller's instance in step with the database.

@@ -12,6 +12,7 @@ from billing.costs.services import monthly_reports_close, previous_month
 from billing.metering.gpu_health import gpu_health_catch_up
 from billing.metering.prometheus import PrometheusUnavailable
 from billing.metering.services import HOUR, utilization_health_catch_up, utilization_pull
+from billing.reclaim.services import idle_reclaim_run
 
 logger = logging.getLogger(__name__)
 
@@ -76,3 +77,15 @@ def close_previous_month() -> dict[str, object]:
 
 
 __all__ = ["close_previous_month", "costs_tasks", "pull_utilization", "pull_utilization_all"]
+
+
+@shared_task(name="billing.reclaim_idle_workloads", acks_late=True)
+def reclaim_idle_workloads() -> dict[str, object]:
+    """Warn, then suspend, idle development workloads (beat: hourly, after the pull); a re-run repeats nothing."""
+    result = idle_reclaim_run()
+    return {
+        "enabled": result.enabled,
+        "warned": result.warned,
+        "suspended": result.suspended,
+        "failed": result.failed,
+    }

@@ -27,6 +27,8 @@ app.conf.beat_schedule = {
     "clear-expired-sessions": {"task": "portal.clear_expired_sessions", "schedule": crontab(minute=45, hour=3)},
     # Money budgets: a threshold crossed notifies within the hour, once a month (billing.costs.budget_alerts).
     "check-team-budgets": {"task": "billing.check_team_budgets", "schedule": crontab(minute=20)},
+    # Idle reclaim: warn, then suspend, idle development workloads, after the hour's utilization is pulled.
+    "reclaim-idle-workloads": {"task": "billing.reclaim_idle_workloads", "schedule": crontab(minute=25)},
     "close-monthly-reports": {
         "task": "billing.close_previous_month",
         "schedule": crontab(minute=30, hour=2, day_of_month=1),

@@ -320,7 +320,7 @@ class RequestEventSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = RequestEvent
-        fields = ["id", "at", "actor", "from_status", "to_status", "comment"]
+        fields = ["id", "at", "actor", "from_status", "to_status", "comment", "details"]
         read_only_fields = fields
 
 

@@ -35,7 +35,7 @@ from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERROR
 from allocations.api.request_values import gpu_request_values, serialize_gpu_requests
 from allocations.clusters.placement import place
 from allocations.models import AllocationExtension, GpuRequest
-from allocations.requests import extension_services, services
+from allocations.requests import extension_services, reclaim_services, services
 from allocations.requests.filtersets import GpuRequestFilterSet
 from infra.api_pagination import COUNT_LIMIT, KeysetPageNumberPagination
 from infra.renderers import KubernetesYamlRenderer
@@ -180,7 +180,7 @@ _FIELD_SELECTION = [
 class GpuRequestViewSet(
     ScopedViewMixin, ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
-    """GPU requests: list, read, submit, and the lifecycle actions (approve, reject, cancel, release)."""
+    """GPU requests: list, read, submit, and the lifecycle actions (approve, reject, cancel, release, resume, keep)."""
 
     serializer_class = api.GpuRequestSerializer
     filter_backends = [DjangoFilterBackend, SearchFilter, OrderingFilter]
@@ -331,6 +331,24 @@ class GpuRequestViewSet(
     def release(self, request: Request, pk: str | None = None) -> Response:
         """Give the allocation back; it stops counting against the quota at once."""
         obj = services.gpu_request_release(
+            request=self.get_object(), acting_user=request.user, comment=self._comment(request)
+        )
+        return self._answer(obj)
+
+    @_action_schema("Resume a request suspended for idling, if the quota allows (requester, team lead, approver)", 202)
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: str | None = None) -> Response:
+        """Bring a suspended request back: quota and pool re-checked (400 naming ``quota``), provisioning queued."""
+        obj = reclaim_services.gpu_request_resume(
+            request=self.get_object(), acting_user=request.user, comment=self._comment(request)
+        )
+        return self._answer(obj, status.HTTP_202_ACCEPTED)
+
+    @_action_schema("Defer the idle reclaim of a running notebook, once per idle window (requester, lead)", 200)
+    @action(detail=True, methods=["post"])
+    def keep(self, request: Request, pk: str | None = None) -> Response:
+        """Keep an active development workload running: its idle hours count again from now."""
+        obj = reclaim_services.gpu_request_keep(
             request=self.get_object(), acting_user=request.user, comment=self._comment(request)
         )
         return self._answer(obj)

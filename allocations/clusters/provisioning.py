@@ -427,7 +427,9 @@ def gpu_requests_expire(*, now: Any = None) -> tuple[list[int], list[int]]:
     now = now or timezone.now()
     running = (RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE)
     expired = []
-    for request in GpuRequest.objects.filter(status__in=running, expires_at__lte=now):
+    # A suspended request still ends at its expiry (its volume and objects are then removed).
+    ending = (*running, RequestStatus.SUSPENDED)
+    for request in GpuRequest.objects.filter(status__in=ending, expires_at__lte=now):
         gpu_request_transition(
             request=request,
             to_status=RequestStatus.EXPIRED,

@@ -25,8 +25,16 @@ ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     RequestStatus.APPROVED: frozenset({RequestStatus.PROVISIONING, RequestStatus.FAILED, RequestStatus.RELEASED}),
     RequestStatus.PROVISIONING: frozenset({RequestStatus.ACTIVE, RequestStatus.FAILED, RequestStatus.RELEASED}),
     RequestStatus.ACTIVE: frozenset(
-        {RequestStatus.PROVISIONING, RequestStatus.RELEASED, RequestStatus.EXPIRED, RequestStatus.FAILED}
+        {
+            RequestStatus.PROVISIONING,
+            RequestStatus.RELEASED,
+            RequestStatus.EXPIRED,
+            RequestStatus.FAILED,
+            RequestStatus.SUSPENDED,
+        }
     ),
+    # Resumed through provisioning (its objects applied again at their replicas), or ended while suspended.
+    RequestStatus.SUSPENDED: frozenset({RequestStatus.PROVISIONING, RequestStatus.RELEASED, RequestStatus.EXPIRED}),
     RequestStatus.FAILED: frozenset({RequestStatus.PROVISIONING, RequestStatus.RELEASED}),
     RequestStatus.REJECTED: frozenset(),
     RequestStatus.RELEASED: frozenset(),
@@ -39,7 +47,13 @@ TERMINAL_STATUSES = frozenset(s for s, targets in ALLOWED_TRANSITIONS.items() if
 CANCELLABLE_STATUSES = frozenset({RequestStatus.DRAFT, RequestStatus.PENDING_APPROVAL})
 # Statuses an approved or running allocation may be given back from.
 RELEASABLE_STATUSES = frozenset(
-    {RequestStatus.APPROVED, RequestStatus.PROVISIONING, RequestStatus.ACTIVE, RequestStatus.FAILED}
+    {
+        RequestStatus.APPROVED,
+        RequestStatus.PROVISIONING,
+        RequestStatus.ACTIVE,
+        RequestStatus.FAILED,
+        RequestStatus.SUSPENDED,
+    }
 )
 # Statuses a platform approver may hand back to provisioning (its objects applied again).
 REAPPLICABLE_STATUSES = frozenset({RequestStatus.FAILED, RequestStatus.ACTIVE})
@@ -115,6 +129,10 @@ class GpuRequest(models.Model):
     observed_phase = models.CharField(max_length=20, blank=True, help_text="Workload phase last seen on the cluster.")
     observed_at = models.DateTimeField(null=True, blank=True)
     expiry_notified_at = models.DateTimeField(null=True, blank=True)
+    # Idle reclaim: the last warning, the owner's last "keep" (idle hours count again from it), the suspension.
+    idle_warned_at = models.DateTimeField(null=True, blank=True)
+    idle_kept_at = models.DateTimeField(null=True, blank=True)
+    suspended_at = models.DateTimeField(null=True, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -220,6 +238,9 @@ class RequestEvent(models.Model):
     from_status = models.CharField(max_length=20, choices=RequestStatus.choices, blank=True)
     to_status = models.CharField(max_length=20, choices=RequestStatus.choices)
     comment = models.TextField(blank=True)
+    details = models.JSONField(
+        default=dict, blank=True, help_text="Evidence for the change, e.g. the hourly readings behind an idle reclaim."
+    )
 
     class Meta:
         ordering = ["at", "id"]

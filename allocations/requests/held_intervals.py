@@ -70,13 +70,56 @@ def _held_span(
     return activated_at or provisioning_started, finished
 
 
+Gap = tuple[datetime, datetime | None]
+
+
+def _suspension_gaps(*, end: datetime, teams: Iterable[Team] | None) -> dict[int, list[Gap]]:
+    """Per request, its suspensions before ``end``: from the move to ``suspended`` to the move out of it (None while
+    still suspended). Few rows: only requests the idle reclaim policy ever suspended have any."""
+    events = RequestEvent.objects.filter(
+        Q(to_status=RequestStatus.SUSPENDED) | Q(from_status=RequestStatus.SUSPENDED), at__lt=end
+    ).exclude(from_status=F("to_status"))
+    if teams is not None:
+        events = events.filter(request__team__in=list(teams))
+    gaps: dict[int, list[Gap]] = {}
+    for request_id, to_status, at in events.order_by("request_id", "at", "id").values_list(
+        "request_id", "to_status", "at"
+    ):
+        spans = gaps.setdefault(request_id, [])
+        if to_status == RequestStatus.SUSPENDED:
+            spans.append((at, None))
+        elif spans and spans[-1][1] is None:
+            spans[-1] = (spans[-1][0], at)
+    return gaps
+
+
+def _minus_gaps(began: datetime, finished: datetime | None, gaps: list[Gap]) -> list[tuple[datetime, datetime | None]]:
+    """``[began, finished)`` without the suspensions: the pieces during which the request held its GPUs."""
+    pieces: list[tuple[datetime, datetime | None]] = []
+    cursor: datetime | None = began
+    for gap_start, gap_end in gaps:
+        if cursor is None:
+            break
+        if finished is not None and gap_start >= finished:
+            break
+        if gap_end is not None and gap_end <= cursor:
+            continue
+        if gap_start > cursor:
+            pieces.append((cursor, gap_start))
+        cursor = None if gap_end is None else max(cursor, gap_end)
+    if cursor is not None and (finished is None or cursor < finished):
+        pieces.append((cursor, finished))
+    return pieces
+
+
 def allocation_intervals(
     *, start: datetime, end: datetime, teams: Iterable[Team] | None = None
 ) -> list[AllocationInterval]:
     """Every request's spans of holding GPUs that meet ``[start, end)``, in request order (the one definition).
 
     A request holds GPUs from its activation or, never activated, from the first time it entered provisioning (its
-    pods may hold GPUs while pending), until it ended: ``ended_at``, else, for a request failed, rejected, released
+    pods may hold GPUs while pending), except while the idle reclaim policy had it suspended (one span per piece
+    between suspensions), until it ended: ``ended_at``, else, for a request failed, rejected, released
     or expired without one, its last status change. Approval alone holds quota, not GPUs. The requests come with
     team, SLA tier and pool (and the pool's GPU model) loaded; ``teams`` keeps only theirs.
 
@@ -92,13 +135,15 @@ def allocation_intervals(
         .defer("spec", "manifests", "purpose", "command", "status_detail")
         .annotate(held_spec_json=HeldSpecJson())
     )
+    gaps = _suspension_gaps(end=end, teams=teams)
     intervals = []
     for request in requests:
         request.held_spec = json.loads(request.held_spec_json)
         began, finished = _held_span(*(getattr(request, column) for column in _SPAN_COLUMNS))
-        interval = AllocationInterval(request=request, start=began, end=finished)
-        if interval.overlaps(start, end):  # a request failed before the window, without ended_at, held nothing in it
-            intervals.append(interval)
+        for piece_start, piece_end in _minus_gaps(began, finished, gaps.get(request.pk, [])):
+            interval = AllocationInterval(request=request, start=piece_start, end=piece_end)
+            if interval.overlaps(start, end):  # a request failed before the window, without ended_at, held nothing
+                intervals.append(interval)
     return intervals
 
 
@@ -147,10 +192,12 @@ def held_span_rows(
     requests = _requests_holding(start=start, end=end, teams=teams)
     if "held_spec_json" in fields:
         requests = requests.annotate(held_spec_json=HeldSpecJson())
+    gaps = _suspension_gaps(end=end, teams=teams)
     width = len(fields)
     rows = []
-    for row in requests.values_list(*fields, *_SPAN_COLUMNS):
-        began, finished = _held_span(*row[width:])
-        if began < end and (finished is None or finished > start):  # AllocationInterval.overlaps
-            rows.append((row[:width], began, finished))
+    for row in requests.values_list(*fields, *_SPAN_COLUMNS, "pk"):
+        began, finished = _held_span(*row[width:-1])
+        for piece_start, piece_end in _minus_gaps(began, finished, gaps.get(row[-1], [])):
+            if piece_start < end and (piece_end is None or piece_end > start):  # AllocationInterval.overlaps
+                rows.append((row[:width], piece_start, piece_end))
     return rows

@@ -15,6 +15,7 @@ from allocations.models import (
     RequestStatus,
 )
 from allocations.requests.extension_services import extend_refusal, extension_decide_refusal
+from allocations.requests.reclaim_services import keep_refusal, resume_refusal
 from allocations.requests.services import (
     ROLE_NOT_READ,
     RoleNotRead,
@@ -47,6 +48,9 @@ def gpu_request_actions(
         # Cloning only pre-fills a form; submitting it is checked like any new request (the user's own teams).
         "clone": request.status in CLONABLE_STATUSES and role is not None,
         "reapply": reapply_refusal(user=user, request=request) is None,
+        # Idle reclaim: bring a suspended notebook back, or keep a running one from being suspended.
+        "resume": resume_refusal(user=user, request=request, role=role) is None,
+        "keep": keep_refusal(user=user, request=request, role=role) is None,
     }
 
 

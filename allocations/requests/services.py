@@ -298,7 +298,9 @@ def owner_or_lead_refusal(
 # The status refusals' wording, formatted with the request's pk and status: by the predicates for the pages, and by
 # gpu_request_transition under the row lock for the services (so a racing action cannot slip in between).
 CANCEL_REFUSAL = "Only a pending request can be cancelled; #{pk} is {status} (release it instead)."
-RELEASE_REFUSAL = "Only an approved, provisioning, active or failed request can be released; #{pk} is {status}."
+RELEASE_REFUSAL = (
+    "Only an approved, provisioning, active, suspended or failed request can be released; #{pk} is {status}."
+)
 
 
 def _cancel_status_refusal(request: GpuRequest) -> str | None:

@@ -35,6 +35,7 @@ from allocations.requests.pages import (
     gpu_request_live_status,
     gpu_request_manifests_yaml,
 )
+from allocations.requests.reclaim_services import gpu_request_keep, gpu_request_resume
 from allocations.requests.services import (
     form_submission_claim,
     form_submission_done,
@@ -284,3 +285,17 @@ def request_reapply(request: HttpRequest, pk: int) -> HttpResponse:
     """Platform approvers: hand a failed or active request back to provisioning (objects applied again)."""
     require_platform_admin(request)
     return _act_on_request(request, pk, gpu_request_reapply, "was handed back to provisioning")
+
+
+@login_required
+@require_POST
+def request_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    """Bring a request suspended for idling back, if the team's quota allows."""
+    return _act_on_request(request, pk, gpu_request_resume, "is resuming: its workload is applied again")
+
+
+@login_required
+@require_POST
+def request_keep(request: HttpRequest, pk: int) -> HttpResponse:
+    """Keep a running notebook from idle reclaim for one more window."""
+    return _act_on_request(request, pk, gpu_request_keep, "is kept running: idle hours count again from now")

@@ -6,6 +6,7 @@ Every variable is listed in docs/operating.md, "Configuration".
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -403,6 +404,13 @@ BILLING_UTILIZATION_MAX_HOURS_PER_PULL = env_int("BILLING_UTILIZATION_MAX_HOURS_
 BILLING_SCRAPE_MAX_AGE_SECONDS = env_int("BILLING_SCRAPE_MAX_AGE_SECONDS", 60)
 # Share the cost of idle pool capacity among teams in proportion to their allocations (OpenCost's weighted sharing).
 BILLING_SHARE_IDLE_COST = env_bool("BILLING_SHARE_IDLE_COST", False)
+# Idle reclaim (docs/idle-reclaim.md): development workloads idle for a tier's window are warned, then scaled to zero.
+# IDLE_RECLAIM_ENABLED=false turns the whole policy off; IDLE_RECLAIM_THRESHOLDS (JSON) overrides the per-tier defaults,
+# e.g. {"tier3_development": {"window_hours": 12, "warn_hours": 3, "utilization_pct": 5, "memory_mib": 2048}}.
+IDLE_RECLAIM_ENABLED = env_bool("IDLE_RECLAIM_ENABLED", True)
+IDLE_RECLAIM_THRESHOLDS: dict[str, dict[str, object]] = json.loads(env_str("IDLE_RECLAIM_THRESHOLDS") or "{}")
+if not isinstance(IDLE_RECLAIM_THRESHOLDS, dict):
+    raise ImproperlyConfigured("IDLE_RECLAIM_THRESHOLDS must be a JSON object of tier slug -> thresholds.")
 # MIG plan rollouts: seconds between passes over a plan's nodes, and how long one task drives a rollout before it
 # hands over to a fresh one (nodes reboot for minutes).
 MIG_PLAN_POLL_SECONDS = float(env_str("MIG_PLAN_POLL_SECONDS") or 10)

@@ -96,3 +96,37 @@ def test_both_reads_give_each_spec_key_as_the_spec_holds_it(demo_org) -> None:
         pk: without_nulls(spec) for pk, spec in held.items()
     }
     assert "null" not in [value for spec in (*rows.values(), *held.values()) for value in spec.values()]
+
+
+def _moved(request_obj: GpuRequest, from_status: str, to_status: str, at: datetime) -> None:
+    event = RequestEvent.objects.create(
+        request=request_obj, actor_label="system:idle-reclaim", from_status=from_status, to_status=to_status
+    )
+    RequestEvent.objects.filter(pk=event.pk).update(at=at)
+
+
+def test_a_suspension_is_not_held_and_a_resume_holds_again(demo_org) -> None:
+    """Billing stops at the suspension and starts again when the request is resumed (to provisioning)."""
+    activated = START + timedelta(days=1)
+    suspended_at = START + timedelta(days=2)
+    resumed_at = START + timedelta(days=3)
+    resumed = request(demo_org, activated_at=activated)
+    _moved(resumed, RequestStatus.ACTIVE, RequestStatus.SUSPENDED, suspended_at)
+    _moved(resumed, RequestStatus.SUSPENDED, RequestStatus.PROVISIONING, resumed_at)
+    # A timeline note (an idle warning) goes from and to the same status: it splits nothing.
+    _moved(resumed, RequestStatus.ACTIVE, RequestStatus.ACTIVE, START + timedelta(days=4))
+    still = request(demo_org, status=RequestStatus.SUSPENDED, activated_at=activated)
+    _moved(still, RequestStatus.ACTIVE, RequestStatus.SUSPENDED, suspended_at)
+
+    intervals = allocation_intervals(start=START, end=END)
+    spans = [(i.request.pk, i.start, i.end) for i in intervals]
+    assert spans == [
+        (resumed.pk, activated, suspended_at),
+        (resumed.pk, resumed_at, None),
+        (still.pk, activated, suspended_at),
+    ]
+    rows = held_span_rows(start=START, end=END, fields=("pk",))
+    assert [(row[0][0], row[1], row[2]) for row in rows] == spans
+    # A window inside the suspension holds nothing.
+    inside = held_span_rows(start=suspended_at, end=resumed_at, fields=("pk",))
+    assert inside == []
