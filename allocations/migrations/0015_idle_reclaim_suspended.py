@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("allocations", "0013_gpurequest_base_manager"),
+        ("allocations", "0014_cluster_operator_settings"),
     ]
 
     operations = [
