@@ -241,6 +241,8 @@ else:
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL") or "GPU Portal <gpu-portal@localhost>"
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 PORTAL_FINANCE_EMAILS = env_list("PORTAL_FINANCE_EMAILS", [])
+# Hosts a budget's chat URL may name even when they resolve to a private address (an internal relay); none by default.
+CHAT_WEBHOOK_ALLOWED_HOSTS = env_list("CHAT_WEBHOOK_ALLOWED_HOSTS", [])
 
 # Celery: with no broker configured, tasks run in-process (eagerly) and the UI says so in a banner.
 _BROKER_FROM_ENV = env_str("CELERY_BROKER_URL") or ""
