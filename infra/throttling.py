@@ -130,11 +130,13 @@ class FailureThrottledTokenAuthentication(TokenAuthentication):
             return None  # no token offered: another authentication class (or anonymous) applies
         try:
             return super().authenticate(request)
-        except exceptions.AuthenticationFailed:
+        except exceptions.AuthenticationFailed as failed:
             key = words[1].decode("ascii", errors="replace") if len(words) == 2 else ""
             wait = self._count_failure(client=client_ip(request._request), prefix=self.key_prefix(key))
             if wait is not None:
-                raise exceptions.Throttled(wait=wait, detail=f"Too many failed token attempts; retry in {wait} s.")
+                raise exceptions.Throttled(
+                    wait=wait, detail=f"Too many failed token attempts; retry in {wait} s."
+                ) from failed
             raise
 
     @staticmethod
