@@ -66,3 +66,27 @@ class AuditedAdminMixin:
             audit_record(actor=request.user, obj=obj, before=None)
         for obj, _fields in formset.changed_objects:
             audit_record(actor=request.user, obj=obj, before=befores.get(obj.pk))
+
+
+class AuditedM2MAdminMixin(AuditedAdminMixin):
+    """``AuditedAdminMixin`` for a model whose many-to-many fields matter (a user's groups and permissions): one event
+    per save, recorded once the admin has saved the relations too, with ``audited_m2m`` beside the fields."""
+
+    audited_m2m: tuple[str, ...] = ()
+
+    def _with_m2m(self, obj: Any) -> dict[str, Any]:
+        values = audit_snapshot(obj) or {}
+        for name in self.audited_m2m:
+            values[name] = sorted(str(related) for related in getattr(obj, name).all())
+        return values
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        stored = type(obj)._default_manager.filter(pk=obj.pk).first() if change and obj.pk else None
+        form._audit_before = self._with_m2m(stored) if stored is not None else None
+        super(AuditedAdminMixin, self).save_model(request, obj, form, change)  # type: ignore[misc]  # recorded below
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)  # type: ignore[misc]
+        before = getattr(form, "_audit_before", None)
+        after = self._with_m2m(form.instance)
+        audit_record(actor=request.user, obj=form.instance, before=before, after=after if before else None)

@@ -28,6 +28,7 @@ from audit.models import AuditAction, AuditEvent
 # Fields that hold or name a secret (a chat webhook URL carries its token): recorded as a fingerprint, so a change
 # shows without the value.
 SECRET_FIELD_SUFFIXES = ("secret_ref", "password", "digest", "webhook_url")
+SECRET_FIELD_NAMES = {"key"}  # DRF's authtoken: the key itself
 PRUNE_BATCH = 5000
 
 
@@ -48,7 +49,7 @@ def audit_snapshot(obj: models.Model | None) -> dict[str, Any] | None:
         if field.generated:  # the database's copy of other fields (a request's spec as text)
             continue
         value = field.value_from_object(obj)
-        if field.name.endswith(SECRET_FIELD_SUFFIXES):
+        if field.name.endswith(SECRET_FIELD_SUFFIXES) or field.name in SECRET_FIELD_NAMES:
             value = _fingerprint(value)
         values[field.attname] = value
     return json.loads(json.dumps(values, cls=DjangoJSONEncoder))
@@ -67,8 +68,11 @@ def audit_record(
     deleted: bool = False,
     actor_label: str = "",
     comment: str = "",
+    after: dict[str, Any] | None = None,
 ) -> AuditEvent | None:
     """Record a write to ``obj``: created (``before`` None), changed, or ``deleted``; None when nothing changed.
+
+    ``after`` replaces the object's snapshot when the change is not in its own fields (a user's groups).
 
     ``actor`` is the user who acted (None for the system: then ``actor_label`` says which part, e.g. ``sso``); the
     origin (browser, API, admin, task) and the client address come from the current audit context.
@@ -79,7 +83,7 @@ def audit_record(
         action, old, new = AuditAction.CREATE, None, audit_snapshot(obj)
     else:
         action = AuditAction.UPDATE
-        old, new = _changes(before, audit_snapshot(obj) or {})
+        old, new = _changes(before, after if after is not None else audit_snapshot(obj) or {})
         if not new and not old:
             return None
     origin = current_context()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
 from audit.admin import AuditedAdminMixin
+from billing.costs.chat_urls import chat_url_refusal
 from billing.models import (
     BudgetNotice,
     GpuPrice,
@@ -106,12 +108,48 @@ class OrganisationMonthSummaryAdmin(admin.ModelAdmin):
         return False
 
 
+class TeamBudgetAdminForm(forms.ModelForm):
+    """The chat URL carries the chat's token: never shown back (as on the budget page); blank keeps the one set."""
+
+    chat_webhook_url = forms.CharField(
+        label="Chat (apprise URL)",
+        required=False,
+        max_length=500,
+        help_text="slack://..., workflows://... or mailto://...; blank keeps the current one.",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+    )
+    remove_chat = forms.BooleanField(required=False, label="No chat: e-mail the leads only")
+
+    class Meta:
+        model = TeamBudget
+        fields = ["team", "monthly_amount", "thresholds_pct", "chat_webhook_url"]
+
+    def clean_chat_webhook_url(self) -> str:
+        typed = (self.cleaned_data.get("chat_webhook_url") or "").strip()
+        if not typed:
+            return self.instance.chat_webhook_url if self.instance.pk else ""
+        if typed != self.instance.chat_webhook_url:
+            # Only staff reach the admin: platform admins, who may name any service, but never a private address.
+            refusal = chat_url_refusal(typed, privileged=True)
+            if refusal:
+                raise forms.ValidationError(refusal)
+        return typed
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if cleaned.get("remove_chat"):
+            cleaned["chat_webhook_url"] = ""
+            self.instance.chat_webhook_url = ""
+        return cleaned
+
+
 @admin.register(TeamBudget)
 class TeamBudgetAdmin(AuditedAdminMixin, admin.ModelAdmin):
     """A team's monthly money budget and its thresholds; audited like every write to a team's settings."""
 
+    form = TeamBudgetAdminForm
     list_display = ["team", "monthly_amount", "currency", "thresholds_pct", "has_chat"]
-    fields = ["team", "monthly_amount", "thresholds_pct", "chat_webhook_url"]
+    fields = ["team", "monthly_amount", "thresholds_pct", "chat_webhook_url", "remove_chat"]
     autocomplete_fields = ["team"]
 
     @admin.display(boolean=True, description="chat")

@@ -34,7 +34,7 @@ class TeamBudgetForm(forms.Form):
         label="Chat (apprise URL)",
         required=False,
         max_length=500,
-        help_text="slack://TokenA/TokenB/TokenC, msteams://... or workflows://...; blank keeps the current one.",
+        help_text="slack://TokenA/TokenB/TokenC, workflows://... (Teams) or mailto://...; blank keeps the current one.",
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off", "spellcheck": "false"}),
     )
     remove_chat = forms.BooleanField(required=False, label="No chat: e-mail the leads only")

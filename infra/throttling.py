@@ -96,31 +96,48 @@ class SharedUserRateThrottle(_SharedWindow, UserRateThrottle):
 
 
 class FailureThrottledTokenAuthentication(TokenAuthentication):
-    """Token authentication that answers 429 to a client IP after too many failed tokens in a window.
+    """Token authentication that answers 429 instead of 401 once failed tokens pass a budget, never to a valid one.
 
-    A key is 40 hex characters, so guessing is hopeless anyway; the brake stops a scan from costing a database read
-    per attempt and makes it visible (429s in the access log).
+    Failures are counted twice in a window: per client address and per presented key's prefix (a named token's
+    public id), so a scan from one address and guesses at one token both show as 429s in the access log. Every key
+    is still checked (one indexed read; a key is 256 or 160 random bits, so guessing is hopeless anyway): a valid
+    credential is served whoever failed before it from the same address, a NAT or an Ingress controller.
     """
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
-        """Refuse while this IP is over its failure budget, count a failed token, else DRF's token check."""
+        """DRF's token check; a failure is counted, and answered 429 when its client or key prefix is over budget."""
         words = get_authorization_header(request).split()
         if not words or words[0].lower() != self.keyword.lower().encode():
             return None  # no token offered: another authentication class (or anonymous) applies
-        limit, duration = _parse_rate(settings.API_TOKEN_FAILURE_RATE)
-        key = f"api-token-failures:{client_ip(request._request)}"
-        try:
-            failures, wait = window_count(key, duration=duration)
-        except Exception:
-            logger.warning("Token failure brake not applied: the cache did not answer.", exc_info=True)
-            failures, wait = 0, 0
-        if failures >= limit:
-            raise exceptions.Throttled(wait=wait, detail=f"Too many failed token attempts; retry in {wait} s.")
         try:
             return super().authenticate(request)
-        except exceptions.AuthenticationFailed:
+        except exceptions.AuthenticationFailed as failed:
+            key = words[1].decode("ascii", errors="replace") if len(words) == 2 else ""
+            wait = self._count_failure(client=client_ip(request._request), prefix=self.key_prefix(key))
+            if wait is not None:
+                raise exceptions.Throttled(
+                    wait=wait, detail=f"Too many failed token attempts; retry in {wait} s."
+                ) from failed
+            raise
+
+    @staticmethod
+    def key_prefix(key: str) -> str:
+        """The part of a key that names it without its secret: up to the last ``_`` (``gpp_<public id>``), else
+        its first 8 characters (a legacy key is all secret)."""
+        head, sep, _ = key.rpartition("_")
+        return (head if sep else key[:8])[:64]
+
+    @staticmethod
+    def _count_failure(*, client: str, prefix: str) -> int | None:
+        """Count one failure per client and per key prefix; the seconds to wait when either is over budget."""
+        limit, duration = _parse_rate(settings.API_TOKEN_FAILURE_RATE)
+        waits = []
+        for key in (f"api-token-failures:client:{client}", f"api-token-failures:key:{prefix}"):
             try:
-                window_hit(key, duration=duration)
+                count, wait = window_hit(key, duration=duration)
             except Exception:
                 logger.warning("Failed token not counted: the cache did not answer.", exc_info=True)
-            raise
+                continue
+            if count > limit:
+                waits.append(wait)
+        return max(waits) if waits else None

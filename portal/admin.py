@@ -1,12 +1,32 @@
-"""Admin pages for single sign-on: the IdP group mapping and the group sync policy (platform admins)."""
+"""Admin pages for single sign-on (the IdP group mapping and the group sync policy) and, audited, for who may do
+what: users, groups, DRF's per-user keys and sign-in lockouts (platform admins)."""
 
 from __future__ import annotations
 
-from django.contrib import admin
-from django.http import HttpRequest
+from typing import Any
 
-from audit.admin import AuditedAdminMixin
+# Imported first so that their own registrations exist to be replaced below, whatever the app order.
+import axes.admin  # noqa: F401
+import django.contrib.auth.admin  # noqa: F401
+import rest_framework.authtoken.admin  # noqa: F401
+from axes.admin import AccessAttemptAdmin
+from axes.models import AccessAttempt
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group
+from django.http import HttpRequest
+from rest_framework.authtoken.admin import TokenAdmin
+from rest_framework.authtoken.models import TokenProxy
+
+from audit.admin import AuditedAdminMixin, AuditedM2MAdminMixin
+from audit.services import audit_record
 from portal.models import GroupMapping, GroupSyncPolicy
+
+User = get_user_model()
+LOCKOUT_LIFTED = "sign-in lockout lifted"
+for _model in (User, Group, TokenProxy, AccessAttempt):
+    admin.site.unregister(_model)
 
 
 @admin.register(GroupMapping)
@@ -29,3 +49,45 @@ class GroupSyncPolicyAdmin(AuditedAdminMixin, admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: GroupSyncPolicy | None = None) -> bool:
         return False
+
+
+# --- Who may do what: users, groups, API keys and sign-in lockouts, every change audited ---------------------------
+
+
+@admin.register(User)
+class PrivilegeAuditedUserAdmin(AuditedM2MAdminMixin, UserAdmin):
+    """Django's user admin; superuser, staff, active, groups (the approvers among them) and permissions are audited
+    with their values before and after."""
+
+    audited_m2m = ("groups", "user_permissions")
+
+
+@admin.register(Group)
+class PrivilegeAuditedGroupAdmin(AuditedM2MAdminMixin, GroupAdmin):
+    """Django's group admin; a group's permissions (what its members may do) are audited."""
+
+    audited_m2m = ("permissions",)
+
+
+@admin.register(TokenProxy)
+class AuditedTokenAdmin(AuditedAdminMixin, TokenAdmin):
+    """DRF's per-user keys: minting one (for anyone) or deleting one is audited; the key only as a fingerprint."""
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        admin.ModelAdmin.save_model(self, request, obj, form, change)
+        for_whom = "" if obj.user_id == request.user.pk else f"minted for another user: {obj.user}"
+        audit_record(actor=request.user, obj=obj, before=None, comment=for_whom)
+
+
+@admin.register(AccessAttempt)
+class AuditedAccessAttemptAdmin(AuditedAdminMixin, AccessAttemptAdmin):
+    """django-axes' attempts: deleting one lifts its lockout, audited as such."""
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        audit_record(actor=request.user, obj=obj, before=None, deleted=True, comment=LOCKOUT_LIFTED)
+        admin.ModelAdmin.delete_model(self, request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for obj in queryset:
+            audit_record(actor=request.user, obj=obj, before=None, deleted=True, comment=LOCKOUT_LIFTED)
+        admin.ModelAdmin.delete_queryset(self, request, queryset)

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from allocations.models import Membership, Role, Team
 from billing.costs.chargeback import month_bounds
+from billing.costs.chat_urls import ChatUrlRefused, check_chat_url_before_send
 from billing.costs.month_spend import team_budget_states
 from billing.models import BudgetNotice, TeamBudget
 from gpucore.budget import MoneyBudgetState
@@ -97,7 +98,12 @@ def lead_emails(team: Team) -> list[str]:
 
 
 def chat_send(*, url: str, title: str, body: str) -> None:
-    """Post one message to the chat named by an apprise URL (``slack://``, ``msteams://``, ``workflows://``...)."""
+    """Post one message to the chat named by an apprise URL (``slack://``, ``workflows://``...), never to a private
+    address: the host is resolved again here, since DNS may have changed since the URL was set."""
+    try:
+        check_chat_url_before_send(url)
+    except ChatUrlRefused as exc:
+        raise ChatDeliveryError(str(exc)) from exc
     notifier = apprise.Apprise()
     if not notifier.add(url):
         raise ChatDeliveryError("The chat URL is not one apprise understands.")

@@ -1,19 +1,21 @@
 """Writes on a team's money budget: who may set what, in a transaction, audited.
 
 Platform admins and the Finance group set the amount (a team does not raise its own budget); they and the team's
-leads set the thresholds that notify and the team's chat URL. Refusals are ``PermissionDenied`` with the reason.
+leads set the thresholds that notify and the team's chat URL (which services and hosts: ``chat_urls``). Refusals are
+``PermissionDenied`` with the reason, or ``ValidationError`` naming the field.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from allocations.models import Membership, Role, Team
 from allocations.selectors import User, user_is_platform_admin
 from audit.services import audit_record, audit_snapshot
+from billing.costs.chat_urls import chat_url_refusal
 from billing.costs.visibility import VIEW_ALL_COSTS_PERMISSION
 from billing.models import TeamBudget
 
@@ -55,6 +57,10 @@ def team_budget_update(
         elif monthly_amount is not None:
             budget.monthly_amount = monthly_amount
         budget.thresholds_pct = sorted(thresholds_pct)
+        if chat_webhook_url and chat_webhook_url != budget.chat_webhook_url:
+            refusal = chat_url_refusal(chat_webhook_url, privileged=user_is_platform_admin(acting_user))
+            if refusal:
+                raise ValidationError({"chat_webhook_url": refusal})
         budget.chat_webhook_url = chat_webhook_url
         budget.full_clean()
         budget.save()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -158,9 +159,15 @@ SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
+
 # Content-Security-Policy (django-csp), in every environment so development and the browser tests see what
 # production enforces: scripts only from our own static files (no inline script, no eval, no CDN); styles from
 # ours plus inline style attributes (plotly.js and the quota bars set element styles); no plugins, no framing.
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
@@ -184,6 +191,9 @@ OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID") or ""
 OIDC_CLIENT_SECRET_REF = env_str("OIDC_CLIENT_SECRET_REF") or ""
 OIDC_SCOPES = env_list("OIDC_SCOPES", ["openid", "profile", "email"])
 OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM") or "groups"
+# Forms post only to the portal; the single sign-on form's POST redirects to the provider, which Chromium checks
+# against form-action too, so the issuer's origin is allowed (its authorization endpoint is on that origin).
+CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"] = ["'self'", *([_origin(OIDC_ISSUER)] if OIDC_ISSUER else [])]
 OIDC_USERNAME_CLAIM = env_str("OIDC_USERNAME_CLAIM") or "preferred_username"
 OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME") or "single sign-on"
 if OIDC_ISSUER and not OIDC_CLIENT_ID:
@@ -242,6 +252,8 @@ else:
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL") or "GPU Portal <gpu-portal@localhost>"
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 PORTAL_FINANCE_EMAILS = env_list("PORTAL_FINANCE_EMAILS", [])
+# Hosts a budget's chat URL may name even when they resolve to a private address (an internal relay); none by default.
+CHAT_WEBHOOK_ALLOWED_HOSTS = env_list("CHAT_WEBHOOK_ALLOWED_HOSTS", [])
 
 # Celery: with no broker configured, tasks run in-process (eagerly) and the UI says so in a banner.
 _BROKER_FROM_ENV = env_str("CELERY_BROKER_URL") or ""

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from allocations.models import Membership, Team
 from allocations.teams.services import membership_delete, membership_set
+from audit.services import audit_record
 from portal.group_claims import desired_access
 from portal.models import GroupMapping, GroupSyncPolicy
 
@@ -30,6 +31,10 @@ class SyncResult:
     @property
     def changed(self) -> bool:
         return bool(self.joined or self.left or self.granted or self.withdrawn)
+
+
+def _group_names(user: AbstractBaseUser) -> list[str]:
+    return sorted(user.groups.values_list("name", flat=True))
 
 
 def sso_groups_apply(*, user: AbstractBaseUser, groups: list[str] | None) -> SyncResult:
@@ -58,6 +63,7 @@ def sso_groups_apply(*, user: AbstractBaseUser, groups: list[str] | None) -> Syn
             membership_delete(team=teams[team_id], user=user, acting_user=None, via=VIA)
             result.left.append(teams[team_id].slug)
         access = Group.objects.in_bulk(wanted.managed_access_groups)
+        groups_before = _group_names(user)
         held = set(user.groups.filter(pk__in=wanted.managed_access_groups).values_list("pk", flat=True))
         for group_id in sorted(wanted.access_groups - held):
             user.groups.add(access[group_id])
@@ -65,6 +71,15 @@ def sso_groups_apply(*, user: AbstractBaseUser, groups: list[str] | None) -> Syn
         for group_id in sorted(held - wanted.access_groups):
             user.groups.remove(access[group_id])
             result.withdrawn.append(access[group_id].name)
+        if result.granted or result.withdrawn:  # platform groups carry permissions (approve): audited like the admin
+            audit_record(
+                actor=None,
+                actor_label=VIA,
+                obj=user,
+                before={"groups": groups_before},
+                after={"groups": _group_names(user)},
+                comment="platform groups from the identity provider's groups claim",
+            )
     if result.changed:
         logger.info(
             "SSO login of %s: joined %s, left %s, granted %s, withdrawn %s",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, serializers, status, viewsets
@@ -59,7 +60,11 @@ class NewApiTokenSerializer(ApiTokenSerializer):
     ),
     destroy=extend_schema(
         summary="Revoke one of your tokens at once",
-        responses={204: None, 404: OpenApiResponse(description="Not yours")},
+        responses={
+            204: None,
+            403: OpenApiResponse(description="The token the call came with: a token cannot revoke itself"),
+            404: OpenApiResponse(description="Not yours"),
+        },
     ),
 )
 @extend_schema(tags=["tokens"])
@@ -84,5 +89,9 @@ class ApiTokenViewSet(ScopedViewMixin, mixins.ListModelMixin, mixins.DestroyMode
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         token = self.get_object()
-        api_token_revoke(acting_user=request.user, token_id=token.pk)
+        presented = request.auth if isinstance(request.auth, ApiToken) else None
+        try:
+            api_token_revoke(acting_user=request.user, token_id=token.pk, presented=presented)
+        except DjangoPermissionDenied as exc:
+            raise exceptions.PermissionDenied(str(exc)) from exc
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -17,7 +17,7 @@ class NamedTokenAuthentication(FailureThrottledTokenAuthentication):
     """A ``gpp_`` key is a named token (hashed, expiring, revocable); any other key is a DRF authtoken, as before.
 
     Both go through ``FailureThrottledTokenAuthentication``: a wrong, expired or revoked key counts as a failed
-    attempt of the client's address.
+    attempt of the client's address and of the key's prefix (``gpp_<public id>``); a valid key is always served.
     """
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:

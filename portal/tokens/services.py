@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -67,8 +67,14 @@ def api_token_create(*, acting_user: AbstractBaseUser, name: str, expires_in_day
     return NewToken(token=token, key=key)
 
 
-def api_token_revoke(*, acting_user: AbstractBaseUser, token_id: int) -> ApiToken:
-    """Revoke one of the acting user's tokens at once (another user's token does not exist for them)."""
+def api_token_revoke(*, acting_user: AbstractBaseUser, token_id: int, presented: ApiToken | None = None) -> ApiToken:
+    """Revoke one of the acting user's tokens at once (another user's token does not exist for them).
+
+    ``presented``: the token the call came with. It may not revoke itself: a caller holding only a leaked key could
+    otherwise make the owner's notebook fail; the owner revokes it from the browser or with another token.
+    """
+    if presented is not None and presented.pk == token_id:
+        raise PermissionDenied("A token cannot revoke itself: revoke it on the tokens page or with another token.")
     with transaction.atomic():
         token = api_tokens_of(user=acting_user).select_for_update().get(pk=token_id)
         if token.revoked_at is None:

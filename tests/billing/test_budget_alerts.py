@@ -27,7 +27,8 @@ NOW = datetime(2026, 11, 11, 0, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def chat() -> Iterator[ChatWebhookServer]:
+def chat(settings) -> Iterator[ChatWebhookServer]:
+    settings.CHAT_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]  # the webhook is on loopback, which the portal refuses
     state, server = start_chat_webhook_server()
     yield state
     server.shutdown()

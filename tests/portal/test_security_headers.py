@@ -14,7 +14,7 @@ import pytest
 from django.urls import reverse
 
 from tests.factories import UserFactory
-from tests.portal.test_settings import PRODUCTION_ENV, _run
+from tests.portal.test_settings import PRODUCTION_ENV, SSO_ENV, _run
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
@@ -61,6 +61,7 @@ def test_production_response_carries_the_security_headers() -> None:
     assert csp["script-src"] == ["'self'"]  # no inline script, no eval, no other origin
     assert csp["default-src"] == ["'self'"] and csp["object-src"] == ["'none'"]
     assert csp["frame-ancestors"] == ["'none'"] and csp["base-uri"] == ["'self'"]
+    assert csp["form-action"] == ["'self'"]  # no form posts anywhere else (no single sign-on configured here)
     # Plain HTTP is sent to HTTPS; cookies only travel over HTTPS and not to other sites' requests.
     assert probe["plain"] == [301, "https://gpu-portal.example.com/accounts/login/"]
     assert probe["csrf_cookie"] == {"secure": True, "samesite": "Lax"}
@@ -111,3 +112,13 @@ def test_pages_and_api_docs_send_the_policy(client, demo_org) -> None:
     assert not [body for attrs, body in SCRIPT_TAG.findall(docs) if body.strip()]
     script = client.get(reverse("api-docs"), {"script": ""})
     assert script.status_code == 200 and script["Content-Type"].startswith("application/javascript")
+
+
+def test_form_action_admits_the_single_sign_on_providers_origin_only() -> None:
+    probe = (
+        "import json, django; from django.conf import settings; django.setup(); "
+        "print(json.dumps(settings.CONTENT_SECURITY_POLICY['DIRECTIVES']['form-action']))"
+    )
+    result = _run(["-c", probe], {**PRODUCTION_ENV, **SSO_ENV})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == ["'self'", "https://id.example.com"]
