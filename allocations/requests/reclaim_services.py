@@ -25,11 +25,11 @@ from allocations.models import GpuRequest, RequestEvent, RequestStatus
 from allocations.requests.services import (
     ROLE_NOT_READ,
     RoleNotRead,
-    _lock_team,
-    _require_pool_capacity,
-    _require_quota_fits,
+    lock_team,
     owner_or_lead_refusal,
     require_owner_or_lead,
+    require_pool_capacity,
+    require_quota_fits,
 )
 from allocations.selectors import User
 from gpucore.idle_reclaim import RECLAIMABLE_WORKLOADS, HourVerdict
@@ -107,15 +107,15 @@ def gpu_request_resume(*, request: GpuRequest, acting_user: AbstractBaseUser, co
     applies its objects again at their replicas; idle hours count again from now."""
     require_owner_or_lead(acting_user, request)
     with transaction.atomic():
-        team = _lock_team(request.team)
+        team = lock_team(request.team)
         request.refresh_from_db()
         if request.status != RequestStatus.SUSPENDED:
             raise InvalidTransition(
                 request, RequestStatus.PROVISIONING, RESUME_REFUSAL.format(pk=request.pk, status=request.status)
             )
         # A suspended request holds no quota: resuming holds it again, so it has to fit what is held now.
-        _require_quota_fits(request, team=team)
-        _require_pool_capacity(request)
+        require_quota_fits(request, team=team)
+        require_pool_capacity(request)
         gpu_request_transition(
             request=request,
             to_status=RequestStatus.PROVISIONING,

@@ -44,7 +44,7 @@ from gpucore.decision import ProfileError, WorkloadProfile
 # --- Submission, approval and the user's own actions -------------------------------------------------------------
 
 
-def _lock_team(team: Team) -> Team:
+def lock_team(team: Team) -> Team:
     """Serialize every quota-affecting write of one team (a row lock on PostgreSQL)."""
     return Team.objects.select_for_update().get(pk=team.pk)
 
@@ -91,7 +91,7 @@ def gpu_request_submit(
     tier = SlaTier.objects.filter(slug=profile.sla_tier).first() if profile.sla_tier else None
 
     with transaction.atomic():
-        locked_team = _lock_team(team)
+        locked_team = lock_team(team)
         request = GpuRequest(
             team=locked_team,
             requester=acting_user,
@@ -118,7 +118,7 @@ def gpu_request_submit(
             resource_units=units,
             status=RequestStatus.DRAFT,
         )
-        _require_quota_fits(request, team=locked_team)
+        require_quota_fits(request, team=locked_team)
         request.full_clean()
         request.save()
         audit_record(actor=acting_user, obj=request, before=None)
@@ -174,7 +174,7 @@ def _priced_until(profile: WorkloadProfile, expires_at: datetime | None) -> Work
     return replace(profile, duration_hours=hours)
 
 
-def _require_quota_fits(request: GpuRequest, *, team: Team) -> bool:
+def require_quota_fits(request: GpuRequest, *, team: Team) -> bool:
     """Raise a ValidationError on ``quota`` unless the request's units fit the team's quotas now (team lock held).
 
     A preemptible tier may borrow beyond the nominal quota; sets and returns ``request.borrowed``.
@@ -197,7 +197,7 @@ def _require_quota_fits(request: GpuRequest, *, team: Team) -> bool:
     return request.borrowed
 
 
-def _require_pool_capacity(request: GpuRequest) -> None:
+def require_pool_capacity(request: GpuRequest) -> None:
     """Raise a ValidationError on ``capacity`` unless the request's units fit what its node pool physically has.
 
     Quotas are allowances and may add up to more than the hardware; the pool's units (whole GPUs, MIG slices per
@@ -231,8 +231,8 @@ def _approve_locked(
     *, request: GpuRequest, acting_user: AbstractBaseUser | None, actor_label: str | None, comment: str
 ) -> GpuRequest:
     # The caller holds the team lock: re-check the quota and the pool's capacity against what is held now, then approve.
-    borrowed = _require_quota_fits(request, team=request.team)
-    _require_pool_capacity(request)
+    borrowed = require_quota_fits(request, team=request.team)
+    require_pool_capacity(request)
     gpu_request_transition(
         request=request,
         to_status=RequestStatus.APPROVED,
@@ -355,7 +355,7 @@ def gpu_request_approve(*, request: GpuRequest, acting_user: AbstractBaseUser, c
     """Approve a pending request if it still fits the team's quota, then hand it to provisioning."""
     _require_reviewer(acting_user, request)
     with transaction.atomic():
-        _lock_team(request.team)
+        lock_team(request.team)
         request.refresh_from_db()
         if _pending_refusal(request, RequestStatus.APPROVED):
             raise InvalidTransition(request, RequestStatus.APPROVED)
@@ -412,17 +412,20 @@ def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, c
 
 
 def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
-    """Hand a failed or active request back to provisioning (platform approvers), re-checking quota for a failed one."""
+    """Hand a failed or active request back to provisioning (platform approvers), re-checking quota and the pool's
+    capacity for a failed one."""
     if refusal := _reapplier_refusal(acting_user):
         raise PermissionDenied(refusal)
     if refusal := _reapply_status_refusal(request):
         raise InvalidTransition(request, RequestStatus.PROVISIONING, refusal)
     with transaction.atomic():
-        team = _lock_team(request.team)
+        team = lock_team(request.team)
         request.refresh_from_db()
         if request.status == RequestStatus.FAILED:
-            # A failed request holds no quota; provisioning holds it again, so it has to fit what is held now.
-            _require_quota_fits(request, team=team)
+            # A failed request holds no quota or pool units; provisioning holds them again, so it has to fit what is
+            # held now.
+            require_quota_fits(request, team=team)
+            require_pool_capacity(request)
         gpu_request_transition(
             request=request,
             to_status=RequestStatus.PROVISIONING,

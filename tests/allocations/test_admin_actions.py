@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from allocations.clusters.services import cluster_inventory_sync_queue
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
-from allocations.models import ClusterBackend, GpuRequest, Quota, RequestEvent, RequestStatus
+from allocations.models import ClusterBackend, GpuRequest, NodePool, Quota, RequestEvent, RequestStatus
 from allocations.requests.services import (
     gpu_request_approve,
     gpu_request_reapply,
@@ -141,6 +141,17 @@ def test_reapply_of_a_failed_request_over_quota_raises_a_field_error(
         gpu_request_reapply(request=request, acting_user=demo_org.approver)
 
     assert "quota" in error.value.message_dict
+
+
+def test_reapply_of_a_failed_request_rechecks_the_pools_capacity(demo_org, django_capture_on_commit_callbacks) -> None:
+    request = failed(demo_org, django_capture_on_commit_callbacks)
+    NodePool.objects.filter(pk=request.node_pool_id).update(node_count=0)  # the pool lost its nodes meanwhile
+
+    with pytest.raises(ValidationError) as error:
+        gpu_request_reapply(request=request, acting_user=demo_org.approver)
+
+    assert "capacity" in error.value.message_dict
+    assert GpuRequest.objects.get(pk=request.pk).status == RequestStatus.FAILED
 
 
 # --- Release ------------------------------------------------------------------------------------------------------
