@@ -149,10 +149,18 @@ def sync_inventory(cluster_id: int | None = None) -> dict[str, str]:
         try:
             nodes = cluster_gateway(cluster).list_gpu_nodes()
             summary = cluster_sync_inventory(cluster=cluster, nodes=nodes)
-            results[cluster.name] = f"{len(nodes)} nodes, {len(summary['unmatched'])} unmatched"
         except GatewayError as exc:
             logger.warning("inventory sync of %s failed: %s", cluster.name, exc)
-            results[cluster.name] = f"error: {exc}"
+            error = str(exc)
+        except Exception as exc:  # one cluster's surprise must not keep the others unsynced
+            logger.exception("inventory sync of %s failed", cluster.name)
+            error = f"{type(exc).__name__}: {exc}"
+        else:
+            error = ""
+            results[cluster.name] = f"{len(nodes)} nodes, {len(summary['unmatched'])} unmatched"
+        if error:
+            results[cluster.name] = f"error: {error}"
+        Cluster.objects.filter(pk=cluster.pk).update(inventory_error=error[:2000])
     return results
 
 

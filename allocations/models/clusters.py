@@ -83,6 +83,9 @@ class Cluster(models.Model):
         ),
     )
     is_active = models.BooleanField(default=True)
+    inventory_error = models.TextField(
+        blank=True, help_text="Why the last inventory sync failed; empty once a sync succeeds."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

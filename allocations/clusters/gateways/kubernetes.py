@@ -392,10 +392,16 @@ class KubernetesGateway:
             return None
         if not 200 <= response.status < 300:
             raise gateway_error(response.status, data, what)
-        return json.loads(data) if data else {}
+        try:
+            return json.loads(data) if data else {}
+        except ValueError as error:
+            raise self._not_kubernetes(what, error) from error
 
     def _unreachable(self, what: object, error: Exception) -> TransientGatewayError:
         return TransientGatewayError(f"{what}: the API server at {self.location} is unreachable ({error}).")
+
+    def _not_kubernetes(self, what: object, error: Exception) -> PermanentGatewayError:
+        return PermanentGatewayError(f"{what}: {self.location} did not answer as a Kubernetes API server ({error}).")
 
     def _read(self, call: Callable[[], T], *, what: str) -> T:
         """A typed CoreV1Api call, its errors mapped like raw ones."""
@@ -405,3 +411,6 @@ class KubernetesGateway:
             raise gateway_error(error.status or 0, error.body or error.reason, what) from error
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise self._unreachable(what, error) from error
+        except (ValueError, TypeError, AttributeError) as error:
+            # The client could not read the answer as the object it asked for: no API server answers there.
+            raise self._not_kubernetes(what, error) from error
