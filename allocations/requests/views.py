@@ -43,7 +43,7 @@ from allocations.requests.services import (
     gpu_request_release,
     gpu_request_submit,
 )
-from allocations.selectors import teams_of, teams_visible_to, user_is_approver
+from allocations.selectors import teams_of, teams_visible_to, user_reads_every_team
 from allocations.view_helpers import error_text, require_platform_admin, visible_request
 from gpucore.decision import ProfileError, WorkloadProfile
 from infra.pagination import BoundedCountPaginator
@@ -177,7 +177,7 @@ def request_list(request: HttpRequest) -> HttpResponse:
         # The SLA tiers of the filter, from the reference data kept per process.
         "tier_options": [(tier.slug, tier.name) for tier in tiers_by_slug().values()],
         # Read only when the list is empty (the template's last branches).
-        "has_teams": lambda: teams_of(user).exists() or user_is_approver(user),
+        "has_teams": lambda: teams_of(user).exists() or user_reads_every_team(user),
     }
     return render(request, "allocations/request_list.html", context)
 
