@@ -20,7 +20,6 @@ from billing.utilization.selectors import fleet_alerts_needing_action
 from portal.health import readiness
 from portal.sso.backends import password_login, sso_enabled
 
-
 # The teams Finance's and platform admins' home lists, worst first; the budgets page lists them all.
 HOME_BUDGET_ROWS = 8
 
