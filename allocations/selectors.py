@@ -15,6 +15,10 @@ from allocations.models import AllocationExtension, Cluster, GpuRequest, Members
 
 APPROVE_PERMISSION = "allocations.approve_gpurequest"
 APPROVERS_GROUP = "Platform approvers"
+# Django's own read-only permissions: a role holding them (the Finance group) reads every team and request, and may
+# change nothing the predicates beside the services guard.
+VIEW_TEAMS_PERMISSION = "allocations.view_team"
+VIEW_REQUESTS_PERMISSION = "allocations.view_gpurequest"
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -31,6 +35,21 @@ def user_is_platform_admin(user: User) -> bool:
     return bool(user.is_authenticated and user.is_active and user.is_staff)
 
 
+def _holds(user: User, permission: str) -> bool:
+    return bool(user.is_authenticated and user.is_active and user.has_perm(permission))
+
+
+def user_reads_every_team(user: User) -> bool:
+    """Approvers, and read-only roles granted ``view_team`` (the Finance group): every team's page, in read-only."""
+    return user_is_approver(user) or _holds(user, VIEW_TEAMS_PERMISSION)
+
+
+def user_reads_only(user: User) -> bool:
+    """A read-only role: reads every team (Finance) but approves nothing; its pages offer no "New request" unless it
+    is also a member of a team."""
+    return not user_is_approver(user) and _holds(user, VIEW_TEAMS_PERMISSION)
+
+
 def teams_of(user: User) -> QuerySet[Team]:
     """The teams the user belongs to (any role)."""
     if not user.is_authenticated:
@@ -39,8 +58,8 @@ def teams_of(user: User) -> QuerySet[Team]:
 
 
 def teams_visible_to(user: User) -> QuerySet[Team]:
-    """Teams the user may see: their own; approvers see every team."""
-    if user_is_approver(user):
+    """Teams the user may see: their own; approvers and read-only roles (Finance) see every team."""
+    if user_reads_every_team(user):
         return Team.objects.all()
     return teams_of(user)
 
@@ -56,7 +75,7 @@ def visible_teams(user: User) -> list[Team]:
 
 
 def visible_requests(user: User) -> QuerySet[GpuRequest]:
-    """The requests the user may see: their teams' requests; approvers see all; anonymous users none.
+    """The requests the user may see: their teams' requests; approvers and Finance see all; anonymous users none.
 
     The one rule of request visibility: every page, list, search and API read starts here, and chooses what it joins
     (``select_related``) and loads (``only``) itself."""
@@ -69,9 +88,10 @@ def visible_requests(user: User) -> QuerySet[GpuRequest]:
 
 
 def gpu_request_scope(user: User) -> str:
-    """The branch of ``visible_requests`` the user is on: ``"all"`` (approvers), ``"teams"`` (their teams', by
-    ``requests_of_member_teams``) or ``"none"`` (anonymous)."""
-    if user_is_approver(user):
+    """The branch of ``visible_requests`` the user is on: ``"all"`` (approvers, and read-only roles granted
+    ``view_gpurequest``: Finance), ``"teams"`` (their teams', by ``requests_of_member_teams``) or ``"none"``
+    (anonymous)."""
+    if user_is_approver(user) or _holds(user, VIEW_REQUESTS_PERMISSION):
         return "all"
     if not user.is_authenticated:
         return "none"

@@ -1,7 +1,9 @@
-"""The team budget page: a team's money budget, its thresholds and chat URL, edited by those allowed (audited).
+"""The budgets list (every visible team's spend against its budget, with the actions the user may take) and the team
+budget page: a team's money budget, its thresholds and chat URL, edited by those allowed (audited).
 
-Thin: the team comes from ``cost_teams_visible_to`` (another team's is a 404), the rules from
-``billing.costs.budget_services``; a field the user may not change is shown, not offered.
+Thin: the teams come from ``cost_teams_visible_to`` (another team's is a 404), the rows from
+``billing.costs.budget_overview``, the rules from ``billing.costs.budget_services``; a field the user may not change
+is shown, not offered.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from billing.costs.budget_overview import budget_totals, team_budget_rows
 from billing.costs.budget_services import team_budget_update, user_may_edit_budget, user_may_set_budget_amount
 from billing.costs.visibility import cost_teams_visible_to
 from billing.models import TeamBudget
@@ -98,3 +101,12 @@ def team_budget(request: HttpRequest, slug: str) -> HttpResponse:
         status = 400
     context = {"team": team, "budget": budget, "form": form, "may_edit": may_edit, "may_set_amount": may_set_amount}
     return render(request, "billing/team_budget.html", context, status=status)
+
+
+@login_required
+def budget_list(request: HttpRequest) -> HttpResponse:
+    """Every team whose costs the user sees, worst first: spent, budget, share used, month-end projection, level and
+    the actions (set or edit the budget, the team, its reports and dashboards)."""
+    rows = team_budget_rows(user=request.user)
+    context = {"rows": rows, "totals": budget_totals(rows), "may_set_amount": user_may_set_budget_amount(request.user)}
+    return render(request, "billing/budget_list.html", context)

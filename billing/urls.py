@@ -8,6 +8,7 @@ app_name = "billing"
 urlpatterns = [
     path("utilization/", views.platform_utilization_view, name="utilization"),
     path("alerts/action/", utilization_views.alert_action, name="alert-action"),
+    path("budgets/", budget_views.budget_list, name="budget-list"),
     path("teams/<slug:slug>/budget/", budget_views.team_budget, name="team-budget"),
     path("reports/", views.report_list, name="report-list"),
     path("reports/<slug:team>/<int:year>-<int:month>/", views.report_detail, name="report-detail"),

@@ -146,8 +146,17 @@ def _tables(request: HttpRequest, query: DashboardQuery, only: str | None = None
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """The cost dashboards for a range of months (default: this month), grouped and filtered; charts with tables."""
-    query = _dashboard_query(request)
+    """The cost dashboards for a range of months (default: this month), grouped and filtered; charts with tables.
+
+    A range it cannot show (e.g. more months than a custom range allows) answers 400 with the default view and the
+    reason next to the controls, not an error page."""
+    query_error = None
+    try:
+        query = _dashboard_query(request)
+    except BadRequest as exc:
+        field, _, message = str(exc).partition(": ")
+        query_error = {"field": field, "message": message or str(exc)}
+        query = parse_dashboard_query({}, this_month=_this_month(), may_see_idle=user_can_view_all_costs(request.user))
     tables = _tables(request, query)
     currency = settings.PORTAL_CURRENCY
     group_label = GROUPS[query.group].lower()
@@ -213,8 +222,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         else query.url(month=f"{add_months(query.last, 1):%Y-%m}", period="month"),
         "budget_note": bool(budgets),
         "money_budget": money_budget,
+        "query_error": query_error,
     }
-    return render(request, "billing/dashboard.html", context)
+    return render(request, "billing/dashboard.html", context, status=400 if query_error else 200)
 
 
 def _filter_fields(query: DashboardQuery, choices: dict[str, list[tuple[str, str]]]) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""Admin pages for single sign-on (the IdP group mapping and the group sync policy) and, audited, for who may do
-what: users, groups, DRF's per-user keys and sign-in lockouts (platform admins)."""
+"""Admin pages for single sign-on (the IdP group mapping and the group sync policy), audited pages for who may do what
+(users, groups, sign-in lockouts), and the admin trimmed to what an operator edits: the libraries' plumbing tables are
+not offered."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group
 from django.http import HttpRequest
-from rest_framework.authtoken.admin import TokenAdmin
-from rest_framework.authtoken.models import TokenProxy
 
 from audit.admin import AuditedAdminMixin, AuditedM2MAdminMixin
 from audit.services import audit_record
@@ -25,8 +24,36 @@ from portal.models import GroupMapping, GroupSyncPolicy
 
 User = get_user_model()
 LOCKOUT_LIFTED = "sign-in lockout lifted"
-for _model in (User, Group, TokenProxy, AccessAttempt):
+for _model in (User, Group, AccessAttempt):
     admin.site.unregister(_model)
+
+
+# Registered by the libraries, edited by no operator: single sign-on's OpenID nonces and associations (protocol
+# state), django-axes' per-sign-in logs (the attempts, which unlock a locked-out user, stay), and DRF's token table
+# (people manage their keys on the API tokens page, where every change is audited).
+PLUMBING = (
+    ("social_django", "Nonce"),
+    ("social_django", "Association"),
+    ("axes", "AccessLog"),
+    ("axes", "AccessFailureLog"),
+    ("authtoken", "TokenProxy"),
+)
+
+
+def unregister_plumbing(site: admin.AdminSite = admin.site) -> None:
+    """Take the plumbing models off the admin (those registered: an app left out of a deployment is skipped)."""
+    from django.apps import apps
+
+    for app_label, model_name in PLUMBING:
+        try:
+            model = apps.get_model(app_label, model_name)
+        except LookupError:
+            continue
+        if site.is_registered(model):
+            site.unregister(model)
+
+
+unregister_plumbing()
 
 
 @admin.register(GroupMapping)
@@ -67,16 +94,6 @@ class PrivilegeAuditedGroupAdmin(AuditedM2MAdminMixin, GroupAdmin):
     """Django's group admin; a group's permissions (what its members may do) are audited."""
 
     audited_m2m = ("permissions",)
-
-
-@admin.register(TokenProxy)
-class AuditedTokenAdmin(AuditedAdminMixin, TokenAdmin):
-    """DRF's per-user keys: minting one (for anyone) or deleting one is audited; the key only as a fingerprint."""
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        admin.ModelAdmin.save_model(self, request, obj, form, change)
-        for_whom = "" if obj.user_id == request.user.pk else f"minted for another user: {obj.user}"
-        audit_record(actor=request.user, obj=obj, before=None, comment=for_whom)
 
 
 @admin.register(AccessAttempt)

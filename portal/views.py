@@ -14,10 +14,14 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from allocations.home_pages import home_overview
+from billing.costs.budget_overview import team_budget_rows
 from billing.costs.month_spend import home_costs
 from billing.utilization.selectors import fleet_alerts_needing_action
 from portal.health import readiness
 from portal.sso.backends import password_login, sso_enabled
+
+# The teams Finance's and platform admins' home lists, worst first; the budgets page lists them all.
+HOME_BUDGET_ROWS = 8
 
 
 @login_required
@@ -33,6 +37,10 @@ def home(request: HttpRequest) -> HttpResponse:
         currency=costs["currency"],
         fleet_alerts=fleet_alerts_needing_action(user=request.user),
     )
+    if costs["month_costs"] is not None:  # Finance and platform admins: every team's month, worst first
+        rows = team_budget_rows(user=request.user, so_far=costs["so_far"], actions=False)
+        context["budget_rows"] = rows[:HOME_BUDGET_ROWS]
+        context["budget_rows_more"] = max(len(rows) - HOME_BUDGET_ROWS, 0)
     return render(request, "home.html", context)
 
 

@@ -130,6 +130,7 @@ _DATA_MIGRATIONS = (
     ("allocations.migrations.0006_catalog_price_sources_and_throughput", ("seed_price_sources",)),
     ("billing.migrations.0002_cost_price_books_reports", ("seed_finance_group",)),
     ("billing.migrations.0007_usage_aggregates", ("backfill_usage_aggregates",)),
+    ("billing.migrations.0011_finance_reads_teams_and_requests", ("grant_finance_reads",)),
 )
 # Migrations whose RunPython moves live rows between tables (the sessions, into a table of their own and back): a
 # flushed database has none to move, so they are not replayed.

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from allocations.models import MAX_EXTENSION_HOURS, Cluster, GpuModel, SlaTier, WorkloadType
+from allocations.requests.services import OPEN_DUPLICATE
 from allocations.selectors import teams_of
 from gpucore.decision import ProfileError, WorkloadProfile
 from gpucore.profile import parse_profile_field
@@ -49,7 +50,9 @@ class GpuRequestForm(forms.Form):
 
     workload_type = forms.ChoiceField(choices=WorkloadType.choices, initial=WorkloadType.TRAINING)
     gpu_memory_gb = ProfileNumberField(
-        profile_field="gpu_memory_gb", label="GPU memory (GB)", help_text="Peak GPU memory one replica needs."
+        profile_field="gpu_memory_gb",
+        label="Peak GPU memory per replica (GB)",
+        help_text="All of one replica's GPUs together: 8 GPUs of 80 GB each is 640 GB, not 80.",
     )
     gpu_count = ProfileNumberField(profile_field="gpu_count", integer=True, label="GPUs per replica", initial=1)
     replicas = ProfileNumberField(
@@ -92,6 +95,9 @@ class GpuRequestForm(forms.Form):
     # One-time token of this form page: a second post of the same page lands on the request it made
     # (allocations.requests.services.form_submission_claim).
     submission_token = forms.UUIDField(required=False, widget=forms.HiddenInput)
+    # Offered once the team already has an open request of the name typed (the service's refusal on ``name``).
+    submit_duplicate = forms.BooleanField(required=False, label="Submit another request of this name anyway")
+    offer_duplicate = False
 
     def __init__(self, *args: Any, user: AbstractBaseUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -150,6 +156,7 @@ class GpuRequestForm(forms.Form):
             "expires_at": self.expires_at(),
             "image": data.get("image", ""),
             "command": data.get("command") or [],
+            "refuse_open_duplicate": not data.get("submit_duplicate"),
         }
 
     def add_service_errors(self, error: ValidationError) -> None:
@@ -157,6 +164,8 @@ class GpuRequestForm(forms.Form):
         if not hasattr(error, "error_dict"):
             self.add_error(None, error)
             return
+        # A second open request of the same name: the next post may confirm it.
+        self.offer_duplicate = any(e.code == OPEN_DUPLICATE for e in error.error_dict.get("name", []))
         for field, messages in error.message_dict.items():
             target = {"expires_at": "expires_on"}.get(field, field)
             for message in messages:
@@ -207,7 +216,7 @@ class ExtensionRequestForm(forms.Form):
         label="Hours to add",
         min_value=Decimal("0.01"),
         max_value=MAX_EXTENSION_HOURS,
-        max_digits=5,
+        # No max_digits: the maximum above says it once (1000 would also break "3 digits before the point").
         decimal_places=2,
         help_text="At most 720 (30 days).",
     )

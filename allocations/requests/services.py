@@ -27,6 +27,7 @@ from allocations.models import (
     QUOTA_HOLDING_STATUSES,
     REAPPLICABLE_STATUSES,
     RELEASABLE_STATUSES,
+    TERMINAL_STATUSES,
     Cluster,
     GpuRequest,
     NodePool,
@@ -60,11 +61,14 @@ def gpu_request_submit(
     expires_at: datetime | None = None,
     image: str = "",
     command: list[str] | None = None,
+    refuse_open_duplicate: bool = False,
 ) -> GpuRequest:
     """Recommend, place and freeze the spec on a new request, check quota under a team lock, and queue it.
 
     Raises ValidationError naming the field (bad profile, no pool, quota exceeded) and writes nothing then. Teams that
     opted in to auto-approval for the request's tier get it approved by policy in the same call.
+    ``refuse_open_duplicate``: refuse (on ``name``) when the team has an open request of that name: the browser's form
+    asks it unless the user confirmed, so Back then Submit does not make the same request twice.
     """
     if membership_role(user=acting_user, team=team) is None:
         raise PermissionDenied(f"You are not a member of team {team.slug}.")
@@ -92,6 +96,8 @@ def gpu_request_submit(
 
     with transaction.atomic():
         locked_team = lock_team(team)
+        if refuse_open_duplicate:
+            _require_name_not_open(team=locked_team, name=name.strip())
         request = GpuRequest(
             team=locked_team,
             requester=acting_user,
@@ -135,6 +141,36 @@ def gpu_request_submit(
         else:
             notify_on_commit("submitted", request)
     return request
+
+
+# The code of that refusal: the form then offers to submit anyway.
+OPEN_DUPLICATE = "open_duplicate"
+
+
+def open_request_named(*, team: Team, name: str) -> GpuRequest | None:
+    """The team's newest request named ``name`` (case-insensitive) that has not ended, or None."""
+    return (
+        GpuRequest.objects.filter(team=team, name__iexact=name)
+        .exclude(status__in=TERMINAL_STATUSES)
+        .order_by("-id")
+        .only("id", "name", "status")
+        .first()
+    )
+
+
+def duplicate_name_message(request: GpuRequest) -> str:
+    """The refusal of a second open request of the same name (a form sent twice, Back then Submit)."""
+    return (
+        f"Your team already has an open request named \u201c{request.name}\u201d (#{request.pk}, "
+        f"{request.get_status_display().lower()}): open it, or give this one another name."
+    )
+
+
+def _require_name_not_open(*, team: Team, name: str) -> None:
+    """Raise a ValidationError on ``name`` when the team has an open request of that name (team lock held, so two
+    submissions at once cannot both pass)."""
+    if (existing := open_request_named(team=team, name=name)) is not None:
+        raise ValidationError({"name": [ValidationError(duplicate_name_message(existing), code=OPEN_DUPLICATE)]})
 
 
 # --- One submission per form page ---------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from allocations.clusters.placement import place
 from allocations.clusters.workloads import ON_CLUSTER_STATUSES, gpu_request_access, gpu_request_workload_unread
 from allocations.lifecycle import InvalidTransition
 from allocations.models import GpuRequest, RequestStatus
-from allocations.reference_data import tiers_by_slug
+from allocations.reference_data import catalog_from_db, tiers_by_slug
 from allocations.requests.filtersets import GpuRequestFilterSet
 from allocations.requests.forms import CommentForm, GpuRequestForm, RecommendationPreviewForm
 from allocations.requests.listing import (
@@ -44,7 +44,7 @@ from allocations.requests.services import (
     gpu_request_release,
     gpu_request_submit,
 )
-from allocations.selectors import teams_of, teams_visible_to, user_is_approver
+from allocations.selectors import teams_of, teams_visible_to, user_reads_every_team
 from allocations.view_helpers import error_text, require_platform_admin, visible_request
 from gpucore.decision import ProfileError, WorkloadProfile
 from infra.pagination import BoundedCountPaginator
@@ -109,7 +109,11 @@ def request_preview(request: HttpRequest) -> HttpResponse:
             errors = {name: list(messages) for name, messages in exc.errors.items()}
         else:
             # budget_team: the preview (not a request's page) shows the team's money budget with this request in it.
-            context = {"spec": placement.spec, "budget_team": form.cleaned_data["team"]}
+            context = {
+                "spec": placement.spec,
+                "budget_team": form.cleaned_data["team"],
+                "memory_note": _memory_per_replica_note(profile, placement.spec),
+            }
             return render(request, "allocations/_spec.html", context)
     else:
         errors = {name: list(messages) for name, messages in form.errors.items()}
@@ -122,6 +126,20 @@ def request_preview(request: HttpRequest) -> HttpResponse:
         for name, messages in errors.items()
     ]
     return render(request, "allocations/_preview_errors.html", {"errors": rows}, status=400)
+
+
+def _memory_per_replica_note(profile: WorkloadProfile, spec: dict[str, object]) -> str:
+    """A check of the unit the user meant: memory is per replica, spread over its GPUs. When one GPU of the chosen
+    model would hold a multi-GPU replica's whole figure, the figure was likely typed per GPU; say what it means."""
+    count = profile.gpu_count
+    gpu_gb = next((model.memory_gb for model in catalog_from_db() if model.name == spec.get("gpu_model")), None)
+    if count <= 1 or gpu_gb is None or profile.gpu_memory_gb > gpu_gb:
+        return ""
+    total = profile.gpu_memory_gb
+    return (
+        f"{total:g} GB is the whole replica's peak: {total / count:g} GB on each of its {count} GPUs. "
+        f"If each GPU needs {total:g} GB, enter {total * count:g} GB."
+    )
 
 
 def _clone_initial(request: HttpRequest) -> dict[str, object]:
@@ -178,7 +196,7 @@ def request_list(request: HttpRequest) -> HttpResponse:
         # The SLA tiers of the filter, from the reference data kept per process.
         "tier_options": [(tier.slug, tier.name) for tier in tiers_by_slug().values()],
         # Read only when the list is empty (the template's last branches).
-        "has_teams": lambda: teams_of(user).exists() or user_is_approver(user),
+        "has_teams": lambda: teams_of(user).exists() or user_reads_every_team(user),
     }
     return render(request, "allocations/request_list.html", context)
 

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from allocations.models import QUOTA_HOLDING_STATUSES, RequestStatus, Role, Team
-from allocations.selectors import User, gpu_requests_visible_to, membership_role, team_roles_and_sizes, teams_visible_to
+from allocations.selectors import (
+    User,
+    gpu_requests_visible_to,
+    membership_role,
+    team_roles_and_sizes,
+    teams_visible_to,
+    user_reads_every_team,
+)
 from allocations.teams.quota_usage import quota_usage_by_quota
 from allocations.teams.services import team_members_refusal
 
@@ -56,4 +63,4 @@ def team_list_overview(*, user: User, teams: list[Team]) -> dict[str, object]:
         }
         for team in teams
     ]
-    return {"rows": rows}
+    return {"rows": rows, "teams": teams, "reads_every_team": user_reads_every_team(user)}

@@ -158,13 +158,14 @@ def teams_month_to_date(
 
 def home_costs(*, user: User, teams: Iterable[Team], now: datetime | None = None) -> dict[str, Any]:
     """The home page's money, from one reading of the month so far: each of ``teams``' budget state (team id ->
-    ``MoneyBudgetState``), and for those who see every team's costs the month's spend and idle cost."""
+    ``MoneyBudgetState``), and for those who see every team's costs the month's spend and idle cost; ``so_far`` the
+    reading itself."""
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
     teams = list(teams)
     sees_all = user_can_view_all_costs(user)
     if not teams and not sees_all:  # nothing of money to show
-        return {"budgets": {}, "month_costs": None, "currency": settings.PORTAL_CURRENCY}
+        return {"budgets": {}, "month_costs": None, "currency": settings.PORTAL_CURRENCY, "so_far": None}
     so_far = month_so_far(now=now, for_teams=None if sees_all else teams)
     fleet = None
     if sees_all:
@@ -181,4 +182,5 @@ def home_costs(*, user: User, teams: Iterable[Team], now: datetime | None = None
         "budgets": team_budget_states(teams=teams, now=now, so_far=so_far),
         "month_costs": fleet,
         "currency": settings.PORTAL_CURRENCY,
+        "so_far": so_far,  # every team's, for those who see all: their home's budgets card reads it again
     }

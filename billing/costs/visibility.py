@@ -12,6 +12,9 @@ from billing.models import MonthlyReport
 
 FINANCE_GROUP = "Finance"
 VIEW_ALL_COSTS_PERMISSION = "billing.view_all_costs"
+# What the Finance group holds (its migrations grant them): every team's costs, and read-only every team and request,
+# so each report line and chart opens the page it names.
+FINANCE_PERMISSIONS = (VIEW_ALL_COSTS_PERMISSION, "allocations.view_team", "allocations.view_gpurequest")
 
 
 def user_can_view_all_costs(user: User) -> bool:

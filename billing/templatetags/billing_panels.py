@@ -6,6 +6,7 @@ the template layer composes the two apps and the dependency keeps pointing one w
 
 from __future__ import annotations
 
+import functools
 from decimal import Decimal
 from typing import Any
 
@@ -20,6 +21,7 @@ from billing.costs.whatif import price_basis
 from billing.utilization.request_utilization import request_utilization_context
 from billing.utilization.selectors import team_utilization_context
 from billing.utilization.series import TEAM_SERIES_DAYS, request_series, team_series
+from billing.utilization.services import alert_action_refusal
 from billing.utilization.troubleshooting import cluster_triage_context, request_triage_context
 from billing.utilization_charts import utilization_timeseries_figure
 from gpucore.budget import MoneyBudgetState
@@ -97,6 +99,10 @@ def team_utilization_panel(context: template.Context, team: Team) -> dict[str, A
             team_series(team.pk), title=f"{team.name}: utilization, memory and power by hour"
         )
     panel["request"] = context["request"]  # the alert forms come back to this page
+    # Finance reads another team's alerts; only the team's members and approvers act on them.
+    # Read once, and only where an alert row is drawn: a page without alerts reads nothing more.
+    user = context["request"].user
+    panel["alerts_read_only"] = functools.cache(lambda: alert_action_refusal(user=user, team=team) is not None)
     return panel
 
 
@@ -118,6 +124,26 @@ def team_months_to_date(context: template.Context, teams: list[Team]) -> str:
     if missing:
         months.update(teams_month_to_date(teams=missing, notices=False))
     return ""
+
+
+@register.simple_tag(takes_context=True)
+def teams_money(context: template.Context, teams: list[Team]) -> str:
+    """Read this month's budget state of every team a page's ``team_money_cells`` rows name, at once; prints
+    nothing. Call it before the rows, in the same template."""
+    states = context.render_context.setdefault("team_money", {})
+    missing = [team for team in teams if team.pk not in states]
+    if missing:
+        states.update(team_budget_states(teams=missing))
+    return ""
+
+
+@register.inclusion_tag("billing/_team_money_cells.html", takes_context=True)
+def team_money_cells(context: template.Context, team: Team) -> dict[str, Any]:
+    """A teams table's cells of one team's month: spent, budget and share used, projected month end."""
+    states = context.render_context.setdefault("team_money", {})
+    if team.pk not in states:
+        states.update(team_budget_states(teams=[team]))
+    return {"state": states[team.pk], "currency": settings.PORTAL_CURRENCY, "team": team}
 
 
 @register.inclusion_tag("billing/_money_budget.html")

@@ -20,6 +20,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR") or BASE_DIR / "var")
 
 DEBUG = env_bool("DEBUG", True)
+# Django's technical 404 and 500 pages under DEBUG, for a developer; the demo shows the portal's own.
+PORTAL_DEBUG_ERROR_PAGES = env_bool("PORTAL_DEBUG_ERROR_PAGES", False)
 
 _DEV_SECRET_KEY = "django-insecure-dev-only-key-never-used-with-debug-off-3f9c1b7e2a"  # noqa: S105
 SECRET_KEY = env_str("SECRET_KEY") or ""
@@ -67,6 +69,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Under DEBUG (make run), the portal's own 404 and 500 pages rather than Django's technical ones.
+    "portal.error_pages.BrandedErrorPagesMiddleware",
     # Before anything reads the input: a NUL (which PostgreSQL text refuses) is a 400 naming the field, once.
     "portal.middleware.RejectNulCharactersMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

@@ -83,10 +83,14 @@
       wrapper.classList.add("api-error");
       var input = wrapper.querySelector("input, select, textarea");
       if (input) input.setAttribute("aria-invalid", "true");
+      var text = item.querySelector(".preview-error-text");
+      var message = (text ? text.textContent : item.textContent).trim();
+      // The server already printed this message under the field (the page came back with errors): once is enough.
+      var printed = wrapper.querySelector(".errorlist");
+      if (printed && printed.textContent.indexOf(message) !== -1) return;
       var note = document.createElement("small");
       note.className = "api-error-text";
-      var text = item.querySelector(".preview-error-text");
-      note.textContent = text ? text.textContent : item.textContent;
+      note.textContent = message;
       wrapper.appendChild(note);
     });
   }

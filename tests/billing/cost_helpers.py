@@ -8,7 +8,7 @@ from django.contrib.auth.models import Group, Permission
 
 from allocations.models import GpuModel, GpuRequest, RequestStatus, SlaTier
 from billing.costs.services import price_book_load
-from billing.costs.visibility import FINANCE_GROUP
+from billing.costs.visibility import FINANCE_GROUP, FINANCE_PERMISSIONS
 from billing.metering.aggregates import refresh_usage_aggregates
 from billing.models import PriceBook, UtilizationRollup
 from tests.factories import GpuRequestFactory, UserFactory
@@ -65,7 +65,9 @@ def held_request(
 
 def finance_user(username: str = "finance"):
     group, _ = Group.objects.get_or_create(name=FINANCE_GROUP)
-    group.permissions.add(Permission.objects.get(content_type__app_label="billing", codename="view_all_costs"))
+    for permission in FINANCE_PERMISSIONS:
+        app_label, codename = permission.split(".")
+        group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
     user = UserFactory(username=username)
     user.groups.add(group)
     return user

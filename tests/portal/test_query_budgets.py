@@ -77,6 +77,7 @@ PAGES = {
     "tokens": ("/account/tokens/", "member"),
     "audit": ("/audit/", "platform_admin"),
     "team_budget": ("/billing/teams/vision/budget/", "team_lead"),
+    "budget_list": ("/billing/budgets/", "team_lead"),  # with the budgets the lead edits
     "report_list": ("/billing/reports/", "approver"),
     "report_detail": ("/billing/reports/vision/{month}/", "team_lead"),
     "report_csv": ("/billing/reports/vision/{month}.csv", "team_lead"),

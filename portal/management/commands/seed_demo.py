@@ -35,7 +35,7 @@ from allocations.requests.services import (
 )
 from allocations.selectors import APPROVERS_GROUP
 from billing.costs.services import monthly_reports_close, previous_month, price_book_load
-from billing.costs.visibility import FINANCE_GROUP
+from billing.costs.visibility import FINANCE_GROUP, FINANCE_PERMISSIONS
 from billing.metering.demo_usage import generate_demo_usage
 from billing.models import PriceBook, TeamBudget
 
@@ -64,7 +64,7 @@ USERS = [
     ("carol", "Carol", "carol@example.com", True, True),
     ("finance", "Fiona", "finance@example.com", False, False),
 ]
-# Users in the Finance group (billing.view_all_costs: every team's costs and reports, no requests or approvals).
+# Users in the Finance group (every team's costs and reports; every team and request read-only, no approvals).
 FINANCE_USERS = ("finance",)
 TEAMS = [
     # slug, name, cost center, monthly GPU-hour budget, monthly money budget (PORTAL_CURRENCY)
@@ -223,7 +223,9 @@ class Command(BaseCommand):
         users = {}
         approvers = Group.objects.get(name=APPROVERS_GROUP)
         finance, _ = Group.objects.get_or_create(name=FINANCE_GROUP)
-        finance.permissions.add(Permission.objects.get(content_type__app_label="billing", codename="view_all_costs"))
+        for permission in FINANCE_PERMISSIONS:
+            app_label, codename = permission.split(".")
+            finance.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
         for username, first_name, email, staff, superuser in USERS:
             user, created = User.objects.get_or_create(
                 username=username,
