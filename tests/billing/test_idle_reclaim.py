@@ -36,7 +36,8 @@ def k8s() -> Iterator[EmulatedCluster]:
 
 
 @pytest.fixture
-def chat() -> Iterator[ChatWebhookServer]:
+def chat(settings) -> Iterator[ChatWebhookServer]:
+    settings.CHAT_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]  # the webhook is on loopback, which the portal refuses
     state, server = start_chat_webhook_server()
     yield state
     server.shutdown()
