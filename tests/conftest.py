@@ -177,4 +177,13 @@ def sso(oidc_provider: OidcProvider, settings: Any, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv(SECRET_VARIABLE, CLIENT_SECRET)
     for name, value in oidc_provider.settings().items():
         setattr(settings, name, value)
+    # The settings allow the issuer's origin as a form target when OIDC_ISSUER comes from the environment; here it
+    # is set after start-up, so the policy is given the same way.
+    import copy
+    from urllib.parse import urlsplit
+
+    issuer = urlsplit(oidc_provider.url)
+    policy = copy.deepcopy(settings.CONTENT_SECURITY_POLICY)
+    policy["DIRECTIVES"]["form-action"] = ["'self'", f"{issuer.scheme}://{issuer.netloc}"]
+    settings.CONTENT_SECURITY_POLICY = policy
     return oidc_provider

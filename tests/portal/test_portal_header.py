@@ -40,7 +40,7 @@ def header(
         "user_is_approver": approver,
         "csrf_token": token,
     }
-    html = get_template("base.html").render(context)
+    html = get_template("base.html").render(context, request)  # with the context processors, as a view renders it
     return html.partition("<header")[2].partition("</header>")[0]
 
 
