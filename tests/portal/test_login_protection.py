@@ -65,9 +65,7 @@ def test_admins_see_attempts_and_can_lift_a_lockout(demo_org) -> None:
     admin.force_login(demo_org.platform_admin)
     page = admin.get("/admin/axes/accessattempt/")
     assert page.status_code == 200 and b"alice" in page.content and ATTACKER.encode() in page.content
-    assert (
-        admin.get("/admin/axes/accessfailurelog/").status_code == 404
-    )  # plumbing: off the admin
+    assert admin.get("/admin/axes/accessfailurelog/").status_code == 404  # plumbing: off the admin
     member = Client()
     member.force_login(demo_org.member)
     assert member.get("/admin/axes/accessattempt/").status_code == 302  # not staff: sent to the admin login
