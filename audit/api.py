@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, serializers, viewsets
@@ -18,6 +17,7 @@ from audit.filtersets import AuditEventFilterSet
 from audit.models import AuditEvent
 from audit.selectors import CSV_HEADER, audit_csv_rows, user_can_read_audit
 from gpucore.exports import csv_text
+from infra.filtering import FilterBackend
 from infra.scoping import ScopedViewMixin
 
 ONLY_ADMINS = "Only platform admins can read the audit trail."
@@ -72,7 +72,7 @@ class AuditEventViewSet(ScopedViewMixin, mixins.ListModelMixin, viewsets.Generic
     """Who changed what, from where, with before/after values; filters ``actor``, ``object_type``, ``since``..."""
 
     serializer_class = AuditEventSerializer
-    filter_backends = [DjangoFilterBackend]
+    filter_backends = [FilterBackend]
     filterset_class = AuditEventFilterSet
     pagination_class = AuditEventPagination
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer, AuditCsvRenderer]

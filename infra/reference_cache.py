@@ -32,7 +32,7 @@ from django.apps import apps
 from django.core.cache import cache
 from django.core.signals import request_finished, request_started
 from django.db import transaction
-from django.db.models.signals import ModelSignal, post_delete, post_save
+from django.db.models.signals import ModelSignal, m2m_changed, post_delete, post_save
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ REFERENCE_DATA = "reference-data"
 ROLLUPS = "rollups"
 MONTH_PRICES = "month-prices"
 MONTH_HELD = "month-held"
+PERMISSIONS = "permissions"
 
 _SAVE_OR_DELETE = (post_save, post_delete)
 
@@ -102,6 +103,14 @@ INVALIDATIONS: dict[str, tuple[Invalidation, ...]] = {
         Invalidation("allocations.RequestEvent", signals=(post_save,), per="request.team_id"),
         Invalidation("billing.ImportedUsage", per="team_id"),
     ),
+    # Who holds which permission: a user's own and their groups' (the authentication backend's per-user sets).
+    PERMISSIONS: (
+        *_on_save_or_delete("auth.Permission", "auth.Group"),
+        *(
+            Invalidation(through, signals=(m2m_changed,))
+            for through in ("auth.User_groups", "auth.User_user_permissions", "auth.Group_permissions")
+        ),
+    ),
 }
 
 _VERSION_KEY_PREFIX = "reference-cache:version:"
@@ -160,7 +169,7 @@ def connect_signals() -> None:
             for signal in invalidation.signals:
                 rules.setdefault((invalidation.model, signal), []).append((family, invalidation))
     for (model, signal), families in rules.items():
-        name = "save" if signal is post_save else "delete"
+        name = _SIGNAL_NAMES[signal]
         signal.connect(
             _receiver(families),
             sender=apps.get_model(model),
@@ -169,10 +178,15 @@ def connect_signals() -> None:
         )
 
 
+_SIGNAL_NAMES = {post_save: "save", post_delete: "delete", m2m_changed: "m2m"}
+
+
 def _receiver(families: list[tuple[str, Invalidation]]) -> Callable[..., None]:
     scope_readers = [(family, attrgetter(rule.per) if rule.per else None) for family, rule in families]
 
-    def changed(sender: type, instance: Any, **_: Any) -> None:
+    def changed(sender: type, instance: Any, action: str = "", **_: Any) -> None:
+        if action.startswith("pre_"):  # m2m_changed: its post_ action follows
+            return
         replaced = []
         for family, read_scope in scope_readers:
             replaced.append(family)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
@@ -20,6 +19,7 @@ from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.models import AllocationExtension
 from allocations.requests import extension_services
+from infra.filtering import FilterBackend
 from infra.scoping import ScopedViewMixin
 
 
@@ -50,7 +50,7 @@ class AllocationExtensionViewSet(
     """Extensions of allocations: list, read, and an approver's decision (approve, reject)."""
 
     serializer_class = api.AllocationExtensionSerializer
-    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    filter_backends = [FilterBackend, OrderingFilter]
     filterset_fields = ["status"]
     lookup_value_regex = r"[^/]+"  # a malformed id is a JSON 404 from get_object
     ordering_fields = ["id", "created_at", "decided_at"]

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -38,6 +37,7 @@ from allocations.models import AllocationExtension, GpuRequest
 from allocations.requests import extension_services, reclaim_services, services
 from allocations.requests.filtersets import GpuRequestFilterSet
 from infra.api_pagination import COUNT_LIMIT, KeysetPageNumberPagination
+from infra.filtering import FilterBackend
 from infra.renderers import KubernetesYamlRenderer
 from infra.scoping import ScopedViewMixin
 
@@ -183,7 +183,7 @@ class GpuRequestViewSet(
     """GPU requests: list, read, submit, and the lifecycle actions (approve, reject, cancel, release, resume, keep)."""
 
     serializer_class = api.GpuRequestSerializer
-    filter_backends = [DjangoFilterBackend, SearchFilter, OrderingFilter]
+    filter_backends = [FilterBackend, SearchFilter, OrderingFilter]
     filterset_class = GpuRequestFilterSet
     lookup_value_regex = r"[^/]+"  # "0.5" or "x" is a JSON 404 from get_object, not Django's HTML 404
     search_fields = ["name", "purpose", "team__slug", "requester__username"]

@@ -292,7 +292,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "infra.api_pagination.BoundedPageNumberPagination",
     "PAGE_SIZE": 25,
     "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
+        "infra.filtering.FilterBackend",
         "rest_framework.filters.SearchFilter",
         "rest_framework.filters.OrderingFilter",
     ],

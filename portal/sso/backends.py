@@ -6,12 +6,13 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permission
 from django.core.exceptions import ImproperlyConfigured
 from django.http import Http404, HttpRequest
 from social_core.backends.open_id_connect import OpenIdConnectAuth
 from social_core.exceptions import AuthConfigurationError
 
+from infra.reference_cache import PERMISSIONS, cached
 from portal.settings.env import secret_from_ref
 
 PASSWORD_LOGIN_CHOICES = ("on", "admins", "off")
@@ -64,7 +65,37 @@ class PortalOpenIdConnect(OpenIdConnectAuth):
 
 
 class PasswordBackend(ModelBackend):
-    """Django's username and password check under the ``PASSWORD_LOGIN`` policy; permissions work as ModelBackend's."""
+    """Django's username and password check under the ``PASSWORD_LOGIN`` policy; permissions as ModelBackend's.
+
+    A user's own and their groups' permissions are kept in the reference cache (family ``PERMISSIONS``: a change of
+    a group, a permission or a membership replaces its token), so a page or API call does not read them with two
+    queries each time. Inactive, anonymous and superusers, and object permissions, go to ModelBackend as they are.
+    """
+
+    def get_user_permissions(self, user_obj: AbstractBaseUser | AnonymousUser, obj: Any = None) -> set[str]:
+        if not self._from_cache(user_obj, obj):
+            return super().get_user_permissions(user_obj, obj)
+        return set(self._held(user_obj)[0])
+
+    def get_group_permissions(self, user_obj: AbstractBaseUser | AnonymousUser, obj: Any = None) -> set[str]:
+        if not self._from_cache(user_obj, obj):
+            return super().get_group_permissions(user_obj, obj)
+        return set(self._held(user_obj)[1])
+
+    @staticmethod
+    def _from_cache(user_obj: AbstractBaseUser | AnonymousUser, obj: Any) -> bool:
+        return bool(obj is None and user_obj.is_active and not user_obj.is_anonymous and not user_obj.is_superuser)
+
+    @staticmethod
+    def _held(user_obj: AbstractBaseUser) -> tuple[frozenset[str], frozenset[str]]:
+        """The user's own permissions and their groups', as ``app_label.codename``."""
+
+        def read() -> tuple[frozenset[str], frozenset[str]]:
+            own = Permission.objects.filter(user=user_obj)
+            of_groups = Permission.objects.filter(group__user=user_obj)
+            return _names(own), _names(of_groups)
+
+        return cached(PERMISSIONS, f"permissions:user:{user_obj.pk}", read)
 
     def authenticate(
         self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
@@ -78,3 +109,8 @@ class PasswordBackend(ModelBackend):
         if policy == "admins" and not (user.is_staff or user.is_superuser):
             return None
         return user
+
+
+def _names(permissions: Any) -> frozenset[str]:
+    rows = permissions.values_list("content_type__app_label", "codename").order_by()
+    return frozenset(f"{app_label}.{codename}" for app_label, codename in rows)

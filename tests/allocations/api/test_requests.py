@@ -184,6 +184,9 @@ def test_list_filters_search_and_ordering(client_as, demo_org):
     assert names("ordering=name") == ["alpha", "beta", "gamma"]
     assert names("ordering=-name") == ["gamma", "beta", "alpha"]
     assert client.get(f"{URL}?status=sleeping").status_code == 400
+    assert names("page=1&created_after=2000-01-01T00:00:00Z") == names("page=1")
+    assert names("created_after=2999-01-01T00:00:00Z") == []
+    assert client.get(f"{URL}?created_after=yesterday").status_code == 400
 
 
 def test_filters_never_widen_the_scope(client_as, two_teams_requests):
