@@ -486,3 +486,4 @@ from billing.budget_models import (  # noqa: E402, F401
     default_thresholds_pct,
     validate_thresholds_pct,
 )
+from billing.retention_models import HourlyRetention  # noqa: E402, F401

@@ -313,6 +313,10 @@ REST_FRAMEWORK = {
 }
 # Days the audit trail keeps an event; the daily audit.prune_events task deletes older ones (0: keep everything).
 AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 400)
+# Months of hourly rollups and GPU health hours kept, the current month included (0: keep everything). Older months
+# are dropped whole (a partition each on PostgreSQL) by the daily billing.maintain_hourly_partitions task; the daily
+# and monthly totals are kept forever.
+HOURLY_RETENTION_MONTHS = env_int("HOURLY_RETENTION_MONTHS", 13)
 
 # Failed token authentications allowed per client IP before the API answers 429 for the rest of the window.
 API_TOKEN_FAILURE_RATE = env_str("API_TOKEN_FAILURE_RATE") or "10/minute"
