@@ -23,7 +23,7 @@ ROLLUPS = "billing_utilizationrollup"
 RETENTION = "billing_hourlyretention"
 _COLUMNS = (
     "cluster_id, {grain}, team_id, request_id, gpu_model_name, is_mig, "
-    "sample_count, util_weighted, util_samples, energy_kwh, last_hour"
+    "sample_count, util_weighted, util_samples, energy_kwh, peak_memory_mib, last_hour"
 )
 _LOCK_CLASS = 0x5553  # pg_advisory_xact_lock(class, cluster_id): refreshes of one cluster take turns
 
@@ -55,13 +55,14 @@ def refresh_statements(vendor: str) -> list[str]:
         f"INSERT INTO {DAILY} ({_COLUMNS.format(grain='day')}) "  # noqa: S608
         f"SELECT cluster_id, {day}, team_id, request_id, gpu_model_name, {is_mig}, SUM(sample_count), "
         "SUM(avg_utilization_pct * sample_count), "
-        "SUM(CASE WHEN avg_utilization_pct IS NULL THEN 0 ELSE sample_count END), SUM(energy_kwh), MAX(hour) "
+        "SUM(CASE WHEN avg_utilization_pct IS NULL THEN 0 ELSE sample_count END), SUM(energy_kwh), "
+        "MAX(peak_memory_used_mib), MAX(hour) "
         f"FROM {ROLLUPS} WHERE cluster_id = %s AND hour >= %s AND hour < %s AND {_kept_hour(vendor)} "
         f"GROUP BY cluster_id, {day}, team_id, request_id, gpu_model_name, {is_mig}",
         f"DELETE FROM {MONTHLY} WHERE cluster_id = %s AND month >= %s AND month < %s",  # noqa: S608
         f"INSERT INTO {MONTHLY} ({_COLUMNS.format(grain='month')}) "  # noqa: S608
         f"SELECT cluster_id, {month}, team_id, request_id, gpu_model_name, is_mig, SUM(sample_count), "
-        "SUM(util_weighted), SUM(util_samples), SUM(energy_kwh), MAX(last_hour) "
+        "SUM(util_weighted), SUM(util_samples), SUM(energy_kwh), MAX(peak_memory_mib), MAX(last_hour) "
         f"FROM {DAILY} WHERE cluster_id = %s AND day >= %s AND day < %s "
         f"GROUP BY cluster_id, {month}, team_id, request_id, gpu_model_name, is_mig",
     ]
