@@ -119,6 +119,8 @@ def drop_expired_hourly(*, now: datetime, retention_months: int) -> list[str]:
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", [_LOCK_CLASS])
+            # A table with deferred foreign-key checks still pending in this transaction cannot be dropped.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         for table in HOURLY_TABLES:
             if is_partitioned(table):
                 for month, name in sorted(month_partitions(table).items()):
