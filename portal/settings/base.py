@@ -62,6 +62,9 @@ MIDDLEWARE = [
     # First: probes reach a pod by IP over plain HTTP, before host validation and the HTTPS redirect.
     "portal.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Pages are 200-300 KB of HTML; compressed for clients that accept gzip (Django adds random bytes to each
+    # compressed body against BREACH-style length attacks). Before the middleware that write the response body.
+    "django.middleware.gzip.GZipMiddleware",
     # django-csp's, with the settings' policy built once per process (portal/middleware.py).
     "portal.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
