@@ -422,6 +422,9 @@ BILLING_PROMETHEUS_RETRIES = env_int("BILLING_PROMETHEUS_RETRIES", 3)
 BILLING_PROMETHEUS_BACKOFF_SECONDS = float(env_str("BILLING_PROMETHEUS_BACKOFF_SECONDS") or 0.5)
 BILLING_UTILIZATION_BACKFILL_HOURS = env_int("BILLING_UTILIZATION_BACKFILL_HOURS", 24)
 BILLING_UTILIZATION_MAX_HOURS_PER_PULL = env_int("BILLING_UTILIZATION_MAX_HOURS_PER_PULL", 168)
+# Samples one Prometheus query of the pull may touch (GPUs x 60 x hours): a pull reads as many hours at a time as fit,
+# one to 24 (billing.metering.pull_chunks). Prometheus refuses a query over its --query.max-samples (50 million).
+BILLING_PULL_MAX_SAMPLES_PER_QUERY = env_int("BILLING_PULL_MAX_SAMPLES_PER_QUERY", 2_000_000)
 # A minute counts as measured when a device's newest real sample is younger than this (raise it above 60 only for
 # scrape intervals longer than a minute); carried-over samples never count.
 BILLING_SCRAPE_MAX_AGE_SECONDS = env_int("BILLING_SCRAPE_MAX_AGE_SECONDS", 60)
