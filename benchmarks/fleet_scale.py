@@ -67,7 +67,8 @@ def _fleet(gpus: int, months: int, teams: int, last: date, runs: int, repeat: in
     seconds = time.perf_counter() - started
     print(
         f"  {gpus:,} GPUs x {months} months: {built['rollups']:,} rollups, built in {seconds:.0f} s "
-        f"(totals kept in {built['aggregate_seconds']:.0f} s)"
+        f"(totals kept in {built['aggregate_seconds']:.0f} s)",
+        flush=True,
     )
     client = Client()
     client.force_login(User.objects.get(username="bench"))
@@ -150,13 +151,13 @@ def main() -> None:
         if gpus == sizes[0]:
             print(f"database: {connection.vendor}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
         try:
-            results[gpus] = _fleet(gpus, args.months, args.teams, last, args.runs, args.repeat)
+            results[gpus] = figures = _fleet(gpus, args.months, args.teams, last, args.runs, args.repeat)
         finally:
             connection.creation.destroy_test_db(configured, verbosity=0)
-    for gpus, figures in results.items():
-        print(f"{gpus:,} GPUs (min/median/max):")
+        # Printed as soon as measured: the largest fleet takes long to build.
+        print(f"{gpus:,} GPUs (min/median/max; load average now {os.getloadavg()[0]:.1f}):", flush=True)
         for name, values in figures.items():
-            print(f"  {name:55} {spread(values)}")
+            print(f"  {name:55} {spread(values)}", flush=True)
             target = Target(AT_MOST, 5) if "/ raw SUM" in name and name.startswith("dashboards") else None
             if "raw SUM" in name or "GB per" in name:
                 record("fleet_scale", f"{gpus} GPUs: {name}", values, target)
