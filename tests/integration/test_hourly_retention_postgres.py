@@ -18,7 +18,7 @@ from billing.metering.partitions import drop_expired_hourly, ensure_month_partit
 from billing.models import DailyUsage, GpuHealthHour, MonthlyReportLine, MonthlyUsage, UtilizationRollup
 from tests.billing.cost_helpers import OCT, held_request, load_book, rollup
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.django_db]
 ROLLUPS, HEALTH = "billing_utilizationrollup", "billing_gpuhealthhour"
 # Thirteen months of hourly data from December 2027 keep December 2026 on: October 2026 is past retention.
 LATER = datetime(2027, 12, 10, 4, tzinfo=UTC)

@@ -11,7 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from tests.factories import ClusterFactory
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 BEFORE = [("billing", "0011_finance_reads_teams_and_requests")]
 TABLE = "billing_utilizationrollup"
 JUNE = datetime(2025, 6, 1, tzinfo=UTC)
