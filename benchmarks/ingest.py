@@ -152,7 +152,8 @@ def main() -> None:
 
     from allocations.models import Cluster, GpuRequest, Team
     from billing.metering.aggregates import refresh_usage_aggregates
-    from billing.metering.services import CHUNK_HOURS, _collect, _read_hours, _write_chunk, prometheus_client_for
+    from billing.metering.pull_chunks import MAX_CHUNK_HOURS as CHUNK_HOURS
+    from billing.metering.services import _collect, _read_hours, _write_chunk, prometheus_client_for
     from billing.models import UtilizationRollup
     from tests.factories import GpuRequestFactory, TeamFactory
 

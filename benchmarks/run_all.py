@@ -57,6 +57,8 @@ BENCHMARKS = [
     Benchmark("fleet_pages.py", quick=("--gpus", "50", "--runs", "1", "--repeat", "1")),
     Benchmark("month_curves.py", quick=("--sizes", "500", "--repeat", "1")),
     Benchmark("mig_planning.py", quick=("--demands", "5", "--max-gpus", "50")),
+    # Building 10,000 GPUs' months of rollups alone takes many minutes on a small machine.
+    Benchmark("fleet_scale.py", quick=("--quick",), limit=3600),
 ]
 
 

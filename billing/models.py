@@ -102,6 +102,7 @@ class UsageTotals(models.Model):
     util_weighted = models.FloatField(null=True, help_text="Sum of utilization % x minutes.")
     util_samples = models.BigIntegerField(default=0, help_text="Minutes that measured a utilization.")
     energy_kwh = models.FloatField(null=True)
+    peak_memory_mib = models.FloatField(null=True, help_text="The largest hourly peak of GPU memory used (MiB).")
     last_hour = models.DateTimeField(help_text="The latest rollup hour summed.")
 
     class Meta:
@@ -486,3 +487,4 @@ from billing.budget_models import (  # noqa: E402, F401
     default_thresholds_pct,
     validate_thresholds_pct,
 )
+from billing.retention_models import HourlyRetention  # noqa: E402, F401

@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
 
 from allocations.models import Cluster
 from billing.costs import tasks as costs_tasks  # registers billing.email_monthly_reports with autodiscovery
 from billing.costs.services import monthly_reports_close, previous_month
 from billing.metering.gpu_health import gpu_health_catch_up
+from billing.metering.partitions import drop_expired_hourly, ensure_month_partitions
 from billing.metering.prometheus import PrometheusUnavailable
 from billing.metering.services import HOUR, utilization_health_catch_up, utilization_pull
 from billing.reclaim.services import idle_reclaim_run
@@ -89,3 +92,12 @@ def reclaim_idle_workloads() -> dict[str, object]:
         "suspended": result.suspended,
         "failed": result.failed,
     }
+
+
+@shared_task(name="billing.maintain_hourly_partitions", acks_late=True)
+def maintain_hourly_partitions() -> dict[str, object]:
+    """Create the next months' partitions of the hourly tables and drop the months past retention (beat: daily)."""
+    now = timezone.now()
+    created = ensure_month_partitions(now=now)
+    dropped = drop_expired_hourly(now=now, retention_months=settings.HOURLY_RETENTION_MONTHS)
+    return {"created": created, "dropped": dropped}

@@ -23,6 +23,11 @@ app.conf.beat_schedule = {
     "pull-utilization": {"task": "billing.pull_utilization_all", "schedule": 300.0},
     # The audit trail keeps AUDIT_RETENTION_DAYS; older events are deleted once a day.
     "prune-audit-events": {"task": "audit.prune_events", "schedule": crontab(minute=15, hour=3)},
+    # Next months' partitions of the hourly tables created ahead; months past HOURLY_RETENTION_MONTHS dropped.
+    "maintain-hourly-partitions": {
+        "task": "billing.maintain_hourly_partitions",
+        "schedule": crontab(minute=5, hour=3),
+    },
     # Expired sessions (Django's clearsessions), once a day.
     "clear-expired-sessions": {"task": "portal.clear_expired_sessions", "schedule": crontab(minute=45, hour=3)},
     # Money budgets: a threshold crossed notifies within the hour, once a month (billing.costs.budget_alerts).

@@ -4,7 +4,8 @@ Whatever writes or replaces rollups calls ``refresh_usage_aggregates(cluster_id=
 touched, in the same transaction, after its write. It recomputes the totals of every UTC day those hours fall in
 from the rollups (one DELETE and one INSERT .. SELECT .. GROUP BY), then every month those days fall in from the
 daily totals: the cost follows the size of the write (a day or two of rollups, a month of daily rows), never the
-whole history, and running it twice gives the same rows (idempotent, safe to retry).
+whole history, and running it twice gives the same rows (idempotent, safe to retry). Days before the hourly
+retention's horizon (``HourlyRetention``) are left as they are: their totals are all that is left of them.
 """
 
 from __future__ import annotations
@@ -19,11 +20,21 @@ from infra import reference_cache
 DAILY = "billing_dailyusage"
 MONTHLY = "billing_monthlyusage"
 ROLLUPS = "billing_utilizationrollup"
+RETENTION = "billing_hourlyretention"
 _COLUMNS = (
     "cluster_id, {grain}, team_id, request_id, gpu_model_name, is_mig, "
-    "sample_count, util_weighted, util_samples, energy_kwh, last_hour"
+    "sample_count, util_weighted, util_samples, energy_kwh, peak_memory_mib, last_hour"
 )
 _LOCK_CLASS = 0x5553  # pg_advisory_xact_lock(class, cluster_id): refreshes of one cluster take turns
+
+
+# Days before the hourly retention's horizon keep their totals as they are: their hourly rows are gone (or going).
+_KEPT_DAY = f"NOT EXISTS (SELECT 1 FROM {RETENTION} r WHERE day < r.kept_from)"  # noqa: S608
+
+
+def _kept_hour(vendor: str) -> str:
+    day = _day_of_hour(vendor)
+    return f"NOT EXISTS (SELECT 1 FROM {RETENTION} r WHERE {day} < r.kept_from)"  # noqa: S608
 
 
 def _day_of_hour(vendor: str) -> str:
@@ -40,17 +51,18 @@ def refresh_statements(vendor: str) -> list[str]:
     is_mig = "mig_instance <> ''"
     # Only this module's constants are interpolated; every value is a parameter.
     return [
-        f"DELETE FROM {DAILY} WHERE cluster_id = %s AND day >= %s AND day < %s",  # noqa: S608
+        f"DELETE FROM {DAILY} WHERE cluster_id = %s AND day >= %s AND day < %s AND {_KEPT_DAY}",  # noqa: S608
         f"INSERT INTO {DAILY} ({_COLUMNS.format(grain='day')}) "  # noqa: S608
         f"SELECT cluster_id, {day}, team_id, request_id, gpu_model_name, {is_mig}, SUM(sample_count), "
         "SUM(avg_utilization_pct * sample_count), "
-        "SUM(CASE WHEN avg_utilization_pct IS NULL THEN 0 ELSE sample_count END), SUM(energy_kwh), MAX(hour) "
-        f"FROM {ROLLUPS} WHERE cluster_id = %s AND hour >= %s AND hour < %s "
+        "SUM(CASE WHEN avg_utilization_pct IS NULL THEN 0 ELSE sample_count END), SUM(energy_kwh), "
+        "MAX(peak_memory_used_mib), MAX(hour) "
+        f"FROM {ROLLUPS} WHERE cluster_id = %s AND hour >= %s AND hour < %s AND {_kept_hour(vendor)} "
         f"GROUP BY cluster_id, {day}, team_id, request_id, gpu_model_name, {is_mig}",
         f"DELETE FROM {MONTHLY} WHERE cluster_id = %s AND month >= %s AND month < %s",  # noqa: S608
         f"INSERT INTO {MONTHLY} ({_COLUMNS.format(grain='month')}) "  # noqa: S608
         f"SELECT cluster_id, {month}, team_id, request_id, gpu_model_name, is_mig, SUM(sample_count), "
-        "SUM(util_weighted), SUM(util_samples), SUM(energy_kwh), MAX(last_hour) "
+        "SUM(util_weighted), SUM(util_samples), SUM(energy_kwh), MAX(peak_memory_mib), MAX(last_hour) "
         f"FROM {DAILY} WHERE cluster_id = %s AND day >= %s AND day < %s "
         f"GROUP BY cluster_id, {month}, team_id, request_id, gpu_model_name, is_mig",
     ]

@@ -21,7 +21,8 @@ from django.utils import timezone
 
 from allocations.models import Cluster
 from billing.metering.prometheus import PrometheusClient
-from billing.metering.services import CATCH_UP_LIMIT, CHUNK_HOURS, HOUR, floor_hour, prometheus_client_for
+from billing.metering.pull_chunks import pull_chunk_hours
+from billing.metering.services import CATCH_UP_LIMIT, HOUR, floor_hour, prometheus_client_for
 from billing.models import GpuHealthHour
 from gpucore import attribution
 from gpucore.attribution import GAUGE_BLANK_FLOOR
@@ -60,8 +61,9 @@ def gpu_health_pull(
         hours.append(hour)
         hour += HOUR
     written = 0
-    for index in range(0, len(hours), CHUNK_HOURS):
-        chunk = hours[index : index + CHUNK_HOURS]
+    chunk_hours = pull_chunk_hours(cluster)
+    for index in range(0, len(hours), chunk_hours):
+        chunk = hours[index : index + chunk_hours]
         rows = _read_chunk(client, cluster=cluster, first=chunk[0], last=chunk[-1], now=now)
         with transaction.atomic():
             GpuHealthHour.objects.filter(cluster=cluster, hour__gte=chunk[0], hour__lte=chunk[-1]).delete()

@@ -104,16 +104,24 @@ def team_usage(*, team: Team, start: datetime, end: datetime) -> dict[str, Any]:
     ``energy_kwh`` covers whole GPUs only (DCGM has no per-instance power). ``incomplete_hours`` lists hours that
     could not be read and ``complete`` is False when any hour of the range is missing or not yet ingested.
     """
-    qs = rollups_between(start=start, end=end).filter(team=team)
-    grouped = qs.exclude(request__isnull=True).values("request_id").annotate(**rollup_usage_aggregates())
-    by_request = [{"request": row["request_id"], **_shape(row)} for row in grouped.order_by("request_id")]
+    # From the stored totals for whole days (hourly rows only for a ragged start or end): days whose hourly rows
+    # the retention dropped answer the same.
+    totals = usage_totals(start=start, end=end, by=("request_id",), teams=Team.objects.filter(pk=team.pk))
+    by_request = [
+        {"request": request_id, **_shape(row)}
+        for (request_id,), row in sorted(totals.items(), key=lambda item: item[0][0] or 0)
+        if request_id is not None
+    ]
+    overall = _empty_totals()
+    for row in totals.values():
+        _merge(overall, row)
     missing = incomplete_hours(start=start, end=end)
     through = ingested_through()
     return {
         "team": team.slug,
         "start": start,
         "end": end,
-        **_shape(qs.aggregate(**rollup_usage_aggregates())),
+        **_shape(overall),
         "by_request": by_request,
         "complete": not missing and through is not None and through >= end,
         "incomplete_hours": missing,
@@ -153,7 +161,23 @@ _STORED = {  # the stored totals' columns, summed as usage_totals answers them
     "util_weighted": Sum("util_weighted"),
     "util_samples": Sum("util_samples"),
     "energy": Sum("energy_kwh"),
+    "peak_mib": Max("peak_memory_mib"),
 }
+
+
+def _empty_totals() -> dict[str, Any]:
+    return {"samples": 0, "util_weighted": 0.0, "util_samples": 0, "energy": None, "peak_mib": None}
+
+
+def _merge(into: dict[str, Any], row: dict[str, Any]) -> None:
+    """Add one row of totals (stored or hourly) into ``into``: sums, and the larger peak."""
+    into["samples"] += row["samples"] or 0
+    into["util_weighted"] += row["util_weighted"] or 0.0
+    into["util_samples"] += row["util_samples"] or 0
+    if row["energy"] is not None:
+        into["energy"] = (into["energy"] or 0.0) + row["energy"]
+    if row["peak_mib"] is not None:
+        into["peak_mib"] = max(into["peak_mib"] or 0.0, row["peak_mib"])
 
 
 def _period_so_far(
@@ -204,12 +228,7 @@ def usage_totals(
     def add(rows: Iterable[dict[str, Any]]) -> None:
         for row in rows:
             key = tuple(row[field] for field in by)
-            into = totals.setdefault(key, {"samples": 0, "util_weighted": 0.0, "util_samples": 0, "energy": None})
-            into["samples"] += row["samples"] or 0
-            into["util_weighted"] += row["util_weighted"] or 0.0
-            into["util_samples"] += row["util_samples"] or 0
-            if row["energy"] is not None:
-                into["energy"] = (into["energy"] or 0.0) + row["energy"]
+            _merge(totals.setdefault(key, _empty_totals()), row)
 
     def scoped(qs: QuerySet) -> QuerySet:
         return (qs if teams is None else qs.filter(team__in=teams)).order_by()
@@ -240,6 +259,7 @@ def usage_totals(
                 util_weighted=utilization_weighted_sum(),
                 util_samples=utilization_samples(),
                 energy=Sum("energy_kwh"),
+                peak_mib=Max("peak_memory_used_mib"),
             )
         )
     for qs in querysets:

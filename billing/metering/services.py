@@ -29,6 +29,7 @@ from django.utils import timezone
 from allocations.models import Cluster, GpuRequest, Team
 from billing.metering.aggregates import refresh_usage_aggregates
 from billing.metering.prometheus import PrometheusClient, PrometheusError, Series
+from billing.metering.pull_chunks import pull_chunk_hours
 from billing.metering.rollup_store import ingest_hours_log, rollups_replace
 from billing.models import IngestStatus, UtilizationRollup, UtilizationWatermark
 from gpucore import attribution
@@ -40,7 +41,6 @@ logger = logging.getLogger(__name__)
 HOUR = timedelta(hours=1)
 # Data for an hour is final once the last scrape and rule evaluation have landed; Prometheus writes with a delay.
 SETTLE_DELAY = timedelta(minutes=2)
-CHUNK_HOURS = 24
 # How far back a catch-up of the alert inputs or the XID codes reads at most: a cluster whose rows stopped long ago is
 # not re-read from the start.
 CATCH_UP_LIMIT = timedelta(days=7)
@@ -113,6 +113,7 @@ class PullResult:
     rows: int = 0
     failed_hours: list[datetime] = field(default_factory=list)
     watermark: datetime | None = None
+    reads: int = 0  # chunks of hours read from Prometheus (each a few range queries)
     read_seconds: float = 0.0  # Prometheus queries and parsing
     rollup_seconds: float = 0.0  # attribution and merging in Python
     write_seconds: float = 0.0  # the database transaction (delete, bulk insert, ingest log, watermark)
@@ -344,8 +345,9 @@ def utilization_pull(
     client = client or prometheus_client_for(cluster)
     team_by_namespace = dict(Team.objects.values_list("namespace", "id"))
     request_team = dict(GpuRequest.objects.values_list("id", "team_id"))
-    for index in range(0, len(hours), CHUNK_HOURS):
-        chunk = hours[index : index + CHUNK_HOURS]
+    chunk_hours = pull_chunk_hours(cluster)
+    for index in range(0, len(hours), chunk_hours):
+        chunk = hours[index : index + chunk_hours]
         started = time.perf_counter()
         try:
             series = _read_hours(client, chunk[0], chunk[-1])
@@ -365,6 +367,7 @@ def utilization_pull(
         )
         result.write_seconds += time.perf_counter() - started
         result.hours += len(chunk)
+        result.reads += 1
         if progress is not None:
             progress(len(chunk))
     watermark = UtilizationWatermark.objects.filter(cluster=cluster).first()
@@ -411,8 +414,9 @@ def utilization_health_pull(
         hours.append(hour)
         hour += HOUR
     updated = 0
-    for index in range(0, len(hours), CHUNK_HOURS):
-        chunk = hours[index : index + CHUNK_HOURS]
+    chunk_hours = pull_chunk_hours(cluster)
+    for index in range(0, len(hours), chunk_hours):
+        chunk = hours[index : index + chunk_hours]
         first, last = chunk[0] + HOUR - timedelta(seconds=1), chunk[-1] + HOUR - timedelta(seconds=1)
         temps: dict[tuple[datetime, str], float] = {}
         pressure: dict[tuple, int] = defaultdict(int)

@@ -62,6 +62,9 @@ MIDDLEWARE = [
     # First: probes reach a pod by IP over plain HTTP, before host validation and the HTTPS redirect.
     "portal.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Pages are 200-300 KB of HTML; compressed for clients that accept gzip (Django adds random bytes to each
+    # compressed body against BREACH-style length attacks). Before the middleware that write the response body.
+    "django.middleware.gzip.GZipMiddleware",
     # django-csp's, with the settings' policy built once per process (portal/middleware.py).
     "portal.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -313,6 +316,10 @@ REST_FRAMEWORK = {
 }
 # Days the audit trail keeps an event; the daily audit.prune_events task deletes older ones (0: keep everything).
 AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 400)
+# Months of hourly rollups and GPU health hours kept, the current month included (0: keep everything). Older months
+# are dropped whole (a partition each on PostgreSQL) by the daily billing.maintain_hourly_partitions task; the daily
+# and monthly totals are kept forever.
+HOURLY_RETENTION_MONTHS = env_int("HOURLY_RETENTION_MONTHS", 13)
 
 # Failed token authentications allowed per client IP before the API answers 429 for the rest of the window.
 API_TOKEN_FAILURE_RATE = env_str("API_TOKEN_FAILURE_RATE") or "10/minute"
@@ -415,6 +422,9 @@ BILLING_PROMETHEUS_RETRIES = env_int("BILLING_PROMETHEUS_RETRIES", 3)
 BILLING_PROMETHEUS_BACKOFF_SECONDS = float(env_str("BILLING_PROMETHEUS_BACKOFF_SECONDS") or 0.5)
 BILLING_UTILIZATION_BACKFILL_HOURS = env_int("BILLING_UTILIZATION_BACKFILL_HOURS", 24)
 BILLING_UTILIZATION_MAX_HOURS_PER_PULL = env_int("BILLING_UTILIZATION_MAX_HOURS_PER_PULL", 168)
+# Samples one Prometheus query of the pull may touch (GPUs x 60 x hours): a pull reads as many hours at a time as fit,
+# one to 24 (billing.metering.pull_chunks). Prometheus refuses a query over its --query.max-samples (50 million).
+BILLING_PULL_MAX_SAMPLES_PER_QUERY = env_int("BILLING_PULL_MAX_SAMPLES_PER_QUERY", 2_000_000)
 # A minute counts as measured when a device's newest real sample is younger than this (raise it above 60 only for
 # scrape intervals longer than a minute); carried-over samples never count.
 BILLING_SCRAPE_MAX_AGE_SECONDS = env_int("BILLING_SCRAPE_MAX_AGE_SECONDS", 60)

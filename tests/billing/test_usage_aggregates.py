@@ -174,7 +174,8 @@ def _by(start: datetime, end: datetime, by: tuple[str, ...]) -> dict:
             "gpu_model_name": row.gpu_model_name, "is_mig": row.mig_instance != "", "day": row.hour.date(),
         }  # fmt: skip
         into = groups.setdefault(
-            tuple(fields[name] for name in by), {"samples": 0, "util_weighted": 0.0, "util_samples": 0, "energy": None}
+            tuple(fields[name] for name in by),
+            {"samples": 0, "util_weighted": 0.0, "util_samples": 0, "energy": None, "peak_mib": None},
         )
         into["samples"] += row.sample_count
         if row.avg_utilization_pct is not None:
@@ -182,4 +183,6 @@ def _by(start: datetime, end: datetime, by: tuple[str, ...]) -> dict:
             into["util_samples"] += row.sample_count
         if row.energy_kwh is not None:
             into["energy"] = (into["energy"] or 0.0) + row.energy_kwh
+        if row.peak_memory_used_mib is not None:
+            into["peak_mib"] = max(into["peak_mib"] or 0.0, row.peak_memory_used_mib)
     return groups
