@@ -222,8 +222,15 @@ class PoolContext:
     # renameByDefault of the device plugin: shared GPUs are advertised as nvidia.com/gpu.shared and GFD leaves the
     # product label alone (docs/reference-sources.md#time-slicing).
     rename_by_default: bool = False
+    # The node label naming the pool's network domain (rack or block) for Kueue's topology-aware scheduling, e.g.
+    # ``cloud.google.com/gce-topology-block``; a distributed job then asks for one domain of it: required (wait
+    # until one domain fits the gang) or preferred (one domain if possible). None: no topology.
+    topology_level: str | None = None
+    topology_required: bool = False
 
     def __post_init__(self) -> None:
+        if self.topology_level is not None and not is_label_key(self.topology_level):
+            raise ManifestError(f"Pool '{self.name}': topology level '{self.topology_level}' is not a node label key.")
         # The pool name becomes a ConfigMap key and a node label value (nvidia.com/device-plugin.config).
         if not is_dns_label(self.name):
             raise ManifestError(f"Pool name '{self.name}' is not a DNS label.")

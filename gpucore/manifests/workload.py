@@ -28,6 +28,7 @@ from gpucore.manifests.contexts import (
     request_labels,
     workload_name,
 )
+from gpucore.manifests.jobset import master_pod_hostname, render_jobset, topology_annotations
 from gpucore.manifests.kueue import workload_queue_labels
 from gpucore.manifests.namespace import max_per_container
 from gpucore.manifests.sizing import ContainerSize, format_memory, gpu_share, size_container
@@ -241,12 +242,13 @@ def is_distributed(ctx: WorkloadContext) -> bool:
 
 def _distributed_env(ctx: WorkloadContext) -> list[dict[str, Any]]:
     """The environment torchrun and NCCL expect, as Kubeflow's PyTorchJob sets it, from the Job's completion index."""
-    # Pod 0 of an Indexed Job is named <job>-0 and, with the Job's subdomain and the headless Service of the same
-    # name, resolves as <job>-0.<service> inside the namespace: the rendezvous master. WORLD_SIZE and RANK count pods
-    # (nodes, in torchrun's words); torchrun reads PET_NNODES/PET_NODE_RANK/PET_NPROC_PER_NODE/PET_MASTER_* as its
-    # --nnodes/--node-rank/--nproc-per-node/--master-addr/--master-port and sets the per-process RANK and WORLD_SIZE.
+    # Pod 0 of the JobSet is <name>-worker-0-0 and, with the JobSet's subdomain and the headless Service of the same
+    # name, resolves as <name>-worker-0-0.<service> inside the namespace: the rendezvous master. WORLD_SIZE and RANK
+    # count pods (nodes, in torchrun's words); torchrun reads PET_NNODES/PET_NODE_RANK/PET_NPROC_PER_NODE/PET_MASTER_*
+    # as its --nnodes/--node-rank/--nproc-per-node/--master-addr/--master-port and sets the per-process RANK and
+    # WORLD_SIZE.
     name = workload_name(ctx.request_id)
-    master = f"{name}-0.{name}"
+    master = master_pod_hostname(name)
     index = {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"}}
     replicas = str(ctx.allocation.replicas)
     port = str(ctx.rendezvous_port)
@@ -411,14 +413,15 @@ def _job_objects(
     selector: dict[str, str],
     template: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """A batch request: its PodDisruptionBudget and headless Service where they apply, then the Job."""
+    """A batch request: its PodDisruptionBudget and headless Service where they apply, then the Job (the JobSet of
+    distributed training and HPC)."""
     replicas = ctx.allocation.replicas
     objects: list[dict[str, Any]] = []
     if replicas > 1 and ctx.tier is not None and not ctx.tier.preemptible:
         # Guide 002 §7.3 protects long training Jobs with a PodDisruptionBudget, but never 'minAvailable' equal to
         # the pods (that blocks every drain). A Job has no scale subresource, so only an integer minAvailable works
-        # (not maxUnavailable): a drain may take one pod at a time; the Job recreates that index, and the
-        # podFailurePolicy below does not count the eviction as a failure.
+        # (not maxUnavailable): a drain may take one pod at a time; the Job recreates that index (a JobSet restarts
+        # its gang), and neither counts the eviction as a failure.
         pdb_spec = {"minAvailable": replicas - 1, "selector": {"matchLabels": selector}, **_PDB_UNHEALTHY}
         objects.append(_pdb(meta, labels, pdb_spec))
     if is_distributed(ctx):
@@ -434,10 +437,21 @@ def _job_objects(
             ],
         }
         objects.append({"apiVersion": "v1", "kind": "Service", "metadata": service_meta, "spec": service_spec})
+    deadline = active_deadline_seconds(ctx.duration_hours)
+    if is_distributed(ctx):
+        jobset = render_jobset(
+            meta=meta,
+            replicas=replicas,
+            template=template,
+            active_deadline_seconds=deadline,
+            queue_labels=workload_queue_labels(ctx.team, ctx.tier),
+            topology=topology_annotations(ctx.pool, kueue=ctx.team.cluster_queue is not None),
+        )
+        objects.append(jobset)
+        return objects
     job_spec: dict[str, Any] = {"backoffLimit": JOB_BACKOFF_LIMIT, "completions": replicas, "parallelism": replicas}
     if replicas > 1:
-        job_spec["completionMode"] = "Indexed"  # each worker knows its rank from its completion index
-    deadline = active_deadline_seconds(ctx.duration_hours)
+        job_spec["completionMode"] = "Indexed"  # each worker knows its shard from its completion index
     if deadline is not None:
         job_spec["activeDeadlineSeconds"] = deadline
     # A pod evicted by preemption (tier 3) or a node drain did not fail: do not count it against backoffLimit.
