@@ -87,6 +87,8 @@ def pool_context(pool: NodePool) -> PoolContext:
         taints=list(pool.taints or []),
         mig_devices=dict(pool.mig_devices or {}),
         rename_by_default=pool.rename_by_default,
+        topology_level=pool.topology_level or None,
+        topology_required=pool.topology_required,
     )
 
 
