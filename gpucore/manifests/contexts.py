@@ -165,6 +165,9 @@ class TeamContext:
     # The team's Kueue ClusterQueue when its cluster runs Kueue: the namespace gets a LocalQueue ``default`` pointing
     # at it and every Job carries ``kueue.x-k8s.io/queue-name: default`` (docs/kubernetes-and-kueue.md).
     cluster_queue: str | None = None
+    # The team's KAI Scheduler leaf queue when its cluster runs KAI: every pod carries ``schedulerName:
+    # kai-scheduler`` and ``kai.scheduler/queue: <queue>`` (docs/dra-and-kai.md).
+    kai_queue: str | None = None
     # Units per resource a preemptible request may borrow beyond the nominal quota (Kueue's ``borrowingLimit``): the
     # portal admits such a request, so the namespace's ResourceQuota must let its pods in too.
     borrowing: Mapping[str, int] = field(default_factory=dict)
@@ -199,6 +202,10 @@ class TeamContext:
             raise ManifestError("max_gpus_per_container must be a whole number >= 1.")
         if self.cluster_queue is not None and not is_dns_subdomain(self.cluster_queue):
             raise ManifestError(f"ClusterQueue name '{self.cluster_queue}' is not a DNS subdomain.")
+        if self.kai_queue is not None and not (is_dns_subdomain(self.kai_queue) and is_label_value(self.kai_queue)):
+            raise ManifestError(f"KAI queue name '{self.kai_queue}' is not a DNS subdomain.")
+        if self.kai_queue is not None and self.cluster_queue is not None:
+            raise ManifestError("A team's cluster runs Kueue or KAI, not both.")
         object.__setattr__(self, "quotas", quotas)
 
     def ceiling(self, resource: str) -> int | None:

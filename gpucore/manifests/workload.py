@@ -29,6 +29,7 @@ from gpucore.manifests.contexts import (
     workload_name,
 )
 from gpucore.manifests.jobset import master_pod_hostname, render_jobset, topology_annotations
+from gpucore.manifests.kai import KAI_SCHEDULER_NAME, kai_pod_labels
 from gpucore.manifests.kueue import workload_queue_labels
 from gpucore.manifests.namespace import max_per_container
 from gpucore.manifests.sizing import ContainerSize, format_memory, gpu_share, size_container
@@ -273,6 +274,8 @@ def _pod_template(
     spec: dict[str, Any] = {}
     if ctx.tier is not None:
         spec["priorityClassName"] = ctx.tier.priority_class_name
+    if ctx.team.kai_queue is not None:
+        spec["schedulerName"] = KAI_SCHEDULER_NAME
     spec["automountServiceAccountToken"] = False  # workloads never talk to the API server
     spec["securityContext"] = {
         "runAsNonRoot": True,
@@ -341,8 +344,10 @@ def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_
         GPU_MODEL_ANNOTATION: model.name,
         GPU_SHARE_ANNOTATION: format(share.quantize(Decimal("0.000001")).normalize(), "f"),
     }
-    meta = {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations}
-    template = _pod_template(ctx, labels, model, size)
+    # KAI reads its queue from the pod and the workload that owns it (its pod grouper); the other objects need none.
+    kai = kai_pod_labels(ctx.team, ctx.tier)
+    meta = {"name": name, "namespace": namespace, "labels": {**labels, **kai}, "annotations": annotations}
+    template = _pod_template(ctx, {**labels, **kai}, model, size)
     replicas = allocation.replicas
 
     if ctx.workload_type in JOB_WORKLOADS:
