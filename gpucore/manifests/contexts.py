@@ -34,6 +34,7 @@ SHARED_PRODUCT_SUFFIX = "-SHARED"
 
 WORKLOAD_TYPES = ("training", "batch_inference", "realtime_inference", "development", "hpc_simulation")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+DEVICE_APIS = ("device-plugin", "dra")
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -369,6 +370,10 @@ class WorkloadContext:
     caller_namespace_selector: Mapping[str, str] = field(default_factory=dict)
     # torchrun's default rendezvous port (MASTER_PORT) for multi-replica training and HPC.
     rendezvous_port: int = 29500
+    # How pods ask for GPUs on the cluster: device-plugin resources, or a DRA ResourceClaimTemplate (``dra``) whose
+    # selectors use what the driver reports for the pool (``dra_target``, a ``dra.DraTarget``; None: the catalog's).
+    device_api: str = "device-plugin"
+    dra_target: Any = None
     allocation: AllocationSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -403,6 +408,8 @@ class WorkloadContext:
         check_labels(callers, "caller_namespace_selector")
         object.__setattr__(self, "caller_namespace_selector", callers)
         object.__setattr__(self, "allocation", AllocationSpec.from_mapping(self.spec))
+        if self.device_api not in DEVICE_APIS:
+            raise ManifestError(f"Unknown device API '{self.device_api}': expected one of {', '.join(DEVICE_APIS)}.")
 
     @property
     def topology_aware(self) -> bool:

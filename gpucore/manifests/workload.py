@@ -28,6 +28,7 @@ from gpucore.manifests.contexts import (
     request_labels,
     workload_name,
 )
+from gpucore.manifests.dra import DraTarget, container_claims, pod_claims, render_resource_claim_template
 from gpucore.manifests.jobset import master_pod_hostname, render_jobset, topology_annotations
 from gpucore.manifests.kai import KAI_SCHEDULER_NAME, kai_pod_labels
 from gpucore.manifests.kueue import workload_queue_labels
@@ -184,7 +185,8 @@ def _topology_affinity(request_id: int, replicas: int) -> dict[str, Any]:
 def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
     allocation = ctx.allocation
     distributed = is_distributed(ctx)
-    gpus = {allocation.resource_name: str(allocation.quantity)}
+    # With DRA the GPUs come from the pod's claim, not from an extended resource.
+    gpus = {} if ctx.device_api == "dra" else {allocation.resource_name: str(allocation.quantity)}
     # One process per GPU (or per MIG instance) is the norm; without this, OpenMP and PyTorch start a thread per
     # core of the whole node (guide 004 §6 sets OMP_NUM_THREADS to the cores per process).
     threads = max(1, size.cpu_request_m // 1000 // allocation.quantity)
@@ -200,6 +202,8 @@ def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
         container["env"].extend(item for item in _distributed_env(ctx) if item["name"] not in taken)
     # GPUs are not overcommittable: requests must equal limits (guide 002 §7.1).
     container["resources"] = {"requests": {**size.requests(), **gpus}, "limits": {**size.limits(), **gpus}}
+    if ctx.device_api == "dra":
+        container["resources"]["claims"] = container_claims()
     container["securityContext"] = {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
@@ -284,7 +288,13 @@ def _pod_template(
         "fsGroup": RUN_AS_ID,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-    spec["nodeSelector"] = node_selector(allocation, model, ctx.pool)
+    selector = node_selector(allocation, model, ctx.pool)
+    if ctx.device_api == "dra":
+        # The claim's CEL selectors choose the device; GPU Feature Discovery's labels are not needed (nor may exist).
+        selector = {key: value for key, value in selector.items() if key not in (PRODUCT_LABEL, REPLICAS_LABEL)}
+        spec["resourceClaims"] = pod_claims(ctx.request_id)
+    if selector:
+        spec["nodeSelector"] = selector
     spec["tolerations"] = tolerations(ctx.pool)
     if ctx.topology_aware:
         spec["affinity"] = _topology_affinity(ctx.request_id, allocation.replicas)
@@ -350,10 +360,25 @@ def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_
     template = _pod_template(ctx, {**labels, **kai}, model, size)
     replicas = allocation.replicas
 
+    claims = []
+    if ctx.device_api == "dra":
+        claims.append(
+            render_resource_claim_template(
+                request_id=ctx.request_id,
+                team_slug=ctx.team.slug,
+                namespace=namespace,
+                strategy=allocation.strategy,
+                model=model,
+                quantity=allocation.quantity,
+                mig_profile=allocation.mig_profile,
+                time_slice_replicas=allocation.time_slice_replicas,
+                target=ctx.dra_target or DraTarget(),
+            )
+        )
     if ctx.workload_type in JOB_WORKLOADS:
-        return _job_objects(ctx, meta=meta, labels=labels, selector=selector, template=template)
+        return [*claims, *_job_objects(ctx, meta=meta, labels=labels, selector=selector, template=template)]
 
-    objects: list[dict[str, Any]] = []
+    objects: list[dict[str, Any]] = list(claims)
     if ctx.workload_type == "realtime_inference" and ctx.caller_namespace_selector:
         objects.append(_callers_policy(ctx, meta, labels, selector))
     if critical and replicas > 1:

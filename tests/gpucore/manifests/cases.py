@@ -31,17 +31,18 @@ TIER2 = DEFAULT_TIERS_BY_SLUG["tier2_batch"]
 TIER3 = DEFAULT_TIERS_BY_SLUG["tier3_development"]
 
 
-def validate(obj: Mapping[str, Any]) -> None:
-    """Validate against the Kubernetes 1.30 and 1.33 OpenAPI schemas, strictly (a CRD kind against its CRD's schema,
-    a JobSet's Job template also as a batch/v1 Job); fail with a short, readable message."""
+def validate(obj: Mapping[str, Any], versions: tuple[str, ...] = KUBERNETES_VERSIONS) -> None:
+    """Validate against the Kubernetes 1.30 and 1.33 OpenAPI schemas (or ``versions``), strictly (a CRD kind against
+    its CRD's schema, a JobSet's Job template also as a batch/v1 Job); fail with a short, readable message."""
     if obj.get("apiVersion") in SCHEMA_DIRS:
         validate_kueue(obj)
         if obj["kind"] == "JobSet":
             for replicated in obj["spec"]["replicatedJobs"]:
                 meta = {"name": f"{obj['metadata']['name']}-{replicated['name']}-0", "namespace": "x"}
-                validate({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, **replicated["template"]})
+                job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, **replicated["template"]}
+                validate(job, versions)
         return
-    for version in KUBERNETES_VERSIONS:
+    for version in versions:
         try:
             kubernetes_validate.validate(dict(obj), version, strict=True)
         except kubernetes_validate.ValidationError as error:
