@@ -119,6 +119,9 @@ class NodePoolSerializer(serializers.Serializer):
     taints = TaintSerializer(many=True, required=False, default=list)
     capacity = serializers.SerializerMethodField(help_text="Schedulable units per resource name, from the layout.")
     observed_allocatable = serializers.JSONField(read_only=True)
+    observed_dra = serializers.JSONField(
+        read_only=True, help_text="DRA clusters: the driver's product name, memory and devices seen for the pool."
+    )
     observed_at = serializers.DateTimeField(read_only=True)
 
     def get_capacity(self, pool: NodePool) -> dict[str, int]:

@@ -35,6 +35,7 @@ from allocations.models import (
 )
 from allocations.notifications import notify_expiry_soon_on_commit
 from allocations.reference_data import catalog_from_db, tier_spec
+from gpucore.dra_inventory import target_from_json
 from gpucore.manifests import (
     ClusterContext,
     ClusterQueueContext,
@@ -113,6 +114,10 @@ def workload_context(request: GpuRequest) -> WorkloadContext:
         health_path=(settings.PORTAL_INFERENCE_LIVENESS_PATH or None) if default_image else None,
         readiness_path=(settings.PORTAL_INFERENCE_READINESS_PATH or None) if default_image else None,
         caller_namespace_selector=settings.PORTAL_INFERENCE_CALLER_NAMESPACE_LABELS,
+        device_api=request.cluster.device_api,
+        dra_target=target_from_json((request.node_pool.observed_dra or {}).get("target"))
+        if request.node_pool
+        else None,
     )
 
 

@@ -171,6 +171,9 @@ class NodePool(models.Model):
     # Filled by inventory sync from the cluster (allocatable per resource name).
     observed_allocatable = models.JSONField(default=dict, blank=True)
     observed_at = models.DateTimeField(null=True, blank=True)
+    # On a DRA cluster: what NVIDIA's DRA driver publishes for the pool's GPUs (ResourceSlices), read by inventory
+    # sync: {"target": {product_name, memory_bytes, profile_memory_bytes}, "devices": {"gpu": n, "mig-1g.5gb": m}}.
+    observed_dra = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="unique_pool_per_cluster")]

@@ -73,6 +73,8 @@ KINDS: dict[str, tuple[str, str, str, bool]] = {
     "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),
     "NetworkPolicy": ("networking.k8s.io", "v1", "networkpolicies", True),
     "PriorityClass": ("scheduling.k8s.io", "v1", "priorityclasses", False),
+    "ResourceClaimTemplate": ("resource.k8s.io", "v1", "resourceclaimtemplates", True),
+    "ResourceSlice": ("resource.k8s.io", "v1", "resourceslices", False),
 }
 # Kueue's CRDs (v1beta2), served unless the emulated cluster is told it has no Kueue installed.
 KUEUE_KINDS: dict[str, tuple[str, str, str, bool]] = {

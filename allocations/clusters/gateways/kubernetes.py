@@ -63,6 +63,7 @@ BUILTIN_RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "LimitRange"): ("limitranges", True),
     ("v1", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
     ("v1", "Pod"): ("pods", True),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): ("resourceclaimtemplates", True),
     ("apps/v1", "Deployment"): ("deployments", True),
     ("apps/v1", "StatefulSet"): ("statefulsets", True),
     ("batch/v1", "Job"): ("jobs", True),
@@ -248,6 +249,11 @@ class KubernetesGateway:
         listing = self._read(lambda: self._core.list_node(_request_timeout=self._timeout), what="nodes")
         inventory = [node_inventory(node) for node in listing.items or []]
         return tuple(sorted((node for node in inventory if node.allocatable), key=lambda node: node.name))
+
+    def list_resource_slices(self) -> tuple[dict[str, Any], ...]:
+        """Every ResourceSlice (``resource.k8s.io/v1``): the devices DRA drivers publish (none before 1.34)."""
+        listing = self._call("GET", "/apis/resource.k8s.io/v1/resourceslices", what="ResourceSlices", missing_ok=True)
+        return tuple((listing or {}).get("items") or ())
 
     def read_node(self, name: str) -> dict[str, Any] | None:
         """The Node object as the API server has it, or None."""
