@@ -182,3 +182,27 @@ def test_a_cel_string_cannot_be_broken_out_of() -> None:
 def test_an_unknown_device_api_is_refused() -> None:
     with pytest.raises(ManifestError, match="device API"):
         dra_context("H100-80GB", "dedicated", 1, "development", device_api="cdi")
+
+
+def test_a_two_by_eight_gpu_gang_on_dra_is_a_jobset_whose_pods_each_claim_eight_gpus() -> None:
+    model = BUILTIN_CATALOG.get("H100-80GB")
+    pool = mc.pool_for(model, "dedicated")
+    ctx = mc.context(
+        "H100-80GB",
+        "dedicated",
+        "training",
+        spec=mc.spec_for(model, "dedicated", "training", quantity=8, replicas=2),
+        pool=pool,
+        device_api="dra",
+        dra_target=dra_target(DEVICES, product_label=pool.product_label),
+    )
+    objects = render_request_objects(ctx)
+    claim = claim_of(objects)
+    validate_dra(claim)
+    jobset = mc.workload(objects)
+    assert jobset["kind"] == "JobSet"
+    mc.validate(jobset, DRA_KUBERNETES_VERSIONS)
+    # One claim per pod from the template: each worker gets its own eight H100s.
+    assert mc.pod_template(jobset)["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] == "gpr-42-gpu"
+    assert claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 8
+    assert len(matching_devices(claim)) == 8
