@@ -168,6 +168,7 @@ class NodePoolInline(admin.StackedInline):
         "mig_devices",
         "node_labels",
         ("topology_level", "topology_required"),
+        "dynamic_mig",
         "taints",
         "gpu_price",
     ]

@@ -116,6 +116,9 @@ class NodePoolSerializer(serializers.Serializer):
         help_text="Node label of the pool's rack or block (Kueue topology-aware scheduling); blank: none.",
     )
     topology_required = serializers.BooleanField(required=False, default=False)
+    dynamic_mig = serializers.BooleanField(
+        required=False, default=False, help_text="DRA DynamicMIG (alpha upstream): instances made per claim."
+    )
     taints = TaintSerializer(many=True, required=False, default=list)
     capacity = serializers.SerializerMethodField(help_text="Schedulable units per resource name, from the layout.")
     observed_allocatable = serializers.JSONField(read_only=True)

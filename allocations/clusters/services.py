@@ -52,6 +52,7 @@ NODE_POOL_FIELDS = (
     "node_labels",
     "topology_level",
     "topology_required",
+    "dynamic_mig",
     "taints",
 )
 

@@ -159,6 +159,13 @@ class NodePool(models.Model):
             "cloud.google.com/gce-topology-block: a multi-pod training or HPC gang asks for one domain. Blank: none."
         ),
     )
+    dynamic_mig = models.BooleanField(
+        default=False,
+        help_text=(
+            "DRA clusters whose NVIDIA driver runs its DynamicMIG feature (alpha upstream): no static layout is "
+            "rolled out; the MIG planner's rule chooses the GPU for each new instance. Off by default."
+        ),
+    )
     topology_required = models.BooleanField(
         default=False,
         help_text="Wait until one topology domain fits the whole gang (otherwise one domain is preferred).",
@@ -215,6 +222,8 @@ class NodePool(models.Model):
             errors["node_labels"] = "Node labels must be an object of label: value."
         if self.topology_level and not is_label_key(self.topology_level):
             errors["topology_level"] = "Give a node label key, e.g. cloud.google.com/gce-topology-block."
+        if self.dynamic_mig and self.sharing_mode != SharingMode.MIG:
+            errors["dynamic_mig"] = "Only a MIG pool can create its instances dynamically."
         if self.topology_required and not self.topology_level:
             errors["topology_required"] = "Only a pool with a topology level can require one domain."
         if not isinstance(self.taints, list) or not all(isinstance(t, dict) and "key" in t for t in self.taints):

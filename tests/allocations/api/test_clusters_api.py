@@ -188,6 +188,7 @@ def test_a_pool_put_is_validated_like_the_admin_and_shows_its_capacity(client_as
         ({"node_count": -1}, "node_count", "greater than or equal to 0"),
         ({"topology_level": "not a label!"}, "topology_level", "node label key"),
         ({"topology_required": True}, "topology_required", "topology level"),
+        ({"sharing_mode": "none", "mig_devices": {}, "dynamic_mig": True}, "dynamic_mig", "Only a MIG pool"),
     ],
 )
 def test_bad_pool_input_is_a_400_naming_the_field(client_as, demo_org, body, field, message) -> None:
