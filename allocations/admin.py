@@ -167,6 +167,8 @@ class NodePoolInline(admin.StackedInline):
         ("sharing_mode", "time_slice_replicas", "rename_by_default"),
         "mig_devices",
         "node_labels",
+        ("topology_level", "topology_required"),
+        "dynamic_mig",
         "taints",
         "gpu_price",
     ]

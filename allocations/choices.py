@@ -33,6 +33,12 @@ class ClusterBackend(models.TextChoices):
 class ClusterScheduler(models.TextChoices):
     DEFAULT = "default", "Kubernetes default scheduler"
     KUEUE = "kueue", "Kueue (quotas, borrowing, all-or-nothing admission)"
+    KAI = "kai", "KAI Scheduler (queues with quota, limit and over-quota weight)"
+
+
+class DeviceApi(models.TextChoices):
+    DEVICE_PLUGIN = "device-plugin", "Device plugin (nvidia.com/gpu, nvidia.com/mig-* resources)"
+    DRA = "dra", "Dynamic Resource Allocation (resource.k8s.io/v1 claims, NVIDIA's DRA driver)"
 
 
 class RequestStatus(models.TextChoices):

@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocations.api.common import ServiceApiMixin
-from allocations.choices import ClusterBackend, ClusterScheduler, SharingMode
+from allocations.choices import ClusterBackend, ClusterScheduler, DeviceApi, SharingMode
 from allocations.clusters import services as cluster_services
 from allocations.models import Cluster, GpuModel, NodePool
 from allocations.selectors import user_is_approver
@@ -56,6 +56,7 @@ class ClusterSerializer(serializers.Serializer):
     )
     prometheus_auth_secret_ref_stored = serializers.SerializerMethodField()
     scheduler = serializers.ChoiceField(ClusterScheduler.choices, required=False, default=ClusterScheduler.DEFAULT)
+    device_api = serializers.ChoiceField(DeviceApi.choices, required=False, default=DeviceApi.DEVICE_PLUGIN)
     monitoring_namespace = serializers.CharField(required=False, allow_blank=True, default="", max_length=63)
     monitoring_labels = serializers.DictField(
         child=serializers.CharField(allow_blank=True),
@@ -107,9 +108,23 @@ class NodePoolSerializer(serializers.Serializer):
         help_text='MIG instances per GPU, e.g. `{"3g.20gb": 2}`; checked against the GPU\'s valid placements.',
     )
     node_labels = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False, default=dict)
+    topology_level = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=316,
+        help_text="Node label of the pool's rack or block (Kueue topology-aware scheduling); blank: none.",
+    )
+    topology_required = serializers.BooleanField(required=False, default=False)
+    dynamic_mig = serializers.BooleanField(
+        required=False, default=False, help_text="DRA DynamicMIG (alpha upstream): instances made per claim."
+    )
     taints = TaintSerializer(many=True, required=False, default=list)
     capacity = serializers.SerializerMethodField(help_text="Schedulable units per resource name, from the layout.")
     observed_allocatable = serializers.JSONField(read_only=True)
+    observed_dra = serializers.JSONField(
+        read_only=True, help_text="DRA clusters: the driver's product name, memory and devices seen for the pool."
+    )
     observed_at = serializers.DateTimeField(read_only=True)
 
     def get_capacity(self, pool: NodePool) -> dict[str, int]:

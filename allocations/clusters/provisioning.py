@@ -18,6 +18,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from allocations.clusters.gateways.base import ApplyResult, ClusterGateway, PermanentGatewayError, WorkloadStatus
+from allocations.clusters.kai_queues import kai_queue_contexts, kai_queues_for
 from allocations.clusters.mig_layouts import mig_node_configs_of_cluster
 from allocations.clusters.workloads import cluster_gateway
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
@@ -34,6 +35,7 @@ from allocations.models import (
 )
 from allocations.notifications import notify_expiry_soon_on_commit
 from allocations.reference_data import catalog_from_db, tier_spec
+from gpucore.dra_inventory import target_from_json
 from gpucore.manifests import (
     ClusterContext,
     ClusterQueueContext,
@@ -72,6 +74,7 @@ def team_context(team: Team, cluster: Cluster) -> TeamContext:
         borrowing={r["resource_name"]: r["borrowing"] for r in rows if r["borrowing"]},
         egress_tcp_ports=list(cluster.egress_tcp_ports or []),
         cluster_queue=team.slug if cluster.scheduler == ClusterScheduler.KUEUE else None,
+        kai_queue=team.slug if cluster.scheduler == ClusterScheduler.KAI else None,
     )
 
 
@@ -87,6 +90,8 @@ def pool_context(pool: NodePool) -> PoolContext:
         taints=list(pool.taints or []),
         mig_devices=dict(pool.mig_devices or {}),
         rename_by_default=pool.rename_by_default,
+        topology_level=pool.topology_level or None,
+        topology_required=pool.topology_required,
     )
 
 
@@ -109,6 +114,10 @@ def workload_context(request: GpuRequest) -> WorkloadContext:
         health_path=(settings.PORTAL_INFERENCE_LIVENESS_PATH or None) if default_image else None,
         readiness_path=(settings.PORTAL_INFERENCE_READINESS_PATH or None) if default_image else None,
         caller_namespace_selector=settings.PORTAL_INFERENCE_CALLER_NAMESPACE_LABELS,
+        device_api=request.cluster.device_api,
+        dra_target=target_from_json((request.node_pool.observed_dra or {}).get("target"))
+        if request.node_pool
+        else None,
     )
 
 
@@ -170,6 +179,7 @@ def cluster_context(cluster: Cluster) -> ClusterContext:
         pools=[pool_context(pool) for pool in pools],
         tiers=tiers,
         queues=queues,
+        kai_queues=kai_queue_contexts(cluster, pools) if cluster.scheduler == ClusterScheduler.KAI else (),
         monitoring_namespace=cluster.monitoring_namespace or None,
         monitoring_labels=dict(cluster.monitoring_labels or {}),
         gpu_operator_namespace=cluster.gpu_operator_namespace,
@@ -201,13 +211,19 @@ def gpu_request_render(*, request: GpuRequest) -> list[dict[str, Any]]:
     """Render the request's objects and keep them on the request (the detail page and the API show them).
 
     On a Kueue cluster the team's ClusterQueue, the flavors and the priority classes come first, so the Job's
-    queue exists (and has the current quotas) whenever the Job is applied.
+    queue exists (and has the current quotas) whenever the Job is applied; on a KAI cluster its parent and team
+    Queue.
     """
     catalog = catalog_from_db()
     objects = render_request_objects(workload_context(request), catalog=catalog)
     if request.cluster.scheduler == ClusterScheduler.KUEUE:
         shared = render_cluster_objects(cluster_context(request.cluster), catalog=catalog)
         objects = [*queue_objects_for(shared, team_slug=request.team.slug), *objects]
+    elif request.cluster.scheduler == ClusterScheduler.KAI:
+        # The parent and the team's KAI queue exist before a pod names it (KAI leaves a pod of an unknown queue
+        # pending).
+        shared = render_cluster_objects(cluster_context(request.cluster), catalog=catalog)
+        objects = [*kai_queues_for(shared, team_slug=request.team.slug), *objects]
     GpuRequest.objects.filter(pk=request.pk).update(manifests=objects, manifests_rendered_at=timezone.now())
     request.manifests = objects
     return objects

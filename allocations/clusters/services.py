@@ -33,6 +33,7 @@ CLUSTER_FIELDS = (
     "prometheus_url",
     "prometheus_auth_secret_ref",
     "scheduler",
+    "device_api",
     "monitoring_namespace",
     "monitoring_labels",
     "gpu_operator_namespace",
@@ -49,6 +50,9 @@ NODE_POOL_FIELDS = (
     "rename_by_default",
     "mig_devices",
     "node_labels",
+    "topology_level",
+    "topology_required",
+    "dynamic_mig",
     "taints",
 )
 

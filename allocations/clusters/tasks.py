@@ -16,6 +16,7 @@ from typing import Any
 from celery import Task, shared_task
 from django.core.cache import cache
 
+from allocations.choices import DeviceApi
 from allocations.clusters.gateways.base import GatewayError, TransientGatewayError
 from allocations.models import Cluster, ClusterBackend
 from gpucore.manifests import ManifestError
@@ -138,6 +139,7 @@ def expire_requests() -> dict[str, int]:
 @shared_task(name="allocations.sync_inventory", acks_late=True)
 def sync_inventory(cluster_id: int | None = None) -> dict[str, str]:
     """Beat: read each (or one) Kubernetes cluster's GPU nodes into its node pools; a failure skips only that one."""
+    from allocations.clusters.dra_inventory import cluster_sync_dra_inventory
     from allocations.clusters.inventory import cluster_sync_inventory
     from allocations.clusters.provisioning import cluster_gateway
 
@@ -147,8 +149,11 @@ def sync_inventory(cluster_id: int | None = None) -> dict[str, str]:
         clusters = clusters.filter(pk=cluster_id)
     for cluster in clusters:
         try:
-            nodes = cluster_gateway(cluster).list_gpu_nodes()
+            gateway = cluster_gateway(cluster)
+            nodes = gateway.list_gpu_nodes()
             summary = cluster_sync_inventory(cluster=cluster, nodes=nodes)
+            if cluster.device_api == DeviceApi.DRA:
+                cluster_sync_dra_inventory(cluster=cluster, slices=gateway.list_resource_slices())
         except GatewayError as exc:
             logger.warning("inventory sync of %s failed: %s", cluster.name, exc)
             error = str(exc)

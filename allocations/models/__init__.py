@@ -6,6 +6,7 @@ One module per responsibility; everything is importable from ``allocations.model
 from allocations.choices import (
     ClusterBackend,
     ClusterScheduler,
+    DeviceApi,
     IsolationFloor,
     RequestStatus,
     Role,
@@ -56,6 +57,7 @@ __all__ = [
     "Cluster",
     "ClusterBackend",
     "ClusterScheduler",
+    "DeviceApi",
     "DrainPolicy",
     "ExtensionStatus",
     "GpuModel",

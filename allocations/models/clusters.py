@@ -6,12 +6,12 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from allocations.choices import ClusterBackend, ClusterScheduler, SharingMode
+from allocations.choices import ClusterBackend, ClusterScheduler, DeviceApi, SharingMode
 from allocations.models.catalog import GpuModel
 from allocations.models.validators import dns_label_validator
 from gpucore.catalog import mig_resource_name
 from gpucore.manifests import ManifestError, check_mig_layout
-from gpucore.manifests.contexts import check_labels, is_int
+from gpucore.manifests.contexts import check_labels, is_int, is_label_key
 from gpucore.manifests.gpu_operator import GPU_OPERATOR_NAMESPACE
 
 
@@ -49,7 +49,19 @@ class Cluster(models.Model):
         max_length=20,
         choices=ClusterScheduler.choices,
         default=ClusterScheduler.DEFAULT,
-        help_text="Who admits GPU workloads: the default scheduler, or Kueue with the portal's queues and quotas.",
+        help_text=(
+            "Who admits GPU workloads: the default scheduler, Kueue with the portal's queues and quotas, or the KAI "
+            "Scheduler with one queue per team."
+        ),
+    )
+    device_api = models.CharField(
+        max_length=20,
+        choices=DeviceApi.choices,
+        default=DeviceApi.DEVICE_PLUGIN,
+        help_text=(
+            "How pods ask for GPUs: device-plugin resources, or DRA ResourceClaimTemplates (Kubernetes 1.34+ with "
+            "NVIDIA's DRA driver)."
+        ),
     )
     monitoring_namespace = models.CharField(
         max_length=63,
@@ -139,6 +151,25 @@ class NodePool(models.Model):
         default=dict, blank=True, help_text='MIG layout per GPU (MIG pools), e.g. {"1g.5gb": 2, "2g.10gb": 1}.'
     )
     node_labels = models.JSONField(default=dict, blank=True)
+    topology_level = models.CharField(
+        max_length=316,
+        blank=True,
+        help_text=(
+            "Node label of the pool's network domain (rack or block) for Kueue's topology-aware scheduling, e.g. "
+            "cloud.google.com/gce-topology-block: a multi-pod training or HPC gang asks for one domain. Blank: none."
+        ),
+    )
+    dynamic_mig = models.BooleanField(
+        default=False,
+        help_text=(
+            "DRA clusters whose NVIDIA driver runs its DynamicMIG feature (alpha upstream): no static layout is "
+            "rolled out; the MIG planner's rule chooses the GPU for each new instance. Off by default."
+        ),
+    )
+    topology_required = models.BooleanField(
+        default=False,
+        help_text="Wait until one topology domain fits the whole gang (otherwise one domain is preferred).",
+    )
     taints = models.JSONField(
         default=list,
         blank=True,
@@ -147,6 +178,9 @@ class NodePool(models.Model):
     # Filled by inventory sync from the cluster (allocatable per resource name).
     observed_allocatable = models.JSONField(default=dict, blank=True)
     observed_at = models.DateTimeField(null=True, blank=True)
+    # On a DRA cluster: what NVIDIA's DRA driver publishes for the pool's GPUs (ResourceSlices), read by inventory
+    # sync: {"target": {product_name, memory_bytes, profile_memory_bytes}, "devices": {"gpu": n, "mig-1g.5gb": m}}.
+    observed_dra = models.JSONField(default=dict, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="unique_pool_per_cluster")]
@@ -186,6 +220,12 @@ class NodePool(models.Model):
             errors["mig_devices"] = "Only MIG pools have a MIG layout."
         if not isinstance(self.node_labels, dict):
             errors["node_labels"] = "Node labels must be an object of label: value."
+        if self.topology_level and not is_label_key(self.topology_level):
+            errors["topology_level"] = "Give a node label key, e.g. cloud.google.com/gce-topology-block."
+        if self.dynamic_mig and self.sharing_mode != SharingMode.MIG:
+            errors["dynamic_mig"] = "Only a MIG pool can create its instances dynamically."
+        if self.topology_required and not self.topology_level:
+            errors["topology_required"] = "Only a pool with a topology level can require one domain."
         if not isinstance(self.taints, list) or not all(isinstance(t, dict) and "key" in t for t in self.taints):
             errors["taints"] = 'Taints must be a list of {"key", "value", "effect"} objects.'
         if errors:

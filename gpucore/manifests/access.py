@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucore.manifests.contexts import REQUEST_LABEL, workload_name
+from gpucore.manifests.jobset import child_job_name
 
 CLUSTER_DOMAIN = "cluster.local"
 # A development pod has no Service; a notebook or an IDE server in it is reached through a port-forward of this port.
@@ -54,12 +55,24 @@ class AccessCommand:
 class WorkloadAccess:
     """Everything the request page says about reaching the workload; empty before the objects are rendered."""
 
-    kind: str  # "Deployment", "Job" or "" (nothing rendered)
+    kind: str  # "Deployment", "Job", "JobSet" or "" (nothing rendered)
     name: str
     namespace: str
     container: str
     services: tuple[ServiceEndpoint, ...]
     commands: tuple[AccessCommand, ...]
+
+
+WORKLOAD_KINDS = ("Deployment", "Job", "JobSet")
+
+
+def pod_template_of(workload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pod template of a Deployment, a Job or a JobSet's first replicated job (empty when absent)."""
+    spec = workload.get("spec") or {}
+    if workload.get("kind") == "JobSet":
+        replicated = spec.get("replicatedJobs") or [{}]
+        spec = ((replicated[0].get("template") or {}).get("spec")) or {}
+    return spec.get("template") or {}
 
 
 def workload_access(
@@ -71,7 +84,7 @@ def workload_access(
         (
             obj
             for obj in objects
-            if obj.get("kind") in ("Deployment", "Job") and (obj.get("metadata") or {}).get("name") == name
+            if obj.get("kind") in WORKLOAD_KINDS and (obj.get("metadata") or {}).get("name") == name
         ),
         None,
     )
@@ -79,7 +92,7 @@ def workload_access(
         return WorkloadAccess("", name, "", "", (), ())
     namespace = str(workload["metadata"].get("namespace") or "default")
     kind = str(workload["kind"])
-    containers = (((workload.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    containers = (pod_template_of(workload).get("spec") or {}).get("containers") or []
     container = str(containers[0].get("name", "")) if containers else ""
     services = tuple(
         _endpoint(obj, cluster_domain)
@@ -157,7 +170,11 @@ def _commands(
     else:
         commands.append(AccessCommand("Follow the logs of every pod", f"{ns} logs -l {selector} --prefix -f"))
         commands.append(
-            AccessCommand("Open a shell in a running pod", f"{ns} exec -it job/{name}{on_container} -- bash")
+            # A JobSet's pods belong to its child Job <name>-worker-0.
+            AccessCommand(
+                "Open a shell in a running pod",
+                f"{ns} exec -it job/{child_job_name(name) if kind == 'JobSet' else name}{on_container} -- bash",
+            )
         )
     commands.append(AccessCommand("Why a pod waits or restarts (its events)", f"{ns} describe pods -l {selector}"))
     return tuple(commands)

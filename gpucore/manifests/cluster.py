@@ -1,7 +1,8 @@
 """A cluster's own objects, the ones no single request owns: what ``GET /api/v1/clusters/{name}/manifests/`` serves.
 
 Pure: plain dicts out, in apply order (docs/kubernetes-and-kueue.md): the SLA tiers' PriorityClasses, the GPU Operator's
-device plugin and mig-parted ConfigMaps, with ``scheduler: kueue`` the Kueue objects (``kueue.py``), and where the
+device plugin and mig-parted ConfigMaps, with ``scheduler: kueue`` the Kueue objects (``kueue.py``), with
+``scheduler: kai`` the KAI Scheduler's queues (``kai.py``), and where the
 Prometheus Operator runs, the guides' GPU alerts and the dcgm-exporter scrape (``monitoring.py``).
 """
 
@@ -19,13 +20,14 @@ from gpucore.manifests.gpu_operator import (
     render_mig_parted_configmap,
     render_time_slicing_configmap,
 )
+from gpucore.manifests.kai import KaiQueueContext, render_kai_objects
 from gpucore.manifests.kueue import ClusterQueueContext, render_kueue_objects
 from gpucore.manifests.monitoring import render_dcgm_service_monitor, render_gpu_alert_rule
 from gpucore.manifests.namespace import render_priority_classes
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import SharingMode
 
-SCHEDULERS = ("default", "kueue")
+SCHEDULERS = ("default", "kueue", "kai")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +39,8 @@ class ClusterContext:
     pools: Sequence[PoolContext] = ()
     tiers: Sequence[SlaTierSpec] = ()
     queues: Sequence[ClusterQueueContext] = field(default_factory=tuple)
+    # The teams' KAI Scheduler queues, rendered when ``scheduler`` is ``kai``.
+    kai_queues: Sequence[KaiQueueContext] = field(default_factory=tuple)
     # The Kueue cohort the cluster's ClusterQueues share (their ``cohortName``); None: the cluster's name.
     cohort: str | None = None
     # Where the Prometheus Operator's PrometheusRule and the dcgm-exporter ServiceMonitor go; None: not rendered
@@ -61,7 +65,7 @@ class ClusterContext:
             raise ManifestError(f"GPU Operator namespace '{self.gpu_operator_namespace}' is not a DNS label.")
         check_labels(self.monitoring_labels, "Monitoring labels")
         object.__setattr__(self, "monitoring_labels", dict(self.monitoring_labels))
-        for name in ("pools", "tiers", "queues"):
+        for name in ("pools", "tiers", "queues", "kai_queues"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
 
     @property
@@ -89,6 +93,8 @@ def render_cluster_objects(ctx: ClusterContext, *, catalog: Catalog = BUILTIN_CA
         objects.extend(
             render_kueue_objects(pools=ctx.pools, queues=ctx.queues, tiers=ctx.tiers, cohort=ctx.cohort_name)
         )
+    if ctx.scheduler == "kai":
+        objects.extend(render_kai_objects(ctx.kai_queues))
     if ctx.monitoring_namespace is not None:
         labels = ctx.monitoring_labels
         objects.append(render_gpu_alert_rule(namespace=ctx.monitoring_namespace, cluster=ctx.name, labels=labels))

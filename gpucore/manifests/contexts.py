@@ -34,6 +34,7 @@ SHARED_PRODUCT_SUFFIX = "-SHARED"
 
 WORKLOAD_TYPES = ("training", "batch_inference", "realtime_inference", "development", "hpc_simulation")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+DEVICE_APIS = ("device-plugin", "dra")
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -165,6 +166,9 @@ class TeamContext:
     # The team's Kueue ClusterQueue when its cluster runs Kueue: the namespace gets a LocalQueue ``default`` pointing
     # at it and every Job carries ``kueue.x-k8s.io/queue-name: default`` (docs/kubernetes-and-kueue.md).
     cluster_queue: str | None = None
+    # The team's KAI Scheduler leaf queue when its cluster runs KAI: every pod carries ``schedulerName:
+    # kai-scheduler`` and ``kai.scheduler/queue: <queue>`` (docs/dra-and-kai.md).
+    kai_queue: str | None = None
     # Units per resource a preemptible request may borrow beyond the nominal quota (Kueue's ``borrowingLimit``): the
     # portal admits such a request, so the namespace's ResourceQuota must let its pods in too.
     borrowing: Mapping[str, int] = field(default_factory=dict)
@@ -199,6 +203,10 @@ class TeamContext:
             raise ManifestError("max_gpus_per_container must be a whole number >= 1.")
         if self.cluster_queue is not None and not is_dns_subdomain(self.cluster_queue):
             raise ManifestError(f"ClusterQueue name '{self.cluster_queue}' is not a DNS subdomain.")
+        if self.kai_queue is not None and not (is_dns_subdomain(self.kai_queue) and is_label_value(self.kai_queue)):
+            raise ManifestError(f"KAI queue name '{self.kai_queue}' is not a DNS subdomain.")
+        if self.kai_queue is not None and self.cluster_queue is not None:
+            raise ManifestError("A team's cluster runs Kueue or KAI, not both.")
         object.__setattr__(self, "quotas", quotas)
 
     def ceiling(self, resource: str) -> int | None:
@@ -222,8 +230,15 @@ class PoolContext:
     # renameByDefault of the device plugin: shared GPUs are advertised as nvidia.com/gpu.shared and GFD leaves the
     # product label alone (docs/reference-sources.md#time-slicing).
     rename_by_default: bool = False
+    # The node label naming the pool's network domain (rack or block) for Kueue's topology-aware scheduling, e.g.
+    # ``cloud.google.com/gce-topology-block``; a distributed job then asks for one domain of it: required (wait
+    # until one domain fits the gang) or preferred (one domain if possible). None: no topology.
+    topology_level: str | None = None
+    topology_required: bool = False
 
     def __post_init__(self) -> None:
+        if self.topology_level is not None and not is_label_key(self.topology_level):
+            raise ManifestError(f"Pool '{self.name}': topology level '{self.topology_level}' is not a node label key.")
         # The pool name becomes a ConfigMap key and a node label value (nvidia.com/device-plugin.config).
         if not is_dns_label(self.name):
             raise ManifestError(f"Pool name '{self.name}' is not a DNS label.")
@@ -355,6 +370,10 @@ class WorkloadContext:
     caller_namespace_selector: Mapping[str, str] = field(default_factory=dict)
     # torchrun's default rendezvous port (MASTER_PORT) for multi-replica training and HPC.
     rendezvous_port: int = 29500
+    # How pods ask for GPUs on the cluster: device-plugin resources, or a DRA ResourceClaimTemplate (``dra``) whose
+    # selectors use what the driver reports for the pool (``dra_target``, a ``dra.DraTarget``; None: the catalog's).
+    device_api: str = "device-plugin"
+    dra_target: Any = None
     allocation: AllocationSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -389,6 +408,8 @@ class WorkloadContext:
         check_labels(callers, "caller_namespace_selector")
         object.__setattr__(self, "caller_namespace_selector", callers)
         object.__setattr__(self, "allocation", AllocationSpec.from_mapping(self.spec))
+        if self.device_api not in DEVICE_APIS:
+            raise ManifestError(f"Unknown device API '{self.device_api}': expected one of {', '.join(DEVICE_APIS)}.")
 
     @property
     def topology_aware(self) -> bool:

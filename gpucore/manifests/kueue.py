@@ -30,6 +30,7 @@ from gpucore.manifests.contexts import (
     is_int,
     team_labels,
 )
+from gpucore.manifests.jobset import render_kueue_topology
 from gpucore.manifests.namespace import SLA_TIER_LABEL, render_namespace
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import SharingMode
@@ -134,6 +135,8 @@ def flavor_node_labels(pool: PoolContext) -> dict[str, str]:
 def render_resource_flavor(pool: PoolContext) -> dict[str, Any]:
     """The ResourceFlavor of a node pool: named after it, its nodes' labels, tolerations of its taints."""
     spec: dict[str, Any] = {"nodeLabels": flavor_node_labels(pool)}
+    if pool.topology_level is not None:
+        spec["topologyName"] = pool.name  # the pool's Topology (jobset.render_kueue_topology)
     tolerations = []
     for taint in pool.taints:
         if taint.value is None:
@@ -266,6 +269,7 @@ def render_kueue_objects(
     queues = list(queues)
     known = {pool.name for pool in pools}
     objects = [render_workload_priority_class(tier) for tier in tiers]
+    objects.extend(render_kueue_topology(pool) for pool in pools if pool.topology_level is not None)
     objects.extend(render_resource_flavor(pool) for pool in pools)
     for queue in queues:
         unknown = sorted({quota.flavor for quota in queue.quotas} - known)
@@ -286,7 +290,7 @@ def queue_objects_for(
     kept = []
     for obj in objects:
         kind = obj["kind"]
-        if kind in ("WorkloadPriorityClass", "ResourceFlavor") or (
+        if kind in ("WorkloadPriorityClass", "Topology", "ResourceFlavor") or (
             kind == "ClusterQueue" and obj["metadata"]["name"] == wanted
         ):
             kept.append(obj)

@@ -28,6 +28,9 @@ from gpucore.manifests.contexts import (
     request_labels,
     workload_name,
 )
+from gpucore.manifests.dra import DraTarget, container_claims, pod_claims, render_resource_claim_template
+from gpucore.manifests.jobset import master_pod_hostname, render_jobset, topology_annotations
+from gpucore.manifests.kai import KAI_SCHEDULER_NAME, kai_pod_labels
 from gpucore.manifests.kueue import workload_queue_labels
 from gpucore.manifests.namespace import max_per_container
 from gpucore.manifests.sizing import ContainerSize, format_memory, gpu_share, size_container
@@ -182,7 +185,8 @@ def _topology_affinity(request_id: int, replicas: int) -> dict[str, Any]:
 def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
     allocation = ctx.allocation
     distributed = is_distributed(ctx)
-    gpus = {allocation.resource_name: str(allocation.quantity)}
+    # With DRA the GPUs come from the pod's claim, not from an extended resource.
+    gpus = {} if ctx.device_api == "dra" else {allocation.resource_name: str(allocation.quantity)}
     # One process per GPU (or per MIG instance) is the norm; without this, OpenMP and PyTorch start a thread per
     # core of the whole node (guide 004 §6 sets OMP_NUM_THREADS to the cores per process).
     threads = max(1, size.cpu_request_m // 1000 // allocation.quantity)
@@ -198,6 +202,8 @@ def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
         container["env"].extend(item for item in _distributed_env(ctx) if item["name"] not in taken)
     # GPUs are not overcommittable: requests must equal limits (guide 002 §7.1).
     container["resources"] = {"requests": {**size.requests(), **gpus}, "limits": {**size.limits(), **gpus}}
+    if ctx.device_api == "dra":
+        container["resources"]["claims"] = container_claims()
     container["securityContext"] = {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
@@ -241,12 +247,13 @@ def is_distributed(ctx: WorkloadContext) -> bool:
 
 def _distributed_env(ctx: WorkloadContext) -> list[dict[str, Any]]:
     """The environment torchrun and NCCL expect, as Kubeflow's PyTorchJob sets it, from the Job's completion index."""
-    # Pod 0 of an Indexed Job is named <job>-0 and, with the Job's subdomain and the headless Service of the same
-    # name, resolves as <job>-0.<service> inside the namespace: the rendezvous master. WORLD_SIZE and RANK count pods
-    # (nodes, in torchrun's words); torchrun reads PET_NNODES/PET_NODE_RANK/PET_NPROC_PER_NODE/PET_MASTER_* as its
-    # --nnodes/--node-rank/--nproc-per-node/--master-addr/--master-port and sets the per-process RANK and WORLD_SIZE.
+    # Pod 0 of the JobSet is <name>-worker-0-0 and, with the JobSet's subdomain and the headless Service of the same
+    # name, resolves as <name>-worker-0-0.<service> inside the namespace: the rendezvous master. WORLD_SIZE and RANK
+    # count pods (nodes, in torchrun's words); torchrun reads PET_NNODES/PET_NODE_RANK/PET_NPROC_PER_NODE/PET_MASTER_*
+    # as its --nnodes/--node-rank/--nproc-per-node/--master-addr/--master-port and sets the per-process RANK and
+    # WORLD_SIZE.
     name = workload_name(ctx.request_id)
-    master = f"{name}-0.{name}"
+    master = master_pod_hostname(name)
     index = {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"}}
     replicas = str(ctx.allocation.replicas)
     port = str(ctx.rendezvous_port)
@@ -271,6 +278,8 @@ def _pod_template(
     spec: dict[str, Any] = {}
     if ctx.tier is not None:
         spec["priorityClassName"] = ctx.tier.priority_class_name
+    if ctx.team.kai_queue is not None:
+        spec["schedulerName"] = KAI_SCHEDULER_NAME
     spec["automountServiceAccountToken"] = False  # workloads never talk to the API server
     spec["securityContext"] = {
         "runAsNonRoot": True,
@@ -279,7 +288,13 @@ def _pod_template(
         "fsGroup": RUN_AS_ID,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-    spec["nodeSelector"] = node_selector(allocation, model, ctx.pool)
+    selector = node_selector(allocation, model, ctx.pool)
+    if ctx.device_api == "dra":
+        # The claim's CEL selectors choose the device; GPU Feature Discovery's labels are not needed (nor may exist).
+        selector = {key: value for key, value in selector.items() if key not in (PRODUCT_LABEL, REPLICAS_LABEL)}
+        spec["resourceClaims"] = pod_claims(ctx.request_id)
+    if selector:
+        spec["nodeSelector"] = selector
     spec["tolerations"] = tolerations(ctx.pool)
     if ctx.topology_aware:
         spec["affinity"] = _topology_affinity(ctx.request_id, allocation.replicas)
@@ -339,14 +354,31 @@ def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_
         GPU_MODEL_ANNOTATION: model.name,
         GPU_SHARE_ANNOTATION: format(share.quantize(Decimal("0.000001")).normalize(), "f"),
     }
-    meta = {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations}
-    template = _pod_template(ctx, labels, model, size)
+    # KAI reads its queue from the pod and the workload that owns it (its pod grouper); the other objects need none.
+    kai = kai_pod_labels(ctx.team, ctx.tier)
+    meta = {"name": name, "namespace": namespace, "labels": {**labels, **kai}, "annotations": annotations}
+    template = _pod_template(ctx, {**labels, **kai}, model, size)
     replicas = allocation.replicas
 
+    claims = []
+    if ctx.device_api == "dra":
+        claims.append(
+            render_resource_claim_template(
+                request_id=ctx.request_id,
+                team_slug=ctx.team.slug,
+                namespace=namespace,
+                strategy=allocation.strategy,
+                model=model,
+                quantity=allocation.quantity,
+                mig_profile=allocation.mig_profile,
+                time_slice_replicas=allocation.time_slice_replicas,
+                target=ctx.dra_target or DraTarget(),
+            )
+        )
     if ctx.workload_type in JOB_WORKLOADS:
-        return _job_objects(ctx, meta=meta, labels=labels, selector=selector, template=template)
+        return [*claims, *_job_objects(ctx, meta=meta, labels=labels, selector=selector, template=template)]
 
-    objects: list[dict[str, Any]] = []
+    objects: list[dict[str, Any]] = list(claims)
     if ctx.workload_type == "realtime_inference" and ctx.caller_namespace_selector:
         objects.append(_callers_policy(ctx, meta, labels, selector))
     if critical and replicas > 1:
@@ -411,14 +443,15 @@ def _job_objects(
     selector: dict[str, str],
     template: dict[str, Any],
 ) -> list[dict[str, Any]]:
-    """A batch request: its PodDisruptionBudget and headless Service where they apply, then the Job."""
+    """A batch request: its PodDisruptionBudget and headless Service where they apply, then the Job (the JobSet of
+    distributed training and HPC)."""
     replicas = ctx.allocation.replicas
     objects: list[dict[str, Any]] = []
     if replicas > 1 and ctx.tier is not None and not ctx.tier.preemptible:
         # Guide 002 §7.3 protects long training Jobs with a PodDisruptionBudget, but never 'minAvailable' equal to
         # the pods (that blocks every drain). A Job has no scale subresource, so only an integer minAvailable works
-        # (not maxUnavailable): a drain may take one pod at a time; the Job recreates that index, and the
-        # podFailurePolicy below does not count the eviction as a failure.
+        # (not maxUnavailable): a drain may take one pod at a time; the Job recreates that index (a JobSet restarts
+        # its gang), and neither counts the eviction as a failure.
         pdb_spec = {"minAvailable": replicas - 1, "selector": {"matchLabels": selector}, **_PDB_UNHEALTHY}
         objects.append(_pdb(meta, labels, pdb_spec))
     if is_distributed(ctx):
@@ -434,10 +467,21 @@ def _job_objects(
             ],
         }
         objects.append({"apiVersion": "v1", "kind": "Service", "metadata": service_meta, "spec": service_spec})
+    deadline = active_deadline_seconds(ctx.duration_hours)
+    if is_distributed(ctx):
+        jobset = render_jobset(
+            meta=meta,
+            replicas=replicas,
+            template=template,
+            active_deadline_seconds=deadline,
+            queue_labels=workload_queue_labels(ctx.team, ctx.tier),
+            topology=topology_annotations(ctx.pool, kueue=ctx.team.cluster_queue is not None),
+        )
+        objects.append(jobset)
+        return objects
     job_spec: dict[str, Any] = {"backoffLimit": JOB_BACKOFF_LIMIT, "completions": replicas, "parallelism": replicas}
     if replicas > 1:
-        job_spec["completionMode"] = "Indexed"  # each worker knows its rank from its completion index
-    deadline = active_deadline_seconds(ctx.duration_hours)
+        job_spec["completionMode"] = "Indexed"  # each worker knows its shard from its completion index
     if deadline is not None:
         job_spec["activeDeadlineSeconds"] = deadline
     # A pod evicted by preemption (tier 3) or a node drain did not fail: do not count it against backoffLimit.

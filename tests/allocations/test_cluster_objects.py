@@ -84,3 +84,46 @@ def test_a_request_on_a_kueue_cluster_brings_its_teams_queue(
     )
     job = yaml.safe_load((gitops_root / "demo" / f"namespaces/team-vision/job-gpr-{request.pk}.yaml").read_text())
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+
+
+@pytest.fixture
+def kai_demo(demo_org):
+    demo_org.cluster.scheduler = ClusterScheduler.KAI
+    demo_org.cluster.save()
+    Quota.objects.all().delete()
+    QuotaFactory(team=demo_org.team, cluster=demo_org.cluster, limit=8, borrowing_limit=2)
+    QuotaFactory(team=demo_org.other_team, node_pool=demo_org.pool, limit=4)
+    return demo_org
+
+
+def test_a_kai_cluster_writes_a_parent_and_team_queues_and_its_workloads_name_them(
+    gitops_root, kai_demo, django_capture_on_commit_callbacks
+) -> None:
+    apply_cluster_objects()
+    tree = gitops_root / "demo"
+    files = {str(p.relative_to(tree)) for p in tree.rglob("*.yaml")}
+    assert {"cluster/queues/gpu-portal.yaml", "cluster/queues/vision.yaml", "cluster/queues/nlp.yaml"} <= files
+    assert not any("clusterqueues" in name for name in files)
+    vision = yaml.safe_load((tree / "cluster/queues/vision.yaml").read_text())
+    # Nominal 8 GPUs, 2 more borrowable: KAI's quota and limit, in GPUs.
+    assert vision["spec"]["parentQueue"] == "gpu-portal"
+    assert vision["spec"]["resources"]["gpu"] == {"quota": 8, "limit": 10, "overQuotaWeight": 1}
+    nlp = yaml.safe_load((tree / "cluster/queues/nlp.yaml").read_text())
+    assert nlp["spec"]["resources"]["gpu"] == {"quota": 4, "limit": 4, "overQuotaWeight": 0}
+
+    request = gpu_request_submit(
+        acting_user=kai_demo.member,
+        team=kai_demo.team,
+        name="train",
+        profile_data={"workload_type": "training", "gpu_memory_gb": 40, "sla_tier": "tier2_batch"},
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        gpu_request_approve(request=request, acting_user=kai_demo.approver)
+    request.refresh_from_db()
+    kinds = [(o["kind"], o["metadata"]["name"]) for o in request.manifests]
+    assert kinds[:2] == [("Queue", "gpu-portal"), ("Queue", "vision")]
+    job = yaml.safe_load((tree / f"namespaces/team-vision/job-gpr-{request.pk}.yaml").read_text())
+    pod = job["spec"]["template"]
+    assert pod["spec"]["schedulerName"] == "kai-scheduler"
+    assert pod["metadata"]["labels"]["kai.scheduler/queue"] == "vision"
+    assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]

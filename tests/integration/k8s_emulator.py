@@ -8,7 +8,7 @@
 - **Namespace URLs** (``/api/v1/namespaces/<name>``) are read as the Namespace object, not as a namespace prefix;
 - **Kueue's CRDs** (``kueue.x-k8s.io/v1beta2``: ResourceFlavor, ClusterQueue, LocalQueue, WorkloadPriorityClass) in
   API discovery, or not (``serve_kueue=False``: a cluster without Kueue installed); likewise the Prometheus
-  Operator's PrometheusRule and ServiceMonitor (``monitoring.coreos.com/v1``);
+  Operator's PrometheusRule and ServiceMonitor (``monitoring.coreos.com/v1``), JobSet and KAI's Queue;
 - **label and field selectors** on lists: equality (``k=v``, ``k==v``, ``k!=v``) and existence (``k``, ``!k``);
   set-based selectors (``in``, ``notin``) answer 400 rather than a wrong list;
 - **lists** carry ``kind`` (``PodList``) and ``apiVersion``; objects get ``uid``, ``creationTimestamp`` and a
@@ -73,6 +73,8 @@ KINDS: dict[str, tuple[str, str, str, bool]] = {
     "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),
     "NetworkPolicy": ("networking.k8s.io", "v1", "networkpolicies", True),
     "PriorityClass": ("scheduling.k8s.io", "v1", "priorityclasses", False),
+    "ResourceClaimTemplate": ("resource.k8s.io", "v1", "resourceclaimtemplates", True),
+    "ResourceSlice": ("resource.k8s.io", "v1", "resourceslices", False),
 }
 # Kueue's CRDs (v1beta2), served unless the emulated cluster is told it has no Kueue installed.
 KUEUE_KINDS: dict[str, tuple[str, str, str, bool]] = {
@@ -80,11 +82,15 @@ KUEUE_KINDS: dict[str, tuple[str, str, str, bool]] = {
     "ClusterQueue": ("kueue.x-k8s.io", "v1beta2", "clusterqueues", False),
     "LocalQueue": ("kueue.x-k8s.io", "v1beta2", "localqueues", True),
     "WorkloadPriorityClass": ("kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", False),
+    "Topology": ("kueue.x-k8s.io", "v1beta2", "topologies", False),
 }
 # The Prometheus Operator's CRDs, served with Kueue's (a cluster with a monitoring namespace has them).
 PROMETHEUS_OPERATOR_KINDS: dict[str, tuple[str, str, str, bool]] = {
     "PrometheusRule": ("monitoring.coreos.com", "v1", "prometheusrules", True),
     "ServiceMonitor": ("monitoring.coreos.com", "v1", "servicemonitors", True),
+    # JobSet (multi-pod training) and the KAI Scheduler's queues, served with Kueue's as well.
+    "JobSet": ("jobset.x-k8s.io", "v1alpha2", "jobsets", True),
+    "Queue": ("scheduling.run.ai", "v2", "queues", False),
 }
 VERBS = {"get", "list", "watch", "create", "patch", "delete"}
 _NAMESPACE_URL = re.compile(r"^/api/v1/namespaces/([^/]+)$")

@@ -131,3 +131,40 @@ def test_a_failed_job_releases_its_request_with_the_reason(
     assert "The Job failed at" in running.status_detail
     assert "backoff limit" in running.status_detail
     assert units_held(demo_org) == 0
+
+
+def test_a_completed_jobset_releases_its_multi_pod_training_request(
+    demo_org: DemoOrg, emulated: EmulatedCluster, django_capture_on_commit_callbacks
+) -> None:
+    cluster = demo_org.cluster
+    cluster.backend, cluster.api_endpoint = ClusterBackend.KUBERNETES, emulated.url
+    cluster.save(update_fields=["backend", "api_endpoint"])
+    gang = {**TRAINING, "gpu_count": 4, "replicas": 2}
+    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="gang", profile_data=gang)
+    with django_capture_on_commit_callbacks(execute=True):
+        gpu_request_approve(request=request, acting_user=demo_org.approver)
+    name = f"gpr-{request.pk}"
+    # Applied through API discovery of the JobSet CRD, beside the headless Service; no bare Job.
+    jobset = emulated.get("JobSet", name, NAMESPACE)
+    assert jobset is not None and jobset["spec"]["failurePolicy"]["maxRestarts"] >= 1
+    assert emulated.get("Service", name, NAMESPACE) is not None
+    assert emulated.get("Job", name, NAMESPACE) is None
+    # Before any pod exists the JobSet is what the request page reads.
+    outcome = gpu_request_provision(request_id=request.pk)
+    request.refresh_from_db()
+    assert "JobSet has created no pods yet" in request.status_detail, (outcome, request.status_detail)
+    emulated.put(pod(request.pk, "Running"))
+    assert gpu_request_provision(request_id=request.pk).action == "activated"
+    GpuRequest.objects.filter(pk=request.pk).update(activated_at=timezone.now() - timedelta(hours=2))
+    assert units_held(demo_org) == 8
+
+    finished = (timezone.now() - timedelta(minutes=10)).replace(microsecond=0)
+    emulated.put(pod(request.pk, "Succeeded"))
+    condition = {"type": "Completed", "status": "True", "lastTransitionTime": stamp(finished)}
+    emulated.edit("JobSet", name, {"status": {"conditions": [condition]}}, NAMESPACE)
+
+    assert gpu_request_provision(request_id=request.pk).action == "completed"
+    request.refresh_from_db()
+    assert request.status == RequestStatus.RELEASED
+    assert request.ended_at == finished
+    assert units_held(demo_org) == 0

@@ -54,7 +54,7 @@ def serving_objects() -> list[dict[str, Any]]:
 
 
 def training_objects() -> list[dict[str, Any]]:
-    """A training request: PriorityClass, namespace objects and a Job."""
+    """A two-pod training request: PriorityClass, namespace objects, PDB, headless Service and a JobSet."""
     return render_request_objects(context("A100-40GB", "dedicated", "training"))
 
 
@@ -333,12 +333,13 @@ def test_finished_pods(cluster: EmulatedCluster, gateway: KubernetesGateway) -> 
 def test_no_pods(cluster: EmulatedCluster, gateway: KubernetesGateway) -> None:
     assert gateway.workload_status(namespace=NAMESPACE, request_id=REQUEST_ID).phase == "NotFound"
 
+    # Two training pods: a JobSet, read when there is no Job of that name.
     gateway.apply(training_objects())
     status = gateway.workload_status(namespace=NAMESPACE, request_id=REQUEST_ID)
-    assert (status.phase, status.pending_reason) == ("Pending", "The Job has created no pods yet.")
+    assert (status.phase, status.pending_reason) == ("Pending", "The JobSet has created no pods yet.")
 
     cluster.edit(
-        "Job", f"gpr-{REQUEST_ID}", {"status": {"conditions": [{"type": "Complete", "status": "True"}]}}, NAMESPACE
+        "JobSet", f"gpr-{REQUEST_ID}", {"status": {"conditions": [{"type": "Completed", "status": "True"}]}}, NAMESPACE
     )
     assert gateway.workload_status(namespace=NAMESPACE, request_id=REQUEST_ID).phase == "Succeeded"
 

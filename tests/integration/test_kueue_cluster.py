@@ -50,8 +50,8 @@ def as_sent(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate_live(obj: dict[str, Any]) -> None:
-    """Kueue kinds against Kueue's schemas, the rest against Kubernetes 1.30 and 1.33 (strict)."""
-    if obj["apiVersion"].startswith("kueue.x-k8s.io/"):
+    """Kueue and JobSet kinds against their CRDs' schemas, the rest against Kubernetes 1.30 and 1.33 (strict)."""
+    if obj["apiVersion"].startswith(("kueue.x-k8s.io/", "jobset.x-k8s.io/")):
         validate_kueue(as_sent(obj))
     else:
         for version in ("1.30.0", "1.33.0"):
@@ -97,20 +97,21 @@ def test_a_kueue_cluster_receives_its_queues_and_a_gang_of_two_training_pods(
     assert request.status_detail.startswith("Pending")
 
     name = f"gpr-{request.pk}"
-    job = emulated.get("Job", name, "team-vision")
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "gpu-portal-tier2-batch"
+    jobset = emulated.get("JobSet", name, "team-vision")
+    assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    assert jobset["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "gpu-portal-tier2-batch"
+    job = jobset["spec"]["replicatedJobs"][0]["template"]
     assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["parallelism"] == 2
-    assert job["spec"]["template"]["spec"]["subdomain"] == name
+    assert jobset["spec"]["network"]["subdomain"] == name
     service = emulated.get("Service", name, "team-vision")
     assert service["spec"]["clusterIP"] == "None"
     env = {item["name"]: item.get("value") for item in job["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert env["MASTER_ADDR"] == f"{name}-0.{name}" and env["WORLD_SIZE"] == "2"
+    assert env["MASTER_ADDR"] == f"{name}-worker-0-0.{name}" and env["WORLD_SIZE"] == "2"
 
-    # On the wire: the team's queue is applied before the Job that names it.
+    # On the wire: the team's queue is applied before the JobSet that names it.
     patches = [r.url.path for r in emulated.requests if r.method.value == "PATCH"]
     assert patches.index("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/vision") < patches.index(
-        f"/apis/batch/v1/namespaces/team-vision/jobs/{name}"
+        f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-vision/jobsets/{name}"
     )
     live = [emulated.get(o["kind"], o["metadata"]["name"], o["metadata"].get("namespace")) for o in request.manifests]
     assert all(live)

@@ -44,6 +44,7 @@ from allocations.clusters.gateways.kubernetes_readings import (
     timestamp_of,
 )
 from gpucore.manifests import REQUEST_LABEL, workload_name
+from gpucore.manifests.jobset import JOBSET_API_VERSION
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
@@ -62,6 +63,7 @@ BUILTIN_RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
     ("v1", "LimitRange"): ("limitranges", True),
     ("v1", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
     ("v1", "Pod"): ("pods", True),
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): ("resourceclaimtemplates", True),
     ("apps/v1", "Deployment"): ("deployments", True),
     ("apps/v1", "StatefulSet"): ("statefulsets", True),
     ("batch/v1", "Job"): ("jobs", True),
@@ -210,10 +212,8 @@ class KubernetesGateway:
         statuses = tuple(sorted((pod_status(pod, unschedulable) for pod in pods), key=lambda p: p.name))
         summary = summarize(statuses)
         if summary.phase in ("Succeeded", "Failed"):
-            # Only the Job says whether its pods' end is final (a failed pod may be retried): ask it.
-            job = self._call(
-                "GET", self._job_path(namespace, request_id), what=workload_name(request_id), missing_ok=True
-            )
+            # Only the Job (JobSet) says whether its pods' end is final (a failed pod may be retried): ask it.
+            job = self._batch_workload(namespace, request_id)
             return (job_finished(job, statuses) if job else None) or summary
         return summary
 
@@ -249,6 +249,11 @@ class KubernetesGateway:
         listing = self._read(lambda: self._core.list_node(_request_timeout=self._timeout), what="nodes")
         inventory = [node_inventory(node) for node in listing.items or []]
         return tuple(sorted((node for node in inventory if node.allocatable), key=lambda node: node.name))
+
+    def list_resource_slices(self) -> tuple[dict[str, Any], ...]:
+        """Every ResourceSlice (``resource.k8s.io/v1``): the devices DRA drivers publish (none before 1.34)."""
+        listing = self._call("GET", "/apis/resource.k8s.io/v1/resourceslices", what="ResourceSlices", missing_ok=True)
+        return tuple((listing or {}).get("items") or ())
 
     def read_node(self, name: str) -> dict[str, Any] | None:
         """The Node object as the API server has it, or None."""
@@ -295,12 +300,21 @@ class KubernetesGateway:
     def _job_path(namespace: str, request_id: int) -> str:
         return f"/apis/batch/v1/namespaces/{quote(namespace, safe='')}/jobs/{workload_name(request_id)}"
 
-    def _status_without_pods(self, namespace: str, request_id: int) -> WorkloadStatus:
+    def _batch_workload(self, namespace: str, request_id: int) -> dict[str, Any] | None:
+        """The request's Job, else its JobSet (multi-pod training and HPC), else None."""
         name = workload_name(request_id)
         job = self._call("GET", self._job_path(namespace, request_id), what=name, missing_ok=True)
+        if job is None:
+            path = f"/apis/{JOBSET_API_VERSION}/namespaces/{quote(namespace, safe='')}/jobsets/{name}"
+            job = self._call("GET", path, what=name, missing_ok=True)
+        return job
+
+    def _status_without_pods(self, namespace: str, request_id: int) -> WorkloadStatus:
+        name = workload_name(request_id)
+        job = self._batch_workload(namespace, request_id)
         if job is not None:
             return job_finished(job) or WorkloadStatus(
-                phase="Pending", pending_reason="The Job has created no pods yet."
+                phase="Pending", pending_reason=f"The {job.get('kind') or 'Job'} has created no pods yet."
             )
         path = f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"
         deployment = self._call("GET", path, what=name, missing_ok=True)

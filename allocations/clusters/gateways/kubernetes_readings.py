@@ -148,10 +148,12 @@ def _parse_time(value: Any) -> datetime | None:
 
 
 def job_finished(job: Mapping[str, Any], pods: tuple[PodStatus, ...] = ()) -> WorkloadStatus | None:
-    """The ended workload of a Job whose ``Complete`` or ``Failed`` condition is true, else ``None`` (it may still
-    run or retry). The end is the Job's ``completionTime`` or the condition's transition time."""
+    """The ended workload of a Job (or JobSet) whose ``Complete`` (``Completed``) or ``Failed`` condition is true, else
+    ``None`` (it may still run or retry). The end is the Job's ``completionTime`` or the condition's transition time."""
     status = job.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    if "Completed" in conditions:  # a JobSet's word for a Job's Complete
+        conditions.setdefault("Complete", conditions["Completed"])
     for kind, phase in (("Complete", "Succeeded"), ("Failed", "Failed")):
         condition = conditions.get(kind) or {}
         if condition.get("status") != "True":

@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
+from allocations.clusters.provisioning import pool_context
 from allocations.models import Cluster, NodePool, Quota
 from tests.factories import ROLES, GpuRequestFactory, UserFactory
 
@@ -163,6 +164,12 @@ def test_a_pool_put_is_validated_like_the_admin_and_shows_its_capacity(client_as
     assert admin.get(DEMO).json()["node_pools"] == ["a100-mig", "h100"]
     assert _send(admin, "put", POOLS + "a100-mig/", MIG_POOL).status_code == 200
     assert NodePool.objects.filter(cluster=demo_org.cluster, name="a100-mig").count() == 1
+    # A rack or block level for Kueue's topology-aware scheduling reaches the renderer's pool.
+    block = {"topology_level": "cloud.google.com/gce-topology-block", "topology_required": True}
+    patched = _send(admin, "patch", POOLS + "a100-mig/", block)
+    assert patched.status_code == 200 and patched.json()["topology_level"] == block["topology_level"]
+    rendered = pool_context(NodePool.objects.get(cluster=demo_org.cluster, name="a100-mig"))
+    assert (rendered.topology_level, rendered.topology_required) == (block["topology_level"], True)
 
 
 @pytest.mark.parametrize(
@@ -179,6 +186,9 @@ def test_a_pool_put_is_validated_like_the_admin_and_shows_its_capacity(client_as
         ({"time_slice_replicas": 1}, "time_slice_replicas", "greater than or equal to 2"),
         ({"taints": [{"key": "a", "effect": "Sometimes"}]}, "taints", "not a valid choice"),
         ({"node_count": -1}, "node_count", "greater than or equal to 0"),
+        ({"topology_level": "not a label!"}, "topology_level", "node label key"),
+        ({"topology_required": True}, "topology_required", "topology level"),
+        ({"sharing_mode": "none", "mig_devices": {}, "dynamic_mig": True}, "dynamic_mig", "Only a MIG pool"),
     ],
 )
 def test_bad_pool_input_is_a_400_naming_the_field(client_as, demo_org, body, field, message) -> None:

@@ -13,6 +13,7 @@ from gpucore.catalog import BUILTIN_CATALOG, GpuModelSpec
 from gpucore.manifests import PoolContext, TeamContext, WorkloadContext
 from gpucore.manifests.contexts import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
+from tests.gpucore.manifests.kueue_validation import SCHEMA_DIRS, validate_kueue
 
 KUBERNETES_VERSION = "1.30.0"
 # The oldest and a recent release the rendered objects must be valid in.
@@ -30,9 +31,18 @@ TIER2 = DEFAULT_TIERS_BY_SLUG["tier2_batch"]
 TIER3 = DEFAULT_TIERS_BY_SLUG["tier3_development"]
 
 
-def validate(obj: Mapping[str, Any]) -> None:
-    """Validate against the Kubernetes 1.30 and 1.33 OpenAPI schemas, strictly; fail with a short, readable message."""
-    for version in KUBERNETES_VERSIONS:
+def validate(obj: Mapping[str, Any], versions: tuple[str, ...] = KUBERNETES_VERSIONS) -> None:
+    """Validate against the Kubernetes 1.30 and 1.33 OpenAPI schemas (or ``versions``), strictly (a CRD kind against
+    its CRD's schema, a JobSet's Job template also as a batch/v1 Job); fail with a short, readable message."""
+    if obj.get("apiVersion") in SCHEMA_DIRS:
+        validate_kueue(obj)
+        if obj["kind"] == "JobSet":
+            for replicated in obj["spec"]["replicatedJobs"]:
+                meta = {"name": f"{obj['metadata']['name']}-{replicated['name']}-0", "namespace": "x"}
+                job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, **replicated["template"]}
+                validate(job, versions)
+        return
+    for version in versions:
         try:
             kubernetes_validate.validate(dict(obj), version, strict=True)
         except kubernetes_validate.ValidationError as error:
@@ -194,12 +204,25 @@ def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 def workload(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    """The one Job or Deployment among rendered objects."""
-    (found,) = [obj for obj in objects if obj["kind"] in ("Job", "Deployment")]
+    """The one Job, JobSet or Deployment among rendered objects."""
+    (found,) = [obj for obj in objects if obj["kind"] in ("Job", "JobSet", "Deployment")]
     return found
 
 
+def job_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The Job spec of a Job, or of a JobSet's one replicated job."""
+    if obj["kind"] == "JobSet":
+        (replicated,) = obj["spec"]["replicatedJobs"]
+        return replicated["template"]["spec"]
+    return dict(obj["spec"])
+
+
+def pod_template(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod template of a Deployment, a Job or a JobSet."""
+    return job_spec(obj)["template"] if obj["kind"] in ("Job", "JobSet") else obj["spec"]["template"]
+
+
 def main_container(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The single container of a Job's or Deployment's pod template."""
-    (container,) = obj["spec"]["template"]["spec"]["containers"]
+    """The single container of a workload's pod template."""
+    (container,) = pod_template(obj)["spec"]["containers"]
     return container

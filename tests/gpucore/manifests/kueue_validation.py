@@ -27,6 +27,9 @@ API_VERSION = "kueue.x-k8s.io/v1beta2"
 SCHEMA_DIRS = {
     API_VERSION: (SCHEMA_DIR, "v1beta2"),
     "monitoring.coreos.com/v1": (HERE / "monitoring_schemas", "v1"),
+    # JobSet and KAI Scheduler (crd_schemas/README.md).
+    "jobset.x-k8s.io/v1alpha2": (HERE / "crd_schemas", "v1alpha2"),
+    "scheduling.run.ai/v2": (HERE / "crd_schemas", "v2"),
 }
 
 

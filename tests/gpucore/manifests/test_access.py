@@ -41,16 +41,17 @@ def test_a_development_pod_gets_exec_and_port_forward() -> None:
 
 
 def test_a_distributed_job_has_a_headless_service_and_logs_of_every_pod() -> None:
-    # H100 training in the cases is two replicas: an Indexed Job with a headless rendezvous Service.
+    # H100 training in the cases is two replicas: a JobSet with a headless rendezvous Service.
     objects = render_request_objects(context("H100-80GB", "dedicated", "training"))
     access = workload_access(objects, request_id=42, workload_type="training")
 
-    assert access.kind == "Job" and access.name == "gpr-42"
+    assert access.kind == "JobSet" and access.name == "gpr-42" and access.container == "main"
     [service] = access.services
     assert service.headless and service.ports[0].port == 29500
     found = commands(access)
     assert f"kubectl -n {NAMESPACE} logs -l gpu-portal/request=42 --prefix -f" in found.values()
     assert not any("port-forward" in command for command in found.values())
+    assert f"kubectl -n {NAMESPACE} exec -it job/gpr-42-worker-0 -c main -- bash" in found.values()
 
 
 def test_nothing_rendered_means_no_commands() -> None:

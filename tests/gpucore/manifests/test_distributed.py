@@ -4,6 +4,8 @@ resource names and the one-+me-per-GPU rule."""
 
 from __future__ import annotations
 
+import re
+
 import kubernetes_validate
 import pytest
 
@@ -29,23 +31,31 @@ def _env(container: dict) -> dict[str, object]:
 def test_a_two_replica_job_gets_rendezvous_for_torchrun(workload_type: str) -> None:
     objects = render_request_objects(mc.context("H100-80GB", "dedicated", workload_type))
     for obj in objects:
-        for version in VERSIONS:
-            kubernetes_validate.validate(obj, version, strict=True)
+        mc.validate(obj)
     (service,) = mc.by_kind(objects, "Service")
-    job = mc.workload(objects)
-    assert service["metadata"]["name"] == job["metadata"]["name"] == "gpr-42"
+    jobset = mc.workload(objects)
+    assert jobset["kind"] == "JobSet" and jobset["apiVersion"] == "jobset.x-k8s.io/v1alpha2"
+    assert service["metadata"]["name"] == jobset["metadata"]["name"] == "gpr-42"
     assert service["spec"]["clusterIP"] == "None"
     assert service["spec"]["publishNotReadyAddresses"] is True
-    assert service["spec"]["selector"].items() <= job["spec"]["template"]["metadata"]["labels"].items()
-    spec = job["spec"]
+    assert service["spec"]["selector"].items() <= mc.pod_template(jobset)["metadata"]["labels"].items()
+    # The request's own Service is the JobSet's subdomain, so the JobSet controller creates no second one.
+    assert jobset["spec"]["network"] == {
+        "enableDNSHostnames": True,
+        "subdomain": "gpr-42",
+        "publishNotReadyAddresses": True,
+    }
+    (replicated,) = jobset["spec"]["replicatedJobs"]
+    assert replicated["name"] == "worker" and replicated["replicas"] == 1
+    spec = mc.job_spec(jobset)
     assert spec["completionMode"] == "Indexed"
     assert spec["completions"] == spec["parallelism"] == 2
-    assert spec["template"]["spec"]["subdomain"] == "gpr-42"
-    container = mc.main_container(job)
+    assert "subdomain" not in mc.pod_template(jobset)["spec"]  # the JobSet's pod webhook sets it
+    container = mc.main_container(jobset)
     env = _env(container)
     index = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
-    # Pod 0 of the Indexed Job, gpr-42-0, is published by the headless Service as gpr-42-0.gpr-42.
-    assert env["MASTER_ADDR"] == env["PET_MASTER_ADDR"] == "gpr-42-0.gpr-42"
+    # Pod 0 of the JobSet's one Job (gpr-42-worker-0) is gpr-42-worker-0-0, published as gpr-42-worker-0-0.gpr-42.
+    assert env["MASTER_ADDR"] == env["PET_MASTER_ADDR"] == "gpr-42-worker-0-0.gpr-42"
     assert env["MASTER_PORT"] == env["PET_MASTER_PORT"] == "29500"
     assert env["WORLD_SIZE"] == env["PET_NNODES"] == "2"
     assert env["RANK"] == env["PET_NODE_RANK"] == index
@@ -53,15 +63,53 @@ def test_a_two_replica_job_gets_rendezvous_for_torchrun(workload_type: str) -> N
     assert {"name": "rendezvous", "containerPort": 29500, "protocol": "TCP"} in container["ports"]
 
 
-def test_single_replica_and_batch_inference_need_no_rendezvous() -> None:
+def test_one_lost_worker_restarts_the_whole_gang_a_bounded_number_of_times() -> None:
+    # 2 x 8-GPU training on H100s.
+    model = BUILTIN_CATALOG.get("H100-80GB")
+    spec = mc.spec_for(model, "dedicated", "training", quantity=8, replicas=2)
+    objects = render_request_objects(mc.context("H100-80GB", "dedicated", "training", spec=spec))
+    jobset = mc.workload(objects)
+    mc.validate(jobset)
+    job = mc.job_spec(jobset)
+    # Any failed pod fails the Job at once (no per-pod retry that rejoins a rendezvous its peers have left) ...
+    assert job["backoffLimit"] == 0
+    assert mc.main_container(jobset)["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    policy = jobset["spec"]["failurePolicy"]
+    # ... and the JobSet recreates every Job: the gang restarts as one, at most three times for real failures.
+    assert 1 <= policy["maxRestarts"] <= 5
+    assert policy["restartStrategy"] == "Recreate"
+    # A drain or a preemption fails the Job through its podFailurePolicy (reason PodFailurePolicy): the gang restarts
+    # without spending a restart; everything else falls through to a counted RestartJobSet.
+    assert job["podFailurePolicy"]["rules"] == [
+        {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+    ]
+    first, last = policy["rules"]
+    assert first["action"] == "RestartJobSetAndIgnoreMaxRestarts"
+    assert first["onJobFailureReasons"] == ["PodFailurePolicy"]
+    assert last["action"] == "RestartJobSet" and "onJobFailureReasons" not in last
+    # The CRD's rule-name pattern.
+    assert all(re.fullmatch(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?", rule["name"]) for rule in policy["rules"])
+    # The tier-2 gang keeps its PodDisruptionBudget: a drain takes one pod at a time.
+    (pdb,) = mc.by_kind(objects, "PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= mc.pod_template(jobset)["metadata"]["labels"].items()
+    assert job["activeDeadlineSeconds"] == 24 * 3600
+
+
+def test_single_replica_and_batch_inference_stay_plain_jobs() -> None:
     one = mc.spec_for(BUILTIN_CATALOG.get("A100-40GB"), "dedicated", "training", replicas=1)
     objects = render_request_objects(mc.context(spec=one))
     assert mc.by_kind(objects, "Service") == []
-    assert "subdomain" not in mc.workload(objects)["spec"]["template"]["spec"]
-    assert "MASTER_ADDR" not in _env(mc.main_container(mc.workload(objects)))
+    job = mc.workload(objects)
+    assert job["kind"] == "Job"
+    assert job["spec"]["backoffLimit"] == 2
+    assert job["spec"]["podFailurePolicy"]["rules"][0]["action"] == "Ignore"
+    assert "subdomain" not in mc.pod_template(job)["spec"]
+    assert "MASTER_ADDR" not in _env(mc.main_container(job))
     # Three independent batch workers: Indexed (each takes its shard) but no process group.
     batch = render_request_objects(mc.context("A100-40GB", "mig", "batch_inference"))
     assert mc.by_kind(batch, "Service") == []
+    assert mc.workload(batch)["kind"] == "Job"
     assert mc.workload(batch)["spec"]["completionMode"] == "Indexed"
 
 

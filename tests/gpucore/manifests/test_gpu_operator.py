@@ -105,7 +105,7 @@ def test_renamed_shared_gpus_keep_the_product_label() -> None:
     spec = mc.spec_for(BUILTIN_CATALOG.get("T4"), "time-slicing", "development", resource_name="nvidia.com/gpu.shared")
     objects = render_request_objects(mc.context("T4", "time-slicing", "development", pool=pool, spec=spec))
     work = mc.workload(objects)
-    assert work["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.product"] == "Tesla-T4"
+    assert mc.pod_template(work)["spec"]["nodeSelector"]["nvidia.com/gpu.product"] == "Tesla-T4"
     assert mc.main_container(work)["resources"]["limits"]["nvidia.com/gpu.shared"] == "1"
     with pytest.raises(ManifestError, match="another name"):
         render_request_objects(mc.context("T4", "time-slicing", "development", pool=_ts_pool(), spec=spec))

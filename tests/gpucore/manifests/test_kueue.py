@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 
-import kubernetes_validate
 import pytest
 
 from gpucore.manifests import (
@@ -82,11 +81,7 @@ def cluster(scheduler: str = "kueue", **overrides) -> ClusterContext:
 def validate_any(obj: dict) -> None:
     """Kueue kinds against the Kueue schemas; the rest against Kubernetes 1.30 and 1.33, strictly."""
     mc.check_names_and_labels(obj)
-    if obj["apiVersion"].startswith("kueue.x-k8s.io/"):
-        validate_kueue(obj)
-        return
-    for version in ("1.30.0", "1.33.0"):
-        kubernetes_validate.validate(obj, version, strict=True)
+    mc.validate(obj)  # Kueue and JobSet kinds against their CRDs, the rest strictly at 1.30 and 1.33
 
 
 def test_a_kueue_cluster_renders_every_object_and_each_one_validates() -> None:
@@ -165,7 +160,7 @@ def test_resource_flavors_select_what_the_pods_select() -> None:
     # Kueue assigns a flavor only when its nodeLabels agree with the pod's nodeSelector: they are the same labels.
     for strategy, model in (("dedicated", "A100-40GB"), ("mig", "A100-40GB"), ("time-slicing", "T4")):
         ctx = mc.context(model, strategy, "training")
-        pod = mc.workload(render_request_objects(ctx))["spec"]["template"]["spec"]
+        pod = mc.pod_template(mc.workload(render_request_objects(ctx)))["spec"]
         assert flavor_node_labels(ctx.pool).items() <= pod["nodeSelector"].items()
 
 
@@ -184,12 +179,12 @@ def test_local_queue_and_priority_classes() -> None:
 def test_a_job_on_a_kueue_cluster_is_queued_by_label_only() -> None:
     team = TeamContext("vision", "team-vision", {"nvidia.com/gpu": 16}, cluster_queue="vision")
     objects = render_request_objects(mc.context("A100-40GB", "dedicated", "training", team=team))
-    assert [o["kind"] for o in objects][-4:] == ["LocalQueue", "PodDisruptionBudget", "Service", "Job"]
+    assert [o["kind"] for o in objects][-4:] == ["LocalQueue", "PodDisruptionBudget", "Service", "JobSet"]
     job = mc.workload(objects)
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
     assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "gpu-portal-tier2-batch"
     # Not on the pods (Kueue's pod integration would queue each pod alone), and never 'suspend' (Kueue owns it).
-    assert not any(key.startswith("kueue.x-k8s.io/") for key in job["spec"]["template"]["metadata"]["labels"])
+    assert not any(key.startswith("kueue.x-k8s.io/") for key in mc.pod_template(job)["metadata"]["labels"])
     assert "suspend" not in job["spec"]
     for obj in objects:
         validate_any(obj)

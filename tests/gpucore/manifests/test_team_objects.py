@@ -181,7 +181,7 @@ def test_the_pools_board_variant_wins_over_the_catalog_label() -> None:
     # Same catalog model, another board: the spec (catalog) says SXM4, the pool's nodes are PCIe.
     pcie = PoolContext(name="a100-pcie", gpu_model="A100-40GB", product_label="NVIDIA-A100-PCIE-40GB")
     work = mc.workload(render_request_objects(mc.context(pool=pcie)))
-    assert work["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.product"] == "NVIDIA-A100-PCIE-40GB"
+    assert mc.pod_template(work)["spec"]["nodeSelector"]["nvidia.com/gpu.product"] == "NVIDIA-A100-PCIE-40GB"
 
 
 def test_more_than_one_time_sliced_share_is_refused() -> None:

@@ -71,14 +71,16 @@ def test_every_rendered_object_validates_and_follows_the_contract(case: mc.Case)
 
     work = mc.workload(objects)
     expected_kind = "Deployment" if case.workload_type in ("realtime_inference", "development") else "Job"
+    if case.workload_type in ("training", "hpc_simulation") and ctx.allocation.replicas > 1:
+        expected_kind = "JobSet"  # a gang that restarts as one
     assert work["kind"] == expected_kind
     assert work["metadata"]["name"] == "gpr-42"
     assert work["metadata"]["namespace"] == "team-vision"
-    for meta in (work["metadata"], work["spec"]["template"]["metadata"]):
+    for meta in (work["metadata"], mc.pod_template(work)["metadata"]):
         assert meta["labels"]["gpu-portal/request"] == "42"
         assert meta["labels"]["gpu-portal/team"] == "vision"
 
-    pod = work["spec"]["template"]["spec"]
+    pod = mc.pod_template(work)["spec"]
     container = mc.main_container(work)
     resources = container["resources"]
     resource_name = ctx.allocation.resource_name
@@ -130,7 +132,7 @@ def test_rendering_without_a_pool_or_tier_still_validates() -> None:
     objects = render_request_objects(ctx)
     for obj in objects:
         mc.validate(obj)
-    pod = mc.workload(objects)["spec"]["template"]["spec"]
+    pod = mc.pod_template(mc.workload(objects))["spec"]
     assert "priorityClassName" not in pod
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "Tesla-T4-SHARED", "nvidia.com/gpu.replicas": "4"}
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -142,7 +144,7 @@ def test_a_workload_type_enum_is_accepted_as_its_value() -> None:
 
     ctx = mc.context(workload_type=WorkloadType.TRAINING)
     assert ctx.workload_type == "training"
-    assert mc.workload(render_request_objects(ctx))["kind"] == "Job"
+    assert mc.workload(render_request_objects(ctx))["kind"] == "JobSet"  # two workers: a gang
 
 
 # --- Jobs and Deployments -------------------------------------------------------------------------------------------
@@ -153,14 +155,14 @@ def test_a_workload_type_enum_is_accepted_as_its_value() -> None:
 )
 def test_job_deadline_comes_from_the_duration(hours: float | None, seconds: int | None) -> None:
     job = mc.workload(render_request_objects(mc.context(duration_hours=hours)))
-    assert job["spec"].get("activeDeadlineSeconds") == seconds
+    assert mc.job_spec(job).get("activeDeadlineSeconds") == seconds
 
 
 def test_job_shape() -> None:
-    job = mc.workload(render_request_objects(mc.context("A100-80GB", "dedicated", "training")))
+    job = mc.workload(render_request_objects(mc.context("A100-80GB", "dedicated", "batch_inference")))
     spec = job["spec"]
     assert spec["backoffLimit"] == 2
-    assert spec["parallelism"] == spec["completions"] == 2
+    assert spec["parallelism"] == spec["completions"] == 3
     assert spec["completionMode"] == "Indexed"
     assert spec["template"]["spec"]["restartPolicy"] == "Never"
     assert spec["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["type"] == "DisruptionTarget"
@@ -188,7 +190,7 @@ def test_realtime_inference_gets_probes_a_port_and_a_service() -> None:
     assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
     (service,) = mc.by_kind(objects, "Service")
     assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
-    assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    assert service["spec"]["selector"].items() <= mc.pod_template(deployment)["metadata"]["labels"].items()
     assert service["spec"]["ports"][0]["targetPort"] == "http"
 
 
@@ -246,13 +248,13 @@ def test_tier1_2_jobs_tell_the_autoscaler_not_to_evict_them() -> None:
     for tier, expected in ((mc.TIER1, "false"), (mc.TIER2, "false"), (mc.TIER3, None)):
         strategy = "time-slicing" if tier is mc.TIER3 else "dedicated"
         job = mc.workload(render_request_objects(mc.context("L4", strategy, "training", tier=tier)))
-        annotations = job["spec"]["template"]["metadata"]["annotations"]
+        annotations = mc.pod_template(job)["metadata"]["annotations"]
         assert annotations.get("cluster-autoscaler.kubernetes.io/safe-to-evict") == expected
 
 
 def test_hpc_gets_topology_hints_and_guaranteed_qos() -> None:
     objects = render_request_objects(mc.context("H100-80GB", "dedicated", "hpc_simulation"))
-    template = mc.workload(objects)["spec"]["template"]
+    template = mc.pod_template(mc.workload(objects))
     affinity = template["spec"]["affinity"]
     preferred = affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"]
     assert preferred["matchExpressions"][0]["values"] == ["single-numa-node"]
@@ -266,7 +268,7 @@ def test_hpc_gets_topology_hints_and_guaranteed_qos() -> None:
     assert resources["requests"]["cpu"] == "16"  # 2 GPUs x 8 cores
     assert resources["requests"]["memory"] == "64Gi"
     training = mc.workload(render_request_objects(mc.context("H100-80GB", "dedicated", "training")))
-    assert "affinity" not in training["spec"]["template"]["spec"]
+    assert "affinity" not in mc.pod_template(training)["spec"]
 
 
 @pytest.mark.parametrize(
@@ -285,13 +287,13 @@ def test_topology_hints_follow_the_spec_or_the_workload_type(workload_type, topo
     else:
         spec["topology_aware"] = topology_aware
     work = mc.workload(render_request_objects(mc.context("H200", workload_type=workload_type, spec=spec)))
-    assert ("affinity" in work["spec"]["template"]["spec"]) is expected
+    assert ("affinity" in mc.pod_template(work)["spec"]) is expected
     resources = mc.main_container(work)["resources"]
     assert (resources["requests"] == resources["limits"]) is expected
 
 
 def test_pod_security_context_follows_the_guide() -> None:
-    pod = mc.workload(render_request_objects(mc.context()))["spec"]["template"]["spec"]
+    pod = mc.pod_template(mc.workload(render_request_objects(mc.context())))["spec"]
     assert pod["securityContext"] == {
         "runAsNonRoot": True,
         "runAsUser": 1000,
@@ -316,7 +318,7 @@ def test_pool_taints_become_tolerations() -> None:
             {"key": "gpu-portal/maintenance", "effect": "NoExecute"},
         ],
     )
-    pod = mc.workload(render_request_objects(mc.context("L4", pool=pool)))["spec"]["template"]["spec"]
+    pod = mc.pod_template(mc.workload(render_request_objects(mc.context("L4", pool=pool))))["spec"]
     assert pod["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
         {"key": "cloud.google.com/gke-preemptible", "operator": "Equal", "value": "true", "effect": "NoSchedule"},

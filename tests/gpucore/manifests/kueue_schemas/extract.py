@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
-KINDS = ("ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort")
+KINDS = ("ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "Cohort", "Topology")
 
 
 def main(crd_dir: str, version: str) -> None:
