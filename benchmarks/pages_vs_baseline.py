@@ -16,7 +16,7 @@ and body (target: throughput >= 0.5x, i.e. latency <= 2x). Verdicts are taken on
 non-zero on a FAIL. No figure here depends on the machine's speed: both sides of a ratio are measured side by side.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpu_portal .venv/bin/python benchmarks/pages_vs_baseline.py
-        [--runs 3] [--requests 800] [--page-requests 400] [--extra-requests 5000] [--only TEXT] [--strict]
+        [--runs 3] [--requests 800] [--page-requests 400] [--extra-requests 5000] [--only TEXT] [--skip TEXT] [--strict]
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="client threads")
     parser.add_argument("--extra-requests", type=int, default=5000, help="GPU requests added to the demo data")
     parser.add_argument("--only", default="", help="only the endpoints whose names contain this")
+    parser.add_argument("--skip", default="", help="not the endpoints whose names contain this")
     parser.add_argument("--strict", action="store_true", help="exit non-zero when a row fails its target")
     args = parser.parse_args()
     url = postgres_url()
@@ -140,7 +141,11 @@ def main() -> None:
         side: json.loads(in_tree("sessions", tree, env, *sorted(set(USERS.values()))))
         for side, (tree, env) in trees.items()
     }
-    wanted = {name: spec for name, spec in endpoints(seed).items() if args.only in name or name in (RECOMMEND, NOOP)}
+    wanted = {
+        name: spec
+        for name, spec in endpoints(seed).items()
+        if (args.only in name and not (args.skip and args.skip in name)) or name in (RECOMMEND, NOOP)
+    }
 
     servers = {side: Server(tree, env) for side, (tree, env) in trees.items()}
     figures: dict[str, dict[str, list[dict]]] = {side: {name: [] for name in wanted} for side in servers}
