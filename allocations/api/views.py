@@ -163,12 +163,12 @@ _FIELD_SELECTION = [
 SUBMIT_ENDPOINT = "requests.create"
 
 
-def _replayed(stored: tuple[int, Any] | None) -> Response:
+def _replayed(stored: tuple[int, str] | None) -> Response:
     """The stored first answer, marked as a replay."""
     if stored is None:  # cannot happen: the key was just seen committed
         raise exceptions.APIException("The first answer to this Idempotency-Key could not be read.")
     status_code, body = stored
-    return Response(body, status=status_code, headers={"Idempotent-Replayed": "true"})
+    return Response(json.loads(body), status=status_code, headers={"Idempotent-Replayed": "true"})
 
 
 @extend_schema_view(
@@ -328,8 +328,8 @@ class GpuRequestViewSet(
         try:
             with transaction.atomic():  # the key commits with the request, or neither does
                 response = self._submit(request)
-                # Kept as the client read it: rendered to JSON (a Decimal is a number there) and parsed back.
-                body = json.loads(FastJSONRenderer().render(response.data))
+                # Kept as the client read it: the JSON text (a Decimal is a number there, keys in their order).
+                body = FastJSONRenderer().render(response.data).decode()
                 idempotency.remember_answer(**scope, status=response.status_code, body=body)
         except idempotency.IdempotencyKeyTaken:  # the same key, sent concurrently, committed first
             return _replayed(idempotency.stored_answer(**scope))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 
@@ -18,7 +17,8 @@ class IdempotencyKey(models.Model):
     key = models.CharField(max_length=255)
     body_digest = models.CharField(max_length=64)
     response_status = models.PositiveSmallIntegerField()
-    response_body = models.JSONField(encoder=DjangoJSONEncoder)
+    # The JSON text as first sent (not a JSONField: PostgreSQL's jsonb would reorder the keys of a replay).
+    response_body = models.TextField()
     created_at = models.DateTimeField(db_index=True)
 
     class Meta:

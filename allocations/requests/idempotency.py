@@ -57,8 +57,8 @@ def _expired_before() -> Any:
     return timezone.now() - timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
 
 
-def stored_answer(*, user: AbstractBaseUser, endpoint: str, key: str, digest: str) -> tuple[int, Any] | None:
-    """The status and body first answered to this key, or None (never sent, or expired: then it is forgotten)."""
+def stored_answer(*, user: AbstractBaseUser, endpoint: str, key: str, digest: str) -> tuple[int, str] | None:
+    """The status and JSON text first answered to this key, or None (never sent, or expired: then it is forgotten)."""
     row = IdempotencyKey.objects.filter(user=user, endpoint=endpoint, key=key).first()
     if row is None:
         return None

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 def database_away(error: type[Exception] = OperationalError) -> Iterator[None]:
     """Every query fails as it does while PostgreSQL restarts."""
 
-    def refuse(execute, sql, params, many, context):  # noqa: ANN001, ANN202 - Django's wrapper signature
+    def refuse(execute, sql, params, many, context):
         raise error("server closed the connection unexpectedly")
 
     with connection.execute_wrapper(refuse):
@@ -77,7 +77,7 @@ def test_other_errors_are_still_500(demo_org) -> None:
     client = APIClient(raise_request_exception=False)
     client.force_authenticate(demo_org.member)
 
-    def broken(execute, sql, params, many, context):  # noqa: ANN001, ANN202
+    def broken(execute, sql, params, many, context):
         raise ZeroDivisionError
 
     with connection.execute_wrapper(broken):
