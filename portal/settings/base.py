@@ -115,6 +115,8 @@ if not DATABASE_URL:
 # While the database cannot be reached, pages and the API answer 503 with this Retry-After
 # (portal/database_unavailable.py).
 DATABASE_RETRY_AFTER_SECONDS = env_int("DATABASE_RETRY_AFTER_SECONDS", 5)
+# The longest a submitted request may run: its duration_hours and its expiry from now (extensions add to it later).
+MAX_REQUEST_HOURS = env_int("MAX_REQUEST_HOURS", 2160)
 # How long an Idempotency-Key on POST /api/v1/requests/ replays its first answer
 # (allocations/requests/idempotency.py).
 IDEMPOTENCY_KEY_TTL_HOURS = env_int("IDEMPOTENCY_KEY_TTL_HOURS", 24)
