@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import QuerySet, Sum
+from django.db.models import Count, Max, QuerySet, Sum
 
 from allocations.models import GpuModel, GpuRequest, NodePool, SharingMode, SlaTier, Team
 from allocations.requests.held_intervals import held_span_rows
@@ -151,29 +151,27 @@ def _live_lines(chargeback: Chargeback, slugs: set[str]) -> list[dict[str, Any]]
 
 
 def _closed_cache_keys(months: list[date], teams: QuerySet[Team], show_idle: bool) -> tuple[dict[date, str], set[date]]:
-    """Per month every visible team that existed by its end has closed, a key naming exactly the closed reports it is
-    read from; and the months with any closed report.
+    """Per month every visible team has closed, a key naming exactly the closed reports it is read from; and the
+    months with any closed report.
 
-    Closed reports never change, so a key (those teams, the newest report id and close time) stays valid for as long
-    as they exist; closing another team's month or a flushed database gives a new key, never stale rows. Closing a
-    month reports every team there is, so a team created after the month was closed has no report and needs none: it
-    neither keeps the month from being cached nor changes its key. One query for every month.
+    Closed reports never change, so a key (the teams, report count, newest id and close time) stays valid for as
+    long as they exist; closing another team's month or a flushed database gives a new key, never stale rows. One
+    query for every month.
     """
-    created = dict(teams.values_list("pk", "created_at"))
-    reports = MonthlyReport.objects.filter(month__in=months, status=ReportStatus.CLOSED, team__in=teams)
-    by_month: dict[date, list[tuple[int, int, datetime]]] = {}
-    for month, team_id, pk, closed_at in reports.values_list("month", "team_id", "pk", "closed_at").order_by():
-        by_month.setdefault(month, []).append((team_id, pk, closed_at))
+    team_ids = sorted(teams.values_list("pk", flat=True))
+    stamps = (
+        MonthlyReport.objects.filter(month__in=months, status=ReportStatus.CLOSED, team__in=teams)
+        .values("month")
+        .annotate(n=Count("pk"), top=Max("pk"), at=Max("closed_at"))
+        .order_by()
+    )
     keys = {}
-    for month, closed in by_month.items():
-        first_close = min(at for _, _, at in closed)
-        required = {pk for pk, since in created.items() if since < first_close}
-        closed_teams = {team_id for team_id, _, _ in closed}
-        if required and required <= closed_teams:
-            stamp = (sorted(closed_teams), max(pk for _, pk, _ in closed), max(at for _, _, at in closed), show_idle)
-            digest = hashlib.sha256(repr(stamp).encode()).hexdigest()[:32]
-            keys[month] = f"dashboards:closed:{month:%Y-%m}:{digest}"
-    return keys, set(by_month)
+    for stamp in stamps:
+        if team_ids and stamp["n"] == len(team_ids):
+            stamp_repr = repr((team_ids, stamp["top"], stamp["at"], show_idle))
+            digest = hashlib.sha256(stamp_repr.encode()).hexdigest()[:32]
+            keys[stamp["month"]] = f"dashboards:closed:{stamp['month']:%Y-%m}:{digest}"
+    return keys, {stamp["month"] for stamp in stamps}
 
 
 def month_rows(
@@ -189,17 +187,12 @@ def month_rows(
 
     With ``cache_key`` (``range_rows``), a month every visible team has closed is stored in the cache.
     """
-    created = dict(teams.values_list("slug", "created_at"))
-    slugs = set(created)
+    slugs = set(teams.values_list("slug", flat=True))
     closed = closed_reports(month=month, teams=teams)
-    closed_at = dict(closed.values_list("team__slug", "closed_at"))
-    closed_slugs = set(closed_at)
-    # Teams created after the month was closed have no report and need none (see _closed_cache_keys).
-    first_close = min(closed_at.values(), default=None)
-    required = {slug for slug, since in created.items() if first_close is None or since < first_close}
+    closed_slugs = set(closed.values_list("team__slug", flat=True))
     rows = _closed_lines(closed) if closed_slugs else []
     summary = OrganisationMonthSummary.objects.filter(month=month).first()
-    if required and closed_slugs >= required:
+    if slugs and closed_slugs == slugs:
         idle = (Decimal(0) if summary.idle_shared else summary.idle_cost) if (summary and show_idle) else None
         data = MonthRows(month=month, closed=True, rows=_with_groups(rows), idle_cost=idle)
         if cache_key is not None:
