@@ -285,6 +285,7 @@ class GpuRequestViewSet(
                 idempotency.HEADER,
                 OpenApiTypes.STR,
                 OpenApiParameter.HEADER,
+                pattern=idempotency.KEY_PATTERN,
                 description=(
                     "A unique value per submission (a UUID), kept for the hours the server's "
                     "`IDEMPOTENCY_KEY_TTL_HOURS` says; 1 to 255 printable ASCII characters."

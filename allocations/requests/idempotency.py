@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -26,6 +27,7 @@ from allocations.models import IdempotencyKey
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
+KEY_PATTERN = rf"^[ -~]{{1,{MAX_KEY_LENGTH}}}$"  # printable ASCII, as the schema states it
 
 
 class IdempotencyKeyReused(Exception):
@@ -40,7 +42,7 @@ def key_from_header(value: str | None) -> str | None:
     """The key sent (None when there is none); ValidationError naming the header for an unusable one."""
     if value is None:
         return None
-    if not 1 <= len(value) <= MAX_KEY_LENGTH or not all(" " <= char <= "~" for char in value):
+    if not re.fullmatch(KEY_PATTERN, value):
         raise ValidationError({HEADER: [f"Give 1 to {MAX_KEY_LENGTH} printable ASCII characters, e.g. a UUID."]})
     return value
 
