@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, serializers, viewsets
@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from audit.filtersets import AuditEventFilterSet
 from audit.models import AuditEvent
 from audit.selectors import CSV_HEADER, audit_csv_rows, user_can_read_audit
-from gpucore.exports import csv_text
+from gpucore.exports import csv_lines
 from infra.filtering import FilterBackend
 from infra.scoping import ScopedViewMixin
 
@@ -86,8 +86,9 @@ class AuditEventViewSet(ScopedViewMixin, mixins.ListModelMixin, viewsets.Generic
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         events = self.filter_queryset(self.get_queryset())
         if request.accepted_renderer.format == "csv":
-            response = HttpResponse(
-                csv_text(CSV_HEADER, audit_csv_rows(events)), content_type="text/csv; charset=utf-8"
+            # Streamed: the trail may hold millions of events; each line is written as its row is read.
+            response = StreamingHttpResponse(
+                csv_lines(CSV_HEADER, audit_csv_rows(events)), content_type="text/csv; charset=utf-8"
             )
             response["Content-Disposition"] = 'attachment; filename="audit-events.csv"'
             return response

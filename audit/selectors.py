@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
@@ -43,12 +45,13 @@ CSV_HEADER = [
 ]
 
 
-def audit_csv_rows(events: QuerySet[AuditEvent]) -> list[list[object]]:
-    """One row per event, before/after as JSON text, for the CSV export (written by gpucore.exports)."""
+def audit_csv_rows(events: QuerySet[AuditEvent]) -> Iterator[list[object]]:
+    """One row per event, before/after as JSON text, for the CSV export (written by gpucore.exports), read from the
+    database in chunks as the rows are consumed: the export never holds every event."""
     import json
 
-    return [
-        [
+    for event in events.iterator(chunk_size=2000):
+        yield [
             event.at.isoformat(),
             event.actor_label,
             event.source,
@@ -62,5 +65,3 @@ def audit_csv_rows(events: QuerySet[AuditEvent]) -> list[list[object]]:
             json.dumps(event.after, sort_keys=True) if event.after is not None else "",
             event.comment,
         ]
-        for event in events.iterator(chunk_size=2000)
-    ]

@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 
 
 def setup(tree: str) -> None:
@@ -42,9 +43,9 @@ def seed(extra_requests: int) -> dict[str, object]:
     for."""
     from django.core.management import call_command
     from django.test import override_settings
-    from rest_framework.authtoken.models import Token
 
     from allocations.models import GpuRequest
+    from portal.tokens.services import api_token_create
 
     call_command("migrate", verbosity=0)
     with override_settings(DEBUG=True):  # seed_demo's demo passwords are refused with DEBUG off
@@ -57,7 +58,7 @@ def seed(extra_requests: int) -> dict[str, object]:
     GpuRequest.objects.bulk_create(copies, batch_size=1000)
     vacuum_analyze()
     detail = GpuRequest.objects.filter(team__slug="vision").order_by("-pk").first()
-    token, _ = Token.objects.get_or_create(user=detail.requester)
+    token = api_token_create(acting_user=detail.requester, name=f"bench {time.time_ns()}", expires_in_days=1)
     return {
         "token": token.key,
         "detail_id": detail.pk,

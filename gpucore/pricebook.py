@@ -74,13 +74,13 @@ MAX_DECIMAL_PLACES = 10
 
 def _decimal(value: Any, path: str, errors: dict[str, list[str]], *, minimum: Decimal | None = None) -> Decimal | None:
     if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
-        errors.setdefault(path, []).append(f'must be a number such as "2.00", not {value!r}.')
+        errors.setdefault(path, []).append(f'must be a number such as "2.00", not {_shown(value)}.')
         return None
     try:
         # Floats from unquoted YAML go through str() so 1.4 stays 1.4, never 1.399999...
         number = Decimal(str(value).strip())
     except InvalidOperation:
-        errors.setdefault(path, []).append(f'must be a number such as "2.00", not {value!r}.')
+        errors.setdefault(path, []).append(f'must be a number such as "2.00", not {_shown(value)}.')
         return None
     if not number.is_finite():
         errors.setdefault(path, []).append("must be a finite number.")
@@ -101,7 +101,7 @@ def _decimal(value: Any, path: str, errors: dict[str, list[str]], *, minimum: De
 
 def _integer(value: Any, path: str, errors: dict[str, list[str]], *, minimum: int) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
-        errors.setdefault(path, []).append(f"must be a whole number, not {value!r}.")
+        errors.setdefault(path, []).append(f"must be a whole number, not {_shown(value)}.")
         return None
     number = int(str(value).strip())
     if number < minimum:
@@ -149,11 +149,76 @@ def _gpu_price(name: str, entry: Any, errors: dict[str, list[str]]) -> GpuPriceS
         return None
 
 
+# A price book is three levels deep; no real file comes near this, and a deeper one would exhaust the parser's stack.
+MAX_NESTING = 16
+_SHOWN_CHARS = 60
+
+
+def _shown(value: Any) -> str:
+    """A value quoted in a message, cut short: an error about a huge value stays a line long."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text):,} characters)"
+
+
+class _Refused(Exception):
+    """The file's structure is refused before it is built: ``errors`` as ``PriceBookError`` takes them."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.errors = {path: [message]}
+
+
 class _Loader(yaml.SafeLoader):
-    """Safe YAML that leaves timestamps as text, so a bad date is our error naming its field, not PyYAML's."""
+    """Safe YAML that leaves timestamps as text, so a bad date is our error naming its field, not PyYAML's.
+
+    It refuses aliases (``*name``: a few hundred bytes of nested aliases expand to gigabytes, the "billion laughs")
+    and nesting deeper than ``MAX_NESTING`` (thousands of ``[`` exhaust the stack), each naming the line.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.AliasEvent):
+            raise _Refused("(file)", f"line {line}: aliases (*{_shown(event.anchor)[1:-1]}) are not allowed.")
+        if self._depth >= MAX_NESTING:
+            raise _Refused("(file)", f"line {line}: nested more than {MAX_NESTING} levels deep.")
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+
+
+def _duplicate_keys(root: yaml.Node | None) -> dict[str, list[str]]:
+    """Every key given twice in one mapping, by dotted path (YAML would keep the last one silently)."""
+    errors: dict[str, list[str]] = {}
+    stack: list[tuple[yaml.Node, str]] = [(root, "")] if root is not None else []
+    while stack:  # a loop, not recursion: the depth is bounded above anyway
+        node, path = stack.pop()
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{path}[{index}]") for index, item in enumerate(node.value))
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        first_line: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else _shown(key_node.value)
+            child = f"{path}.{key}" if path else key
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                errors.setdefault(child[:200], []).append(
+                    f"is given twice (lines {first_line[key]} and {line}); give it once."
+                )
+            else:
+                first_line[key] = line
+            stack.append((value_node, child))
+    return errors
 
 
 def _effective_from(value: Any, errors: dict[str, list[str]]) -> dt.date | None:
@@ -168,7 +233,7 @@ def _effective_from(value: Any, errors: dict[str, list[str]]) -> dt.date | None:
     try:
         return dt.date.fromisoformat(str(value))
     except ValueError:
-        errors.setdefault("effective_from", []).append(f"must be a date such as 2026-10-01, not {value!r}.")
+        errors.setdefault("effective_from", []).append(f"must be a date such as 2026-10-01, not {_shown(value)}.")
         return None
 
 
@@ -181,7 +246,8 @@ def parse_price_book(data: Any, *, currency: str | None = None) -> PriceBookSpec
         errors.setdefault(key, []).append(f"unknown field; use {', '.join(sorted(TOP_LEVEL_KEYS))}.")
     file_currency = data.get("currency", currency or "USD")
     if not isinstance(file_currency, str) or not _CURRENCY.match(file_currency):
-        errors.setdefault("currency", []).append(f"must be a three-letter code such as USD, not {file_currency!r}.")
+        shown = _shown(file_currency)
+        errors.setdefault("currency", []).append(f"must be a three-letter code such as USD, not {shown}.")
     elif currency is not None and file_currency != currency:
         errors.setdefault("currency", []).append(
             f"is {file_currency} but the portal bills in {currency}; currencies are never converted."
@@ -234,8 +300,21 @@ def parse_price_book(data: Any, *, currency: str | None = None) -> PriceBookSpec
 
 def load_price_book_text(text: str, *, currency: str | None = None) -> PriceBookSpec:
     """Parse and validate the text of a price book YAML file."""
+    loader = _Loader(text)
     try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        root = loader.get_single_node()
+        if duplicates := _duplicate_keys(root):
+            raise PriceBookError(duplicates)
+        data = loader.construct_document(root) if root is not None else None
+    except _Refused as exc:
+        raise PriceBookError(exc.errors) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = (exc.problem or exc.context or "")[:200]
+        raise PriceBookError({"(file)": [f"is not valid YAML: {where}{problem}."]}) from exc
     except yaml.YAMLError as exc:
-        raise PriceBookError({"(file)": [f"is not valid YAML: {exc}"]}) from exc
+        raise PriceBookError({"(file)": [f"is not valid YAML: {str(exc)[:200]}"]}) from exc
+    finally:
+        loader.dispose()
     return parse_price_book(data, currency=currency)

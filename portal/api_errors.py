@@ -9,7 +9,10 @@ Services and selectors raise plain Python and Django errors; no API view transla
 - ``allocations.lifecycle.InvalidTransition``, ``allocations.clusters.services.InUse``, a MIG plan's
   ``InvalidPlanTransition`` and the core's ``ManifestError`` (objects that cannot be rendered) -> 409 with the reason;
 - ``allocations.clusters.gateways.base.GatewayError`` (a cluster that could not be read or written) -> 502 with the
-  reason.
+  reason;
+- ``allocations.requests.idempotency.IdempotencyKeyReused`` -> 422;
+- the database's ``OperationalError``/``InterfaceError`` (it cannot be reached) -> 503 with ``Retry-After``
+  (``portal.database_unavailable``).
 """
 
 from __future__ import annotations
@@ -29,8 +32,16 @@ from allocations.clusters.gateways.base import GatewayError
 from allocations.clusters.services import InUse
 from allocations.lifecycle import InvalidTransition
 from allocations.mig_plans.events import InvalidPlanTransition
+from allocations.requests.idempotency import IdempotencyKeyReused
 from gpucore.decision import ProfileError
 from gpucore.manifests.contexts import ManifestError
+from portal.database_unavailable import (
+    UNAVAILABLE_CODE,
+    UNAVAILABLE_DETAIL,
+    is_database_unavailable,
+    log_unavailable,
+    retry_after,
+)
 
 
 class Conflict(exceptions.APIException):
@@ -49,10 +60,28 @@ class ClusterUnreachable(exceptions.APIException):
     default_code = "cluster_unreachable"
 
 
+class DatabaseUnavailable(exceptions.APIException):
+    """503: the database cannot be reached; nothing was changed and the client may retry after ``Retry-After``."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = UNAVAILABLE_DETAIL
+    default_code = UNAVAILABLE_CODE
+
+
+class UnprocessableEntity(exceptions.APIException):
+    """422: a well-formed request the server will not apply (an Idempotency-Key reused with another body)."""
+
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_detail = "The request cannot be applied."
+    default_code = "unprocessable"
+
+
 def api_error(exc: Exception) -> Exception:
     """The DRF exception a domain error is answered with (the error itself when DRF already knows it)."""
     if isinstance(exc, (InvalidTransition, InUse, InvalidPlanTransition, ManifestError)):
         return Conflict(str(exc))
+    if isinstance(exc, IdempotencyKeyReused):
+        return UnprocessableEntity(str(exc), code="idempotency_key_reused")
     if isinstance(exc, GatewayError):
         return ClusterUnreachable(f"The cluster could not be read: {exc}")
     if isinstance(exc, ProfileError):
@@ -71,4 +100,12 @@ def api_error(exc: Exception) -> Exception:
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler, after translating the domain's errors (None: an unexpected error, a 500)."""
+    if is_database_unavailable(exc):
+        log_unavailable(exc, context["request"])
+        response = exception_handler(DatabaseUnavailable(), context)
+        if response is not None:
+            response.data = {"detail": UNAVAILABLE_DETAIL, "code": UNAVAILABLE_CODE}
+            response["Retry-After"] = retry_after()
+            response["Cache-Control"] = "no-store"
+        return response
     return exception_handler(api_error(exc), context)

@@ -30,6 +30,8 @@ app.conf.beat_schedule = {
     },
     # Expired sessions (Django's clearsessions), once a day.
     "clear-expired-sessions": {"task": "portal.clear_expired_sessions", "schedule": crontab(minute=45, hour=3)},
+    # Idempotency-Keys past IDEMPOTENCY_KEY_TTL_HOURS, once a day.
+    "purge-idempotency-keys": {"task": "allocations.purge_idempotency_keys", "schedule": crontab(minute=50, hour=3)},
     # Money budgets: a threshold crossed notifies within the hour, once a month (billing.costs.budget_alerts).
     "check-team-budgets": {"task": "billing.check_team_budgets", "schedule": crontab(minute=20)},
     # Idle reclaim: warn, then suspend, idle development workloads, after the hour's utilization is pulled.

@@ -41,3 +41,5 @@ urlpatterns = [
 handler400 = "portal.views.bad_request"
 handler403 = "portal.views.permission_denied"
 handler404 = "portal.views.page_not_found"
+# An error raised outside a view (a middleware saving the session) while the database is away is a 503, not a 500.
+handler500 = "portal.database_unavailable.server_error"

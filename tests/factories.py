@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -26,6 +27,7 @@ from allocations.models import (
 )
 from allocations.selectors import APPROVERS_GROUP
 from billing.models import TeamBudget
+from portal.tokens.services import NewToken
 
 
 class UserFactory(DjangoModelFactory):
@@ -178,3 +180,25 @@ def build_demo_org() -> DemoOrg:
     QuotaFactory(team=team, resource_name="nvidia.com/gpu", limit=8)
     QuotaFactory(team=other, resource_name="nvidia.com/gpu", limit=4)
     return DemoOrg(team, other, member, lead, outsider, approver, admin, cluster, pool)
+
+
+def api_key_for(*, user: User) -> NewToken:
+    """A new named API token of the user (``.key`` to send, ``.token`` the row); each call makes another."""
+    from portal.tokens.services import api_token_create
+
+    return api_token_create(acting_user=user, name=f"test {uuid.uuid4().hex[:8]}", expires_in_days=7)
+
+
+def legacy_key_for(*, user: User) -> NewToken:
+    """A DRF plain-text key of the user as the data migration leaves it: hashed into a named, expiring token."""
+    import importlib
+
+    from django.apps import apps
+    from rest_framework.authtoken.models import Token
+
+    from portal.tokens.legacy import legacy_public_id
+    from portal.tokens.models import ApiToken
+
+    key = Token.objects.create(user=user).key
+    importlib.import_module("portal.tokens.migrations.0002_migrate_legacy_keys").migrate_legacy_keys(apps, None)
+    return NewToken(token=ApiToken.objects.get(public_id=legacy_public_id(key)), key=key)

@@ -9,9 +9,11 @@ service's reason, ``InvalidTransition`` -> 409.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
+from django.db import transaction
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -34,11 +36,11 @@ from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERROR
 from allocations.api.request_values import gpu_request_values, serialize_gpu_requests
 from allocations.clusters.placement import place
 from allocations.models import AllocationExtension, GpuRequest
-from allocations.requests import extension_services, reclaim_services, services
+from allocations.requests import extension_services, idempotency, reclaim_services, services
 from allocations.requests.filtersets import GpuRequestFilterSet
 from infra.api_pagination import COUNT_LIMIT, KeysetPageNumberPagination
 from infra.filtering import FilterBackend
-from infra.renderers import KubernetesYamlRenderer
+from infra.renderers import FastJSONRenderer, KubernetesYamlRenderer
 from infra.scoping import ScopedViewMixin
 
 _PROFILE_EXAMPLE = {
@@ -158,6 +160,17 @@ _FIELD_SELECTION = [
 ]
 
 
+SUBMIT_ENDPOINT = "requests.create"
+
+
+def _replayed(stored: tuple[int, str] | None) -> Response:
+    """The stored first answer, marked as a replay."""
+    if stored is None:  # cannot happen: the key was just seen committed
+        raise exceptions.APIException("The first answer to this Idempotency-Key could not be read.")
+    status_code, body = stored
+    return Response(json.loads(body), status=status_code, headers={"Idempotent-Replayed": "true"})
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="List the requests you may see",
@@ -262,10 +275,29 @@ class GpuRequestViewSet(
         description=(
             "Takes the workload profile fields (flat) plus `team`, `name` and what it is for. The recommendation is "
             "frozen as `spec`, the quota is checked, and the request waits for approval (or is approved by the "
-            "team's auto-approval policy). A quota that does not fit answers 400 naming `quota`."
+            "team's auto-approval policy). A quota that does not fit answers 400 naming `quota`. Send an "
+            "`Idempotency-Key` to make a retry safe: the same key again answers the first submission's answer "
+            "(header `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422."
         ),
         request=api.GpuRequestCreateSerializer,
-        responses={201: api.GpuRequestSerializer, 400: FIELD_ERRORS, **AUTH_ERRORS},
+        parameters=[
+            OpenApiParameter(
+                idempotency.HEADER,
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                pattern=idempotency.KEY_PATTERN,
+                description=(
+                    "A unique value per submission (a UUID), kept for the hours the server's "
+                    "`IDEMPOTENCY_KEY_TTL_HOURS` says; 1 to 255 printable ASCII characters."
+                ),
+            )
+        ],
+        responses={
+            201: api.GpuRequestSerializer,
+            400: FIELD_ERRORS,
+            422: OpenApiResponse(ERROR, description="The Idempotency-Key was first sent with another body."),
+            **AUTH_ERRORS,
+        },
         examples=[
             OpenApiExample(
                 "Fine-tune on one GPU",
@@ -282,6 +314,29 @@ class GpuRequestViewSet(
         ],
     )
     def create(self, request: Request) -> Response:
+        """Submit; with an ``Idempotency-Key``, the first answer is stored with the request and replayed."""
+        key = idempotency.key_from_header(request.headers.get(idempotency.HEADER))
+        if key is None:
+            return self._submit(request)
+        scope = {
+            "user": request.user,
+            "endpoint": SUBMIT_ENDPOINT,
+            "key": key,
+            "digest": idempotency.body_digest(request.data),
+        }
+        if (stored := idempotency.stored_answer(**scope)) is not None:
+            return _replayed(stored)
+        try:
+            with transaction.atomic():  # the key commits with the request, or neither does
+                response = self._submit(request)
+                # Kept as the client read it: the JSON text (a Decimal is a number there, keys in their order).
+                body = FastJSONRenderer().render(response.data).decode()
+                idempotency.remember_answer(**scope, status=response.status_code, body=body)
+        except idempotency.IdempotencyKeyTaken:  # the same key, sent concurrently, committed first
+            return _replayed(idempotency.stored_answer(**scope))
+        return response
+
+    def _submit(self, request: Request) -> Response:
         """Validate the body and submit through ``gpu_request_submit``."""
         body = api.GpuRequestCreateSerializer(data=request.data, context=self.get_serializer_context())
         body.is_valid(raise_exception=True)

@@ -30,6 +30,7 @@ from allocations.models.gpu_requests import (
     GpuRequest,
     RequestEvent,
 )
+from allocations.models.idempotency import IdempotencyKey
 from allocations.models.mig_plans import (
     MIG_PLAN_TRANSITIONS,
     DrainPolicy,
@@ -62,6 +63,7 @@ __all__ = [
     "ExtensionStatus",
     "GpuModel",
     "GpuRequest",
+    "IdempotencyKey",
     "IsolationFloor",
     "Membership",
     "MigNodeLayout",

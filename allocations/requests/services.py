@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -50,6 +52,14 @@ def lock_team(team: Team) -> Team:
     return Team.objects.select_for_update().get(pk=team.pk)
 
 
+logger = logging.getLogger(__name__)
+
+
+def _longest_message(longest: timedelta, start: str) -> str:
+    hours = int(longest.total_seconds() // 3600)
+    return f"{start} {hours:,} hours ({hours // 24} days) from now; ask again or extend it later."
+
+
 def gpu_request_submit(
     *,
     acting_user: AbstractBaseUser,
@@ -77,13 +87,22 @@ def gpu_request_submit(
         errors["name"] = ["Give the request a name."]
     elif any(unicodedata.category(char) in ("Cc", "Zl", "Zp") for char in name):
         errors["name"] = ["The name must be one line: no newlines, tabs or other control characters."]
+    longest = timedelta(hours=settings.MAX_REQUEST_HOURS)
     if expires_at is not None and expires_at <= timezone.now():
         errors["expires_at"] = ["The expiry must be in the future."]
+    elif expires_at is not None and expires_at > timezone.now() + longest:
+        errors["expires_at"] = [_longest_message(longest, "The expiry may be at most")]
     try:
         profile = WorkloadProfile.from_mapping(profile_data)
     except ProfileError as exc:
         errors.update(exc.errors)
         profile = None
+    if (
+        profile is not None
+        and profile.duration_hours is not None
+        and profile.duration_hours > settings.MAX_REQUEST_HOURS
+    ):
+        errors["duration_hours"] = [_longest_message(longest, "A request may last at most")]
     if errors:
         raise ValidationError(errors)
     try:
@@ -187,18 +206,26 @@ def form_submission_claim(*, acting_user: AbstractBaseUser, token: str) -> int |
     first submission is still running). ``cache.add`` is atomic in the shared cache (Redis), so two gunicorn
     workers given the same post cannot both claim it."""
     key = _submission_key(acting_user, token)
-    if cache.add(key, 0, timeout=_SUBMISSION_TTL):
+    try:
+        if cache.add(key, 0, timeout=_SUBMISSION_TTL):
+            return None
+        return int(cache.get(key) or 0)
+    except Exception:
+        # The cache is away: the form still submits (a double click may then submit twice) rather than fail.
+        logger.warning("Form token not claimed: the cache did not answer.", exc_info=True)
         return None
-    return int(cache.get(key) or 0)
 
 
 def form_submission_done(*, acting_user: AbstractBaseUser, token: str, request_id: int | None) -> None:
     """Record the request a claimed token made, or (None: the submission was refused) free it for a corrected post."""
     key = _submission_key(acting_user, token)
-    if request_id is None:
-        cache.delete(key)
-    else:
-        cache.set(key, request_id, timeout=_SUBMISSION_TTL)
+    try:
+        if request_id is None:
+            cache.delete(key)
+        else:
+            cache.set(key, request_id, timeout=_SUBMISSION_TTL)
+    except Exception:
+        logger.warning("Form token not recorded: the cache did not answer.", exc_info=True)
 
 
 def _priced_until(profile: WorkloadProfile, expires_at: datetime | None) -> WorkloadProfile:

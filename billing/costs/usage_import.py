@@ -409,6 +409,28 @@ def _insert_staged(*, source_name: str, now: datetime) -> int:
     return inserted
 
 
+def _csv_problem(line: int, exc: csv.Error) -> str:
+    text = str(exc)
+    if "field larger than field limit" in text:
+        return f"line {line}: a field is longer than {csv.field_size_limit():,} characters; no column is that long."
+    if "new-line character seen in unquoted field" in text:
+        return f"line {line}: a line ends in a carriage return alone (CR); save the file with LF or CRLF line ends."
+    return f"line {line}: not valid CSV ({text[:120]})."
+
+
+def _csv_records(reader: Any) -> Iterator[list[str]]:
+    """The reader's records; a line the csv module cannot read is a ValidationError naming it, not a traceback."""
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            field = "header" if reader.line_num <= 1 else "rows"
+            raise ValidationError({field: [_csv_problem(reader.line_num, exc)]}) from None
+        yield record
+
+
 def usage_import(
     *,
     csv_text: str | None = None,
@@ -425,14 +447,15 @@ def usage_import(
         raise TypeError("usage_import takes csv_text or lines")
     source: Iterator[str] = iter(io.StringIO(csv_text.lstrip("\ufeff")) if csv_text is not None else lines)
     reader = csv.reader(source)
-    header = [h.strip() for h in next(reader, [])]
+    records = _csv_records(reader)
+    header = [h.strip() for h in next(records, [])]
     if header != USAGE_HEADER:
         raise ValidationError({"header": [f"line 1: the header must be exactly {','.join(USAGE_HEADER)}."]})
     problems = _FirstProblems()
     with transaction.atomic():
         _create_staging()
         with connection.cursor() as cursor:
-            read = _stage_rows(reader, lambda: reader.line_num, problems=problems, cursor=cursor)
+            read = _stage_rows(records, lambda: reader.line_num, problems=problems, cursor=cursor)
         _find_overlaps(problems)
         if not read and not problems.count:
             problems.add(2, "line 2: the file has a header but no rows.")

@@ -72,6 +72,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A view that cannot reach the database answers 503 with Retry-After (JSON under /api/), not a 500.
+    "portal.database_unavailable.DatabaseUnavailableMiddleware",
     # Under DEBUG (make run), the portal's own 404 and 500 pages rather than Django's technical ones.
     "portal.error_pages.BrandedErrorPagesMiddleware",
     # Before anything reads the input: a NUL (which PostgreSQL text refuses) is a 400 naming the field, once.
@@ -113,6 +115,14 @@ DATABASE_URL = env_str("DATABASE_URL") or ""
 if not DATABASE_URL:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASE_URL = f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"
+# While the database cannot be reached, pages and the API answer 503 with this Retry-After
+# (portal/database_unavailable.py).
+DATABASE_RETRY_AFTER_SECONDS = env_int("DATABASE_RETRY_AFTER_SECONDS", 5)
+# The longest a submitted request may run: its duration_hours and its expiry from now (extensions add to it later).
+MAX_REQUEST_HOURS = env_int("MAX_REQUEST_HOURS", 2160)
+# How long an Idempotency-Key on POST /api/v1/requests/ replays its first answer
+# (allocations/requests/idempotency.py).
+IDEMPOTENCY_KEY_TTL_HOURS = env_int("IDEMPOTENCY_KEY_TTL_HOURS", 24)
 # Connections are kept across requests for DB_CONN_MAX_AGE seconds (0: one per request). Django's connection pool
 # (OPTIONS "pool") is not used: a gunicorn sync worker or a Celery prefork child runs one request or task at a time,
 # so a pool per process would hold one busy connection, as a persistent connection does, and it cannot be combined

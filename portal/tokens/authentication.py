@@ -1,4 +1,4 @@
-"""``Authorization: Token <key>`` for named tokens and for DRF's legacy per-user tokens, behind the failure brake."""
+"""``Authorization: Token <key>`` for named tokens (legacy DRF keys were migrated to them), behind the failure brake."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 
 from infra.throttling import FailureThrottledTokenAuthentication, client_ip
-from portal.tokens.models import KEY_PREFIX
 from portal.tokens.services import api_token_authenticate
 
 
 class NamedTokenAuthentication(FailureThrottledTokenAuthentication):
-    """A ``gpp_`` key is a named token (hashed, expiring, revocable); any other key is a DRF authtoken, as before.
+    """A ``gpp_`` key is a named token (hashed, expiring, revocable); any other key may be a migrated legacy key.
 
     Both go through ``FailureThrottledTokenAuthentication``: a wrong, expired or revoked key counts as a failed
     attempt of the client's address and of the key's prefix (``gpp_<public id>``); a valid key is always served.
@@ -25,8 +24,8 @@ class NamedTokenAuthentication(FailureThrottledTokenAuthentication):
         return super().authenticate(request)
 
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
-        if not key.startswith(KEY_PREFIX):
-            return super().authenticate_credentials(key)  # DRF's authtoken: its read, checks and messages
+        # Named keys and the legacy keys migrated from DRF's plain-text table (hashed, expiring); that table is
+        # never read.
         token = api_token_authenticate(key=key, client_ip=getattr(self, "_client_ip", None) or None)
         if token is None:
             raise exceptions.AuthenticationFailed(_("Invalid, expired or revoked token."))

@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.tokens.legacy import LEGACY_PUBLIC_ID_PREFIX
+
 KEY_PREFIX = "gpp_"  # marks the portal's named tokens apart from DRF's legacy 40-hex keys
 
 
@@ -40,7 +42,12 @@ class ApiToken(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.name} ({KEY_PREFIX}{self.public_id}_…)"
+        return self.name if self.is_legacy else f"{self.name} ({KEY_PREFIX}{self.public_id}_…)"
+
+    @property
+    def is_legacy(self) -> bool:
+        """A plain DRF key migrated here (portal.tokens.legacy): it has no ``gpp_`` public part."""
+        return self.public_id.startswith(LEGACY_PUBLIC_ID_PREFIX)
 
     @property
     def is_expired(self) -> bool:

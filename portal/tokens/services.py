@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from audit.services import audit_record, audit_snapshot
+from portal.tokens.legacy import legacy_public_id
 from portal.tokens.models import KEY_PREFIX, ApiToken, key_digest
 
 EXPIRY_DAYS = (7, 30, 90, 365)
@@ -87,9 +88,12 @@ def api_token_revoke(*, acting_user: AbstractBaseUser, token_id: int, presented:
 
 def api_token_authenticate(*, key: str, client_ip: str | None) -> ApiToken | None:
     """The usable token this key belongs to, recording its use; None for a wrong, revoked or expired key."""
-    public_id, _, secret = key.removeprefix(KEY_PREFIX).partition("_")
-    if not public_id or not secret:
-        return None
+    if key.startswith(KEY_PREFIX):
+        public_id, _, secret = key.removeprefix(KEY_PREFIX).partition("_")
+        if not public_id or not secret:
+            return None
+    else:  # a legacy key migrated from DRF's table (portal.tokens.legacy)
+        public_id = legacy_public_id(key)
     try:
         # The token and its user in one query: every named-token call needs both.
         token = ApiToken.objects.select_related("user").get(public_id=public_id)

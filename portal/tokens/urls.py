@@ -8,5 +8,4 @@ app_name = "tokens"
 urlpatterns = [
     path("account/tokens/", views.token_list, name="list"),
     path("account/tokens/<int:pk>/revoke/", views.token_revoke, name="revoke"),
-    path("account/tokens/legacy/revoke/", views.legacy_token_revoke, name="legacy-revoke"),
 ]

@@ -10,7 +10,6 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from rest_framework.authtoken.models import Token
 
 from allocations.selectors import teams_of
 from portal.tokens.forms import ApiTokenCreateForm
@@ -41,7 +40,6 @@ def token_list(request: HttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "tokens": list(api_tokens_of(user=request.user)),
-        "legacy_token": Token.objects.filter(user=request.user).first(),
         "new_key": new_key,
         "team": team,
         "api_root": api_root,
@@ -58,14 +56,4 @@ def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     except ApiToken.DoesNotExist as exc:
         raise Http404("No such token among yours.") from exc
     messages.success(request, f"Token {token.name!r} was revoked; calls with it now get 401.")
-    return redirect("tokens:list")
-
-
-@login_required
-@require_POST
-def legacy_token_revoke(request: HttpRequest) -> HttpResponse:
-    """Revoke the user's unnamed token from before named tokens (DRF's one token per user)."""
-    deleted, _ = Token.objects.filter(user=request.user).delete()
-    if deleted:
-        messages.success(request, "Your unnamed token was revoked; calls with it now get 401.")
     return redirect("tokens:list")

@@ -11,12 +11,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import AnonymousUser, Group, Permission
 from django.test import Client
-from rest_framework.authtoken.models import Token
 
 from allocations.selectors import APPROVE_PERMISSION, APPROVERS_GROUP, user_is_approver
 from portal.tokens.authentication import NamedTokenAuthentication
 from portal.tokens.services import api_token_create
-from tests.factories import UserFactory
+from tests.factories import UserFactory, legacy_key_for
 
 pytestmark = pytest.mark.django_db
 
@@ -143,7 +142,7 @@ def _read_by_named_token(user: Any) -> Any:
 
 
 def _read_by_legacy_token(user: Any) -> Any:
-    return NamedTokenAuthentication().authenticate_credentials(Token.objects.create(user=user).key)[0]
+    return NamedTokenAuthentication().authenticate_credentials(legacy_key_for(user=user).key)[0]
 
 
 @pytest.mark.parametrize("read", [_read_by_session, _read_by_named_token, _read_by_legacy_token])

@@ -13,7 +13,9 @@ from datetime import timedelta
 import pytest
 from celery import shared_task
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -208,7 +210,7 @@ def test_csv_export_goes_through_the_shared_writer(demo_org: DemoOrg) -> None:
     admin.force_authenticate(demo_org.platform_admin)
     response = admin.get(API, {"format": "csv", "actor": "@evil"})
     assert response["Content-Type"].startswith("text/csv")
-    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert rows[0][:3] == ["at", "actor", "source"] and len(rows) == 2
     assert rows[1][1] == "'@evil"  # a formula-looking cell is neutralised
 
@@ -263,7 +265,8 @@ def test_the_list_and_the_page_stay_within_a_query_budget(demo_org: DemoOrg, dja
     with django_assert_max_num_queries(6):
         assert admin.get(API).json()["count"] == 30
     with django_assert_max_num_queries(6):
-        assert len(admin.get(API, {"format": "csv"}).content.decode().splitlines()) == 31
+        streamed = admin.get(API, {"format": "csv"}).streaming_content
+        assert len(b"".join(streamed).decode().splitlines()) == 31
     with django_assert_max_num_queries(12):
         assert browser.get(PAGE).status_code == 200
 
@@ -275,3 +278,27 @@ def test_a_snapshot_leaves_out_the_databases_generated_copies(demo_org: DemoOrg)
     snapshot = audit_snapshot(GpuRequestFactory(team=demo_org.team, spec={"strategy": "mig"}))
     assert snapshot["spec"] == {"strategy": "mig"}
     assert "spec_text" not in snapshot  # the spec again, as text: it would double every request's record
+
+
+def test_the_csv_is_streamed_a_line_per_event_as_rows_are_read(demo_org: DemoOrg) -> None:
+    for index in range(5):
+        membership_set(
+            team=demo_org.team,
+            user=demo_org.outsider,
+            role=Role.LEAD if index % 2 else Role.MEMBER,
+            acting_user=demo_org.team_lead,
+        )
+    admin = APIClient()
+    admin.force_authenticate(demo_org.platform_admin)
+    with CaptureQueriesContext(connection) as captured:
+        response = admin.get(API, {"format": "csv"})
+        assert response.streaming
+        before_reading = len(captured)
+        chunks = iter(response.streaming_content)
+        header = next(chunks)
+        assert header.decode().startswith("at,actor,source")
+        assert len(captured) == before_reading  # nothing read from the events yet: rows come as the client reads
+        lines = [header, *chunks]
+    assert len(captured) > before_reading
+    events = AuditEvent.objects.count()
+    assert len(lines) == events + 1  # one chunk per line: never the whole document in memory

@@ -128,8 +128,8 @@ def test_outsider_gets_404_before_parameter_errors(api_client: APIClient, demo_o
 
 
 def test_token_auth_works(api_client: APIClient, demo_org: DemoOrg) -> None:
-    from rest_framework.authtoken.models import Token
+    from tests.factories import api_key_for
 
-    token = Token.objects.create(user=demo_org.member)
+    token = api_key_for(user=demo_org.member)
     api_client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     assert api_client.get(url(), {"month": "2026-10"}).status_code == 200

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from gpucore.exports import SafeCsvWriter, csv_text, safe_cell
+from gpucore.exports import SafeCsvWriter, csv_lines, csv_text, safe_cell
 
 ATTACK = '=HYPERLINK("http://x","y")'
 
@@ -44,3 +44,10 @@ def test_writer_writes_rows_and_tuples() -> None:
     writer = SafeCsvWriter(out)
     writer.writerows([("@x", 1), ["ok", "+y"]])
     assert out.getvalue() == "'@x,1\nok,'+y\n"
+
+
+def test_csv_lines_is_csv_text_one_line_at_a_time() -> None:
+    rows = [["=1+1", "a,b"], ["-12.50", 'say "hi"'], ["multi\nline", None]]
+    lines = list(csv_lines(["x", "y"], iter(rows)))
+    assert "".join(lines) == csv_text(["x", "y"], rows)
+    assert len(lines) == 1 + len(rows)

@@ -20,10 +20,9 @@ import pytest
 import requests
 from django.db import connections
 from django.db.models import Sum
-from rest_framework.authtoken.models import Token
 
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest
-from tests.factories import build_demo_org
+from tests.factories import api_key_for, build_demo_org
 from tests.integration.gunicorn import gunicorn
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
@@ -84,8 +83,8 @@ def _purge_queued_provisioning() -> None:
 def test_concurrent_submit_and_approve_over_gunicorn_never_over_commits(record_property) -> None:
     org = build_demo_org()
     org.team.quotas.update(limit=LIMIT)
-    member = {"Authorization": f"Token {Token.objects.create(user=org.member).key}"}
-    approver = {"Authorization": f"Token {Token.objects.create(user=org.approver).key}"}
+    member = {"Authorization": f"Token {api_key_for(user=org.member).key}"}
+    approver = {"Authorization": f"Token {api_key_for(user=org.approver).key}"}
     env = {
         # Production settings: a broker is configured, so approvals queue provisioning rather than run it eagerly.
         "DJANGO_SETTINGS_MODULE": "portal.settings.base",

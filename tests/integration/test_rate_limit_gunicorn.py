@@ -8,9 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from rest_framework.authtoken.models import Token
 
-from tests.factories import build_demo_org
+from tests.factories import api_key_for, build_demo_org
 from tests.integration.gunicorn import gunicorn
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
@@ -20,7 +19,7 @@ LIMIT, SENT = 30, 90
 
 def test_rate_limit_is_shared_by_gunicorn_workers(record_property) -> None:
     org = build_demo_org()
-    token = Token.objects.create(user=org.member).key
+    token = api_key_for(user=org.member).key
     # Per hour, so a minute boundary in the middle of the run cannot reset the window.
     with gunicorn(workers=2, env={"API_THROTTLE_USER": f"{LIMIT}/hour"}) as server:
         session_headers = {"Authorization": f"Token {token}"}

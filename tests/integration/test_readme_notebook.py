@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.test import override_settings
-from rest_framework.authtoken.models import Token
 
 from allocations.models import GpuRequest, RequestStatus, SlaTier, Team
+from tests.factories import api_key_for
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -27,7 +27,7 @@ def test_the_readme_notebook_example_runs_end_to_end(live_server) -> None:
         call_command("seed_demo", verbosity=0)
     # No approver is watching in a test: the team opts in to auto-approval for the example's tier.
     Team.objects.get(slug="vision").auto_approve_tiers.add(SlaTier.objects.get(slug="tier2_batch"))
-    token = Token.objects.create(user=Team.objects.get(slug="vision").members.get(username="alice"))
+    token = api_key_for(user=Team.objects.get(slug="vision").members.get(username="alice"))
 
     code = notebook_example()
     assert 'PORTAL = "http://127.0.0.1:8000/api/v1"' in code and "<your token>" in code

@@ -13,7 +13,6 @@ from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
-from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -22,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from allocations.requests.services import gpu_request_approve, gpu_request_submit
-from tests.factories import build_demo_org
+from tests.factories import api_key_for, build_demo_org
 
 MAX_EXAMPLES = 15
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -50,7 +49,7 @@ def member_token(db, keep_test_connection) -> str:
     gpu_request_submit(acting_user=org.member, team=org.team, name="pending", profile_data=profile)
     approved = gpu_request_submit(acting_user=org.member, team=org.team, name="approved", profile_data=profile)
     gpu_request_approve(request=approved, acting_user=org.approver)
-    return Token.objects.create(user=org.member).key
+    return api_key_for(user=org.member).key
 
 
 # Loaded at collection (serving the schema touches no database). ``schemathesis.pytest.from_fixture`` would defer it,

@@ -10,12 +10,11 @@ from axes.models import AccessAttempt, AccessFailureLog
 from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 from rest_framework.test import APIClient, APIRequestFactory
 
 from infra.throttling import SharedUserRateThrottle
-from tests.factories import UserFactory
+from tests.factories import UserFactory, api_key_for
 
 pytestmark = pytest.mark.django_db
 ATTACKER, ELSEWHERE = "203.0.113.9", "198.51.100.7"
@@ -76,7 +75,7 @@ def test_admins_see_attempts_and_can_lift_a_lockout(demo_org) -> None:
 
 def test_failed_api_tokens_are_throttled_per_address(settings, demo_org) -> None:
     settings.API_TOKEN_FAILURE_RATE = "3/hour"
-    good = Token.objects.create(user=demo_org.member).key
+    good = api_key_for(user=demo_org.member).key
     scanner = APIClient(REMOTE_ADDR=ATTACKER)
     codes = [scanner.get("/api/v1/teams/", HTTP_AUTHORIZATION=f"Token {'0' * 39}{i}").status_code for i in range(5)]
     assert codes == [401, 401, 401, 429, 429]

@@ -7,13 +7,12 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from portal.tokens.services import api_token_create
 from tests.deploy.kustomize import pod_templates, render
 from tests.deploy.test_env_consistency import container_environment
-from tests.factories import DemoOrg, UserFactory
+from tests.factories import DemoOrg, UserFactory, legacy_key_for
 
 pytestmark = pytest.mark.django_db
 INGRESS = "10.42.0.7"  # the Ingress controller's pod: every request arrives from it
@@ -39,7 +38,7 @@ def teams(client: APIClient, key: str) -> int:
 
 def test_a_valid_token_is_served_however_many_failed_from_its_address(demo_org: DemoOrg) -> None:
     named = api_token_create(acting_user=demo_org.member, name="notebook", expires_in_days=7).key
-    legacy = Token.objects.create(user=demo_org.team_lead).key
+    legacy = legacy_key_for(user=demo_org.team_lead).key
     scanner = APIClient(REMOTE_ADDR=INGRESS)  # a shared address: a NAT, or an Ingress without the proxy count
     codes = [teams(scanner, f"gpp_{i:012x}_wrong") for i in range(5)]
     assert codes == [401, 401, 401, 429, 429]

@@ -15,9 +15,10 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
+from portal.tokens.legacy import LEGACY_KEY_DAYS
 from portal.tokens.models import ApiToken
 from portal.tokens.services import api_token_create
-from tests.factories import ROLES, DemoOrg
+from tests.factories import ROLES, DemoOrg, legacy_key_for
 
 pytestmark = pytest.mark.django_db
 
@@ -95,12 +96,28 @@ def test_a_key_with_the_right_public_part_but_a_wrong_secret_is_refused(demo_org
     assert ApiToken.objects.get(pk=new.token.pk).last_used_at is None
 
 
-def test_legacy_drf_tokens_keep_working_and_can_be_revoked_on_the_page(demo_org: DemoOrg) -> None:
-    legacy = Token.objects.create(user=demo_org.member)
+def test_legacy_drf_keys_are_migrated_hashed_expiring_and_revocable_on_the_page(demo_org: DemoOrg) -> None:
+    legacy = legacy_key_for(user=demo_org.member)
+    assert not Token.objects.exists()  # the plain-text table is emptied
+    assert legacy.token.digest != legacy.key and legacy.key not in legacy.token.public_id
+    days = (legacy.token.expires_at - timezone.now()).days
+    assert LEGACY_KEY_DAYS - 1 <= days <= LEGACY_KEY_DAYS
     assert with_token(legacy.key).get("/api/v1/teams/").status_code == 200
     browser = browser_of(demo_org.member)
-    assert "Unnamed (older token)" in browser.get(PAGE).content.decode()
-    browser.post(reverse("tokens:legacy-revoke"))
+    page = browser.get(PAGE).content.decode()
+    assert "Legacy key (migrated" in page and "older 40-hex key" in page
+    browser.post(reverse("tokens:revoke", args=[legacy.token.pk]))
+    assert with_token(legacy.key).get("/api/v1/teams/").status_code == 401
+
+
+def test_a_plain_key_left_in_drf_table_no_longer_authenticates(demo_org: DemoOrg) -> None:
+    plain = Token.objects.create(user=demo_org.member)  # written after the migration, by anything
+    assert with_token(plain.key).get("/api/v1/teams/").status_code == 401
+
+
+def test_an_expired_migrated_key_is_refused(demo_org: DemoOrg) -> None:
+    legacy = legacy_key_for(user=demo_org.member)
+    ApiToken.objects.filter(pk=legacy.token.pk).update(expires_at=timezone.now())
     assert with_token(legacy.key).get("/api/v1/teams/").status_code == 401
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from django.utils.crypto import get_random_string
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from allocations.models import GpuRequest
+from tests.factories import api_key_for
 
 PROFILE = {"workload_type": "training", "gpu_memory_gb": 40}
 NEW = {"team": "vision", "name": "from-a-notebook", **PROFILE}
@@ -39,7 +39,7 @@ def test_anonymous_callers_get_401(demo_org, method, path):
 
 
 def test_token_auth_lists_and_submits_without_csrf(demo_org):
-    token = Token.objects.create(user=demo_org.member)
+    token = api_key_for(user=demo_org.member)
     client = APIClient(enforce_csrf_checks=True)
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
 
@@ -59,7 +59,7 @@ def test_a_wrong_token_is_401(demo_org):
 
 
 def test_an_inactive_users_token_is_refused(demo_org):
-    token = Token.objects.create(user=demo_org.member)
+    token = api_key_for(user=demo_org.member)
     demo_org.member.is_active = False
     demo_org.member.save()
     client = APIClient()

@@ -83,10 +83,10 @@ def test_yaml_by_accept_header(client_as, rendered) -> None:
 
 
 def test_token_auth_works_from_a_notebook(demo_org, rendered) -> None:
-    from rest_framework.authtoken.models import Token
+    from tests.factories import api_key_for
 
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=demo_org.member).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_key_for(user=demo_org.member).key}")
 
     assert client.get(url(rendered, "?format=yaml")).status_code == 200
 
