@@ -29,6 +29,7 @@ from allocations.models.gpu_requests import (
     GpuRequest,
     RequestEvent,
 )
+from allocations.models.list_preferences import SavedListColumns
 from allocations.models.mig_plans import (
     MIG_PLAN_TRANSITIONS,
     DrainPolicy,
@@ -73,6 +74,7 @@ __all__ = [
     "RequestEvent",
     "RequestStatus",
     "Role",
+    "SavedListColumns",
     "SharingMode",
     "SlaTier",
     "Team",
