@@ -26,7 +26,8 @@ from billing import charts
 from billing.costs import dashboards
 from billing.costs.chargeback import month_chargeback
 from billing.costs.dashboard_query import GROUPS, DashboardQuery, DashboardQueryError, parse_dashboard_query
-from billing.costs.reports import live_report_payload, month_reports, report_csv, report_pdf
+from billing.costs.report_pdf import report_pdf
+from billing.costs.reports import live_report_payload, month_reports, report_csv
 from billing.costs.visibility import cost_teams_visible_to, monthly_reports_visible_to, user_can_view_all_costs
 from billing.utilization.selectors import capacity_forecast, platform_utilization, pool_forecasts
 from gpucore.exports import csv_text
