@@ -176,6 +176,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             group_label=group_label,
             budget=money_budget,
             names=names,
+            idle_link=lambda month: f"{reverse('billing:idle')}?month={month}",
         ),
         "allocation-vs-utilization": charts.allocation_vs_utilization_figure(
             tables["allocation-vs-utilization"], budgets, names
