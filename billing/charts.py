@@ -139,7 +139,7 @@ def cost_over_time_figure(
             "name": "Idle capacity (__idle__)",
             "x": months,
             "y": [by_group[IDLE_LABEL].get(m, 0.0) for m in months],
-            "marker": {"color": IDLE_COLOUR, "pattern": {"shape": "/", "fgcolor": "#ffffff", "size": 6}},
+            "marker": {"color": IDLE_COLOUR, "line": {"color": "#718096", "width": 1}},
             "hovertemplate": (
                 f"Idle capacity<br>%{{x}}: %{{y:,.2f}} {currency}<br>click: the pools that left it<extra></extra>"
             ),
