@@ -18,12 +18,12 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from allocations.models import Quota, Role, Team
-from allocations.requests.services import gpu_request_submit
+from allocations.requests.services import gpu_request_cancel, gpu_request_submit
 from allocations.teams.services import membership_set
 from audit.models import AuditEvent
 from audit.tasks import prune_events
 from billing.costs.services import price_book_load
-from tests.factories import ROLES, DemoOrg, UserFactory
+from tests.factories import ROLES, DemoOrg, GpuRequestFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -275,3 +275,14 @@ def test_a_snapshot_leaves_out_the_databases_generated_copies(demo_org: DemoOrg)
     snapshot = audit_snapshot(GpuRequestFactory(team=demo_org.team, spec={"strategy": "mig"}))
     assert snapshot["spec"] == {"strategy": "mig"}
     assert "spec_text" not in snapshot  # the spec again, as text: it would double every request's record
+
+
+def test_the_page_names_what_changed_as_people_say_it(demo_org: DemoOrg) -> None:
+    request = GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
+    gpu_request_cancel(request=request, acting_user=demo_org.member)
+    browser = Client()
+    browser.force_login(demo_org.platform_admin)
+    html = browser.get(PAGE, {"object_type": "allocations.gpurequest"}).content.decode()
+    assert '<span title="allocations.gpurequest">GPU request</span>' in html
+    assert '<option value="allocations.gpurequest" selected>GPU request</option>' in html
+    assert "<code>allocations.gpurequest</code>" not in html
