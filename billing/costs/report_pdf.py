@@ -58,14 +58,20 @@ class _ReportPdf(FPDF):
         super().__init__(orientation="L", format="A4")
         self.footer_text = footer_text
         self.unicode_font = unicode_font_path()
-        if self.unicode_font is not None:
-            for style in ("", "B", "I"):  # one face, used for every style
-                self.add_font(UNICODE_FONT, style, str(self.unicode_font))
-            emoji = emoji_font_path()
-            if emoji is not None:
-                for style in ("", "B", "I"):
-                    self.add_font(EMOJI_FONT, style, str(emoji))
-                self.set_fallback_fonts([EMOJI_FONT], exact_match=False)
+        self._unicode_fonts_added = False
+
+    def _add_unicode_fonts(self) -> None:
+        """Parse the fonts only for a report that needs them: the CJK font is megabytes, most reports are Latin-1."""
+        if self._unicode_fonts_added or self.unicode_font is None:
+            return
+        self._unicode_fonts_added = True
+        for style in ("", "B", "I"):  # one face, used for every style
+            self.add_font(UNICODE_FONT, style, str(self.unicode_font))
+        emoji = emoji_font_path()
+        if emoji is not None:
+            for style in ("", "B", "I"):
+                self.add_font(EMOJI_FONT, style, str(emoji))
+            self.set_fallback_fonts([EMOJI_FONT], exact_match=False)
 
     def text_in(self, text: object, style: str, size: float) -> str:
         """Select the font for ``text`` and return the text to write with it."""
@@ -74,6 +80,7 @@ class _ReportPdf(FPDF):
             value.encode("latin-1")
         except UnicodeEncodeError:
             if self.unicode_font is not None:
+                self._add_unicode_fonts()
                 self.set_font(UNICODE_FONT, style, size)
                 return value
             value = value.encode("latin-1", "replace").decode("latin-1")
