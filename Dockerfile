@@ -7,7 +7,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     DJANGO_SETTINGS_MODULE=portal.settings.production
 
 RUN apt-get update \
- && apt-get install -y --no-install-recommends curl git fonts-wqy-microhei \
+ && apt-get install -y --no-install-recommends curl git \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --create-home --uid 1000 portal
 

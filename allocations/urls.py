@@ -6,7 +6,7 @@ from allocations.approvals import views as approval_views
 from allocations.clusters import views as cluster_views
 from allocations.clusters import workload_views
 from allocations.mig_plans import views as mig_views
-from allocations.requests import extension_views, search_views
+from allocations.requests import extension_views, list_views, search_views
 from allocations.requests import views as request_views
 from allocations.teams import views as team_views
 
@@ -14,6 +14,9 @@ app_name = "allocations"
 urlpatterns = [
     path("search/", search_views.search, name="search"),
     path("requests/", request_views.request_list, name="request-list"),
+    path("requests/export.csv", list_views.request_list_export, name="request-list-export"),
+    path("requests/columns/", list_views.request_list_columns_save, name="request-list-columns"),
+    path("requests/bulk/", list_views.request_list_bulk, name="request-list-bulk"),
     path("requests/new/", request_views.request_new, name="request-new"),
     path("requests/preview/", request_views.request_preview, name="request-preview"),
     path("requests/<int:pk>/", request_views.request_detail, name="request-detail"),

@@ -8,5 +8,7 @@ class BillingConfig(AppConfig):
 
     def ready(self) -> None:
         from billing.api.scoping import register_billing_visibility
+        from billing.utilization.request_list_values import register_request_list_values
 
         register_billing_visibility()
+        register_request_list_values()

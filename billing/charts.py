@@ -83,13 +83,14 @@ def cost_over_time_figure(
     group_label: str = "team",
     budget: Decimal | None = None,
     names: Mapping[str, str] | None = None,
+    idle_link: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
-    """Cost per month stacked by group; idle capacity, when shown, is a line on its own axis so teams keep scale.
+    """Cost per month stacked by group, idle capacity (when shown) stacked on top on the same axis.
 
     ``drill_down(month, group)`` gives each bar's link to the requests behind it (``customdata``; dashboards.js
-    follows it on click); ``names`` gives a group's display name (teams and tiers by name, their colour and link still
-    by slug). Written as plain plotly JSON: plotly's validators, for a year of many teams, would take
-    longer than reading the data behind them.
+    follows it on click), ``idle_link(month)`` the idle bar's link; ``names`` gives a group's display name (teams
+    and tiers by name, their colour and link still by slug). Written as plain plotly JSON: plotly's validators, for
+    a year of many teams, would take longer than reading the data behind them.
     """
     _, rows = table
     months = sorted({r[0] for r in rows})
@@ -131,28 +132,21 @@ def cost_over_time_figure(
             }
         )
     if IDLE_LABEL in by_group:
-        data.append(
-            {
-                "type": "scatter",
-                "name": "Idle capacity (right axis)",
-                "x": months,
-                "y": [by_group[IDLE_LABEL].get(m, 0.0) for m in months],
-                "yaxis": "y2",
-                "mode": "lines+markers",
-                "line": {"color": "#4a5568", "dash": "dot", "width": 2},
-                "marker": {"color": "#4a5568", "size": 10, "symbol": "diamond"},
-                "hovertemplate": f"Idle capacity<br>%{{x}}: %{{y:,.2f}} {currency}<extra></extra>",
-            }
-        )
-        layout["yaxis2"] = {
-            "title": {"text": f"Idle, {currency}"},
-            "overlaying": "y",
-            "side": "right",
-            "rangemode": "tozero",
-            "tickformat": ",.0f",
-            "showgrid": False,
+        # Idle capacity is a cost like the teams' (Kubecost's __idle__ row): stacked on the same axis, so its size
+        # reads true against theirs; a click opens the GPU models and pools that left it unused.
+        idle = {
+            "type": "bar",
+            "name": "Idle capacity (__idle__)",
+            "x": months,
+            "y": [by_group[IDLE_LABEL].get(m, 0.0) for m in months],
+            "marker": {"color": IDLE_COLOUR, "line": {"color": "#718096", "width": 1}},
+            "hovertemplate": (
+                f"Idle capacity<br>%{{x}}: %{{y:,.2f}} {currency}<br>click: the pools that left it<extra></extra>"
+            ),
         }
-        layout["margin"] = {**layout["margin"], "r": 70}
+        if idle_link is not None:
+            idle["customdata"] = [idle_link(m) for m in months]
+        data.append(idle)
     layout["yaxis"] = {"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3", "rangemode": "tozero"}
     layout["xaxis"] = {"type": "category"}
     return {"data": data, "layout": layout}

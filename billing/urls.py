@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from billing import budget_views, utilization_views, views
+from billing import budget_views, idle_views, utilization_views, views
 
 app_name = "billing"
 urlpatterns = [
@@ -18,5 +18,6 @@ urlpatterns = [
         name="report-download",
     ),
     path("dashboards/", views.dashboard, name="dashboard"),
+    path("idle/", idle_views.idle_breakdown, name="idle"),
     path("dashboards/<slug:chart>.csv", views.dashboard_csv, name="dashboard-csv"),
 ]

@@ -26,7 +26,8 @@ from billing import charts
 from billing.costs import dashboards
 from billing.costs.chargeback import month_chargeback
 from billing.costs.dashboard_query import GROUPS, DashboardQuery, DashboardQueryError, parse_dashboard_query
-from billing.costs.reports import live_report_payload, month_reports, report_csv, report_pdf
+from billing.costs.report_pdf import report_pdf
+from billing.costs.reports import live_report_payload, month_reports, report_csv
 from billing.costs.visibility import cost_teams_visible_to, monthly_reports_visible_to, user_can_view_all_costs
 from billing.utilization.selectors import capacity_forecast, platform_utilization, pool_forecasts
 from gpucore.exports import csv_text
@@ -175,6 +176,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             group_label=group_label,
             budget=money_budget,
             names=names,
+            idle_link=lambda month: f"{reverse('billing:idle')}?month={month}",
         ),
         "allocation-vs-utilization": charts.allocation_vs_utilization_figure(
             tables["allocation-vs-utilization"], budgets, names

@@ -69,10 +69,10 @@ def chromium_problem() -> str | None:
 
 
 def font_problem() -> str | None:
-    from django.conf import settings
+    from billing.costs.report_pdf import emoji_font_path, unicode_font_path
 
-    if not Path(settings.PDF_UNICODE_FONT).is_file():
-        return f"a CJK font at {settings.PDF_UNICODE_FONT} (Debian package 'fonts-wqy-microhei', or PDF_UNICODE_FONT)"
+    if unicode_font_path() is None or emoji_font_path() is None:
+        return "the PDF's fonts (packages 'cvttf-NotoSansCJK-Regular' and 'manimgx-fonts' of requirements.txt)"
     return None
 
 

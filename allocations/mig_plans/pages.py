@@ -31,9 +31,10 @@ def _placement(model: GpuModelSpec, counts: dict[str, int]) -> list[tuple[str, i
 def layouts_figure(model: GpuModelSpec, plan: MigPlan, *, limit: int = 24) -> dict[str, Any]:
     """Stacked bars of memory slices per GPU, now and planned: each instance at its start slice, coloured by profile.
 
-    The GPUs that change come first; at most ``limit`` GPUs are drawn (the table lists them all).
+    Only the GPUs whose layout changes are drawn (the diff), at most ``limit`` (the page's tables list them all).
     """
-    gpus = sorted(plan.gpus, key=lambda g: (not g["changed"], g.get("node") or "~", g.get("index") or 0))[:limit]
+    changed = [gpu for gpu in plan.gpus if gpu["changed"]]
+    gpus = sorted(changed, key=lambda g: (g.get("node") or "~", g.get("index") or 0))[:limit]
     colours = {p.name: PROFILE_COLOURS[i % len(PROFILE_COLOURS)] for i, p in enumerate(model.mig_profiles)}
     rows: list[str] = []
     bars: dict[str, dict[str, list[Any]]] = {}

@@ -31,6 +31,7 @@ from allocations.models.gpu_requests import (
     RequestEvent,
 )
 from allocations.models.idempotency import IdempotencyKey
+from allocations.models.list_preferences import SavedListColumns
 from allocations.models.mig_plans import (
     MIG_PLAN_TRANSITIONS,
     DrainPolicy,
@@ -77,6 +78,7 @@ __all__ = [
     "RequestEvent",
     "RequestStatus",
     "Role",
+    "SavedListColumns",
     "SharingMode",
     "SlaTier",
     "Team",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -96,6 +97,21 @@ class MigPlan(models.Model):
     @property
     def gpus_needed(self) -> int:
         return max(0, self.gpu_count - self.pool_gpus)
+
+    @property
+    def unused_monthly_value(self) -> Decimal | None:
+        """What the GPUs the plan leaves unused cost a month: a saving only once they are released or repurposed
+        (the plan itself keeps them in the pool, in their layout)."""
+        if self.monthly_cost_delta is None or self.monthly_cost_delta >= 0:
+            return None
+        return -self.monthly_cost_delta
+
+    @property
+    def added_monthly_cost(self) -> Decimal | None:
+        """What the GPUs the plan needs beyond the pool's cost a month."""
+        if self.monthly_cost_delta is None or self.monthly_cost_delta <= 0:
+            return None
+        return self.monthly_cost_delta
 
     def node_layouts(self) -> dict[str, list[dict[str, int]]]:
         """The proposed layout of every GPU of every node that changes, by node and GPU index."""

@@ -7,15 +7,20 @@ here: ``portal.middleware.RejectNulCharactersMiddleware`` answers 400 first.)
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
+from django.db.models.fields.json import KT
 from django_filters.fields import IsoDateTimeField
 
 from allocations.models import GpuRequest, RequestStatus, SlaTier, Team, WorkloadType
+
+# A request's workload as kubectl shows it (``gpr-12``) or as the portal writes it (``#12``).
+WORKLOAD_NUMBER = re.compile(r"(?:gpr-|#)?(\d{1,18})", re.IGNORECASE)
 
 
 class UtcIsoDateTimeField(IsoDateTimeField):
@@ -38,7 +43,7 @@ class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
 
 
 class GpuRequestFilterSet(django_filters.FilterSet):
-    """Filter requests by status, team, SLA tier, workload type, creation date, and search by name or purpose."""
+    """Filter requests by status, team, SLA tier, workload type, creation date, and search them (``search``)."""
 
     q = django_filters.CharFilter(method="search", label="Search")
     status = django_filters.MultipleChoiceFilter(choices=RequestStatus.choices)
@@ -57,7 +62,21 @@ class GpuRequestFilterSet(django_filters.FilterSet):
         fields = ["q", "status", "team", "sla_tier", "workload_type", "created_after", "created_before"]
 
     def search(self, queryset: QuerySet[GpuRequest], name: str, value: str) -> QuerySet[GpuRequest]:
+        """Name or purpose, the workload's name on the cluster (``gpr-12``, or ``#12``), the GPU model placed or asked
+        for, the pool or its cluster, the team's namespace, and the requester's username."""
         value = value.strip()
         if not value:
             return queryset
-        return queryset.filter(Q(name__icontains=value) | Q(purpose__icontains=value))
+        matches = (
+            Q(name__icontains=value)
+            | Q(purpose__icontains=value)
+            | Q(gpu_model_requested__icontains=value)
+            | Q(spec_gpu_model__icontains=value)
+            | Q(node_pool__name__icontains=value)
+            | Q(cluster__name__icontains=value)
+            | Q(team__namespace__icontains=value)
+            | Q(requester__username__icontains=value)
+        )
+        if (number := WORKLOAD_NUMBER.fullmatch(value)) is not None:
+            matches |= Q(pk=int(number.group(1)))
+        return queryset.alias(spec_gpu_model=KT("spec__gpu_model")).filter(matches)

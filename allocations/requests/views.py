@@ -18,16 +18,11 @@ from django.views.decorators.http import require_GET, require_POST
 from allocations.clusters.placement import place
 from allocations.clusters.workloads import ON_CLUSTER_STATUSES, gpu_request_access, gpu_request_workload_unread
 from allocations.lifecycle import InvalidTransition
-from allocations.models import GpuRequest, RequestStatus
+from allocations.models import CANCELLABLE_STATUSES, RELEASABLE_STATUSES, GpuRequest, RequestStatus
 from allocations.reference_data import catalog_from_db, tiers_by_slug
-from allocations.requests.filtersets import GpuRequestFilterSet
 from allocations.requests.forms import CommentForm, GpuRequestForm, RecommendationPreviewForm
-from allocations.requests.listing import (
-    REQUEST_LIST_DEFAULT_SORT,
-    request_list_columns,
-    request_list_ordering,
-    request_list_requests,
-)
+from allocations.requests.list_columns import attach_batch_values, column_choices, header_cells
+from allocations.requests.list_views import request_list_rows
 from allocations.requests.pages import (
     gpu_request_actions,
     gpu_request_clone_initial,
@@ -44,7 +39,7 @@ from allocations.requests.services import (
     gpu_request_release,
     gpu_request_submit,
 )
-from allocations.selectors import teams_of, teams_visible_to, user_reads_every_team
+from allocations.selectors import teams_of, user_reads_every_team
 from allocations.view_helpers import error_text, require_platform_admin, visible_request
 from gpucore.decision import ProfileError, WorkloadProfile
 from infra.pagination import BoundedCountPaginator
@@ -163,36 +158,31 @@ def _initial_from_query(request: HttpRequest) -> dict[str, str]:
 
 @login_required
 def request_list(request: HttpRequest) -> HttpResponse:
-    """The requests of the user's teams (all teams for approvers), filtered, searched, sorted and paginated."""
+    """The requests of the user's teams (all teams for approvers), filtered, searched, sorted and paginated, in the
+    columns the user chose."""
     user = request.user
-    mine = request.GET.get("mine") == "1"
-    sort = request.GET.get("sort") or REQUEST_LIST_DEFAULT_SORT
-    try:
-        ordering = request_list_ordering(sort)
-    except ValueError as exc:
-        raise BadRequest(str(exc)) from exc
-    requests = request_list_requests(user=user, mine=mine)
-    teams = teams_visible_to(user).only("slug", "name")
-    filterset = GpuRequestFilterSet(request.GET, queryset=requests)
-    filterset.filters["team"].queryset = teams
-    valid = filterset.is_valid()
-    # Invalid filters list nothing.
-    rows = filterset.qs.order_by(*ordering) if valid else requests.none()
-    page = BoundedCountPaginator(rows, PAGE_SIZE, count_with_page=True).get_page(request.GET.get("page"))
+    listed = request_list_rows(request)
+    page = BoundedCountPaginator(listed.rows, PAGE_SIZE, count_with_page=True).get_page(request.GET.get("page"))
+    attach_batch_values(page.object_list, listed.shown)
     query = request.GET.copy()
     query.pop("page", None)
+    filterset = listed.filterset
     context = {
         "chosen": {name: filterset.form[name].value() for name in filterset.form.fields},
         "filter_errors": filterset.errors,
         "page": page,
-        "mine": mine,
+        "mine": listed.mine,
         "filtered": any(value for key, value in request.GET.items() if key not in ("page", "sort")),
         "querystring": query.urlencode(),
-        "columns": request_list_columns(
-            sort=sort, query=[(name, value) for name, values in query.lists() for value in values]
+        "columns": header_cells(
+            listed.shown, sort=listed.sort, query=[(name, value) for name, values in query.lists() for value in values]
         ),
+        "shown": dict.fromkeys(listed.shown, True),
+        "column_choices": column_choices(listed.shown),
+        "now": timezone.now(),
+        "bulk_statuses": {"cancel": CANCELLABLE_STATUSES, "release": RELEASABLE_STATUSES},
         "status_options": RequestStatus.choices,
-        "team_options": teams,
+        "team_options": listed.teams,
         # The SLA tiers of the filter, from the reference data kept per process.
         "tier_options": [(tier.slug, tier.name) for tier in tiers_by_slug().values()],
         # Read only when the list is empty (the template's last branches).

@@ -15,7 +15,8 @@ from django.core.mail import EmailMessage
 from django.utils import timezone
 
 from allocations.models import Membership, Role
-from billing.costs.reports import organisation_csv, report_csv, report_pdf
+from billing.costs.report_pdf import report_pdf
+from billing.costs.reports import organisation_csv, report_csv
 from billing.models import MonthlyReport, ReportStatus
 
 logger = logging.getLogger(__name__)

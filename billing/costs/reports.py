@@ -1,4 +1,4 @@
-"""Monthly reports as data (the ``/api/v1/reports/`` shape of docs/api.md), CSV and PDF (fpdf2).
+"""Monthly reports as data (the ``/api/v1/reports/`` shape of docs/api.md) and CSV (the PDF: ``report_pdf``).
 
 Stored (closed) reports and live estimates of an open month come out in the same shape, so the API, the pages,
 the CSV and the PDF never disagree. Amounts are rounded half-up to the cent here, at presentation only.
@@ -10,19 +10,16 @@ import io
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
-from fpdf import FPDF
 
 from allocations.models import Team
 from billing.costs.chargeback import closed_reports, month_bounds, month_chargeback
 from billing.models import MonthlyReport, OrganisationMonthSummary, ReportStatus
 from gpucore.chargeback import Chargeback, TeamCharge
 from gpucore.exports import SafeCsvWriter
-from gpucore.formatting import format_gpu_hours, format_money
 from gpucore.pricing import to_cents
 
 CSV_COLUMNS = [
@@ -82,7 +79,7 @@ def subtotals(lines: Iterable[dict[str, Any]], field: str) -> list[dict[str, Any
     ]
 
 
-def _price_books(payload: dict[str, Any]) -> str:
+def price_books_text(payload: dict[str, Any]) -> str:
     versions = payload.get("price_book_versions") or []
     return ", ".join(f"v{version}" for version in versions) if versions else "catalog list prices (no price book)"
 
@@ -213,7 +210,7 @@ def live_report_payload(*, team: Team, month: date, charge: TeamCharge) -> dict[
     }
 
 
-def _payloads(reports: Iterable[MonthlyReport | dict[str, Any]]) -> list[dict[str, Any]]:
+def payloads(reports: Iterable[MonthlyReport | dict[str, Any]]) -> list[dict[str, Any]]:
     return [r if isinstance(r, dict) else stored_report_payload(r) for r in reports]
 
 
@@ -224,7 +221,7 @@ def report_csv(reports: Iterable[MonthlyReport | dict[str, Any]], *, generated_a
     writer = SafeCsvWriter(out)
     writer.writerow(CSV_COLUMNS)
     made = (generated_at or timezone.now()).astimezone(UTC).isoformat(timespec="seconds")
-    for payload in _payloads(reports):
+    for payload in payloads(reports):
         head = [payload["team"], payload["month"], payload["status"]]
         currency = payload["total"]["currency"]
         books = ";".join(str(version) for version in payload.get("price_book_versions") or [])
@@ -293,140 +290,6 @@ def organisation_csv(month: date) -> str:
             [f"{month:%Y-%m}", "(organisation total)", "", "", to_cents(summary.total), "", summary.currency]
         )
     return out.getvalue()
-
-
-UNICODE_FONT = "portal-unicode"
-
-
-def _unicode_font_path() -> Path | None:
-    """The TrueType font for text beyond Latin-1 (CJK names), when installed: ``PDF_UNICODE_FONT``."""
-    path = Path(getattr(settings, "PDF_UNICODE_FONT", "") or "/nonexistent")
-    return path if path.is_file() else None
-
-
-class _ReportPdf(FPDF):
-    """Helvetica for Latin-1 text (small, searchable), the Unicode font for anything else (a team or request named in
-    Chinese or Japanese). Without the font installed, other characters become '?', never dropped silently.
-    Every page ends with what the document is and ``Page n of N``."""
-
-    def __init__(self, *, footer_text: str = "") -> None:
-        super().__init__(orientation="L", format="A4")
-        self.footer_text = footer_text
-        self.unicode_font = _unicode_font_path()
-        if self.unicode_font is not None:
-            for style in ("", "B", "I"):  # one face: WenQuanYi Micro Hei has no bold or italic
-                self.add_font(UNICODE_FONT, style, str(self.unicode_font))
-
-    def text_in(self, text: object, style: str, size: float) -> str:
-        """Select the font for ``text`` and return the text to write with it."""
-        value = str(text)
-        try:
-            value.encode("latin-1")
-        except UnicodeEncodeError:
-            if self.unicode_font is not None:
-                self.set_font(UNICODE_FONT, style, size)
-                return value
-            value = value.encode("latin-1", "replace").decode("latin-1")
-        self.set_font("Helvetica", style, size)
-        return value
-
-    def footer(self) -> None:
-        self.set_y(-12)
-        width = self.w - self.l_margin - self.r_margin
-        self.cell(width / 2, 6, self.text_in(self.footer_text, "", 8))
-        self.cell(width / 2, 6, self.text_in(f"Page {self.page_no()} of {{nb}}", "", 8), align="R")
-
-    def table(self, headers: list[str], widths: list[float], rows: list[list[object]], numeric: set[int]) -> None:
-        """A bordered table, numbers right-aligned; the header is repeated at the top of every page it spills onto."""
-
-        def header() -> None:
-            for index, (text, width) in enumerate(zip(headers, widths, strict=True)):
-                self.cell(width, 7, self.text_in(text, "B", 9), border=1, align="R" if index in numeric else "L")
-            self.ln()
-
-        header()
-        for row in rows:
-            if self.will_page_break(6):
-                self.add_page()
-                header()
-            for index, (value, width) in enumerate(zip(row, widths, strict=True)):
-                self.cell(width, 6, self.text_in(value, "", 8), border=1, align="R" if index in numeric else "L")
-            self.ln()
-
-
-def report_pdf(report: MonthlyReport | dict[str, Any], *, generated_at: datetime | None = None) -> bytes:
-    """One report as a PDF a finance team can file: team, cost centre, period, price book, generation time, the lines
-    with right-aligned amounts, subtotals by strategy and GPU model, the totals, and page numbers (uncompressed, so
-    the figures are searchable in the bytes)."""
-    payload = _payloads([report])[0]
-    currency = payload["total"]["currency"]
-    made = (generated_at or timezone.now()).astimezone(UTC)
-    pdf = _ReportPdf(footer_text=f"GPU Portal chargeback - {payload['team']} - {payload['month']}")
-    pdf.set_compression(False)
-    pdf.alias_nb_pages()
-    pdf.set_title(f"GPU chargeback {payload['team']} {payload['month']}")
-    pdf.add_page()
-    title = pdf.text_in(f"GPU chargeback - {payload['team_name']} - {payload['month']}", "B", 16)
-    pdf.cell(0, 10, title, new_x="LMARGIN", new_y="NEXT")
-    status = "closed" if payload["status"] == ReportStatus.CLOSED else "open (estimate, not final)"
-    facts = [
-        f"Team: {payload['team_name']} ({payload['team']})    Cost centre: {payload.get('cost_center') or 'not set'}",
-        f"Period: {payload['period']['start']} to {payload['period']['end']} (UTC)    Status: {status}",
-        f"Price book: {_price_books(payload)}    Currency: {currency}",
-        f"Generated: {made:%Y-%m-%d %H:%M} UTC",
-    ]
-    for fact in facts:
-        pdf.cell(0, 6, pdf.text_in(fact, "", 10), new_x="LMARGIN", new_y="NEXT")
-    pdf.ln(3)
-    rows = [
-        [
-            line["request"] if line["request"] is not None else "import",
-            line["name"][:34],
-            line["gpu_model"],
-            line["strategy"],
-            line["resource_name"],
-            line["quantity"],
-            format_gpu_hours(line["allocated_gpu_hours"]),
-            line["rate"],
-            format_money(line["amount"], currency),
-            "" if line["avg_utilization_pct"] is None else f"{line['avg_utilization_pct']:.1f}",
-        ]
-        for line in payload["lines"]
-    ]
-    headers = ["Request", "Name", "GPU model", "Strategy", "Resource", "Qty", "GPU-h", "Rate/GPU-h", "Amount", "Util %"]
-    pdf.table(headers, [18, 52, 26, 24, 46, 12, 22, 22, 32, 16], rows, numeric={5, 6, 7, 8, 9})
-    for _, field, heading, column in SUBTOTALS:
-        groups = subtotals(payload["lines"], field)
-        if pdf.will_page_break(10 + 7 * (len(groups) + 1)):  # a short subtotal table stays on one page
-            pdf.add_page()
-        pdf.ln(3)
-        pdf.cell(0, 7, pdf.text_in(heading, "B", 10), new_x="LMARGIN", new_y="NEXT")
-        sub_rows = [
-            [g["key"], g["lines"], format_gpu_hours(g["allocated_gpu_hours"]), format_money(g["amount"], currency)]
-            for g in groups
-        ]
-        pdf.table([column, "Lines", "GPU-h", "Amount"], [60, 20, 30, 40], sub_rows, {1, 2, 3})
-    pdf.ln(3)
-    summary = [
-        ("Allocations", "lines_total", ""),
-        ("Share of idle capacity", "idle_share", ""),
-        ("Saving vs all-dedicated", "saving_vs_dedicated", ""),
-        ("Total", "total", "B"),
-    ]
-    if pdf.will_page_break(6 * len(summary) + 4):
-        pdf.add_page()
-    for label, key, style in summary:
-        pdf.cell(60, 7, pdf.text_in(f"{label}:", style, 10 if not style else 12))
-        pdf.cell(
-            40,
-            7,
-            pdf.text_in(format_money(payload[key]["amount"], currency), style, 10 if not style else 12),
-            align="R",
-        )
-        pdf.ln()
-    for warning in payload["warnings"]:
-        pdf.cell(0, 6, pdf.text_in(warning, "I", 9), new_x="LMARGIN", new_y="NEXT")
-    return bytes(pdf.output())
 
 
 def live_reports(*, teams: Iterable[Team], month: date, chargeback: Chargeback) -> list[dict[str, Any]]:

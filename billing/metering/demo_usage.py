@@ -198,7 +198,9 @@ def backdate_demo_requests(*, now: datetime) -> int:
         shift = timedelta(days=BACKDATE_DAYS[index % len(BACKDATE_DAYS)])
         for event_id, at in req.events.values_list("pk", "at"):
             RequestEvent.objects.filter(pk=event_id).update(at=at - shift)
-        updates = [name for name in ("submitted_at", "approved_at", "activated_at") if getattr(req, name) is not None]
+        # created_at too, so "requested ... ago" agrees with the timeline below it.
+        moved_fields = ("created_at", "submitted_at", "approved_at", "activated_at")
+        updates = [name for name in moved_fields if getattr(req, name) is not None]
         for name in updates:
             setattr(req, name, getattr(req, name) - shift)
         req.save(update_fields=updates)  # a save: the month so far kept (infra.reference_cache) is rebuilt

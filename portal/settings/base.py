@@ -367,9 +367,9 @@ AXES_HTTP_RESPONSE_CODE = 429
 # The client's address: REMOTE_ADDR, or the TRUSTED_PROXY_COUNT-th address from the right of X-Forwarded-For.
 AXES_CLIENT_IP_CALLABLE = "infra.throttling.client_ip"
 
-# A TrueType font with CJK glyphs for the monthly PDF (names beyond Latin-1); Debian's fonts-wqy-microhei
-# (docs/operating.md).
-PDF_UNICODE_FONT = env_str("PDF_UNICODE_FONT") or "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
+# A font with CJK glyphs for the monthly PDF (names beyond Latin-1). Empty: the Noto Sans CJK that a pinned package
+# ships (billing/costs/report_pdf.py, docs/operating.md).
+PDF_UNICODE_FONT = env_str("PDF_UNICODE_FONT")
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU Portal API",

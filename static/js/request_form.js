@@ -101,7 +101,21 @@
     body.replaceChildren.apply(body, Array.prototype.slice.call(doc.body.childNodes));
   }
 
+  // The recommendation in one line beside Submit, for screens where the preview sits below the form.
+  var summary = document.getElementById("preview-summary");
+  function showSummary(rec) {
+    if (!summary) return;
+    if (!rec) { summary.hidden = true; return; }
+    var head = rec.querySelector(".rec-head");
+    var monthly = rec.querySelector(".rec-monthly");
+    var text = head ? head.textContent.replace(/\s+/g, " ").trim() : "";
+    if (monthly) text += " · " + monthly.textContent.replace(/\s+/g, " ").trim() + " a month";
+    summary.querySelector(".summary-text").textContent = text;
+    summary.hidden = false;
+  }
+
   function showProblem(text) {
+    showSummary(null);
     var first = document.createElement("p");
     first.textContent = text;
     var second = document.createElement("p");
@@ -122,6 +136,7 @@
       clearFieldMarks();
       setState("live preview", false);
       body.replaceChildren.apply(body, placeholder.map(function (node) { return node.cloneNode(true); }));
+      showSummary(null);
       return;
     }
     if (controller) controller.abort();
@@ -147,6 +162,7 @@
         } else if (response.ok) {
           showFragment(html);
           var rec = body.querySelector(".rec");
+          showSummary(rec);
           // what_if.js prices the same profile for every option and checks the team's quota and budget.
           form.dispatchEvent(new CustomEvent("preview:recommended", { detail: {
             profile: profile(data),
@@ -155,6 +171,7 @@
           setState("updated " + new Date().toLocaleTimeString(), false);
         } else if (response.status === 400) {
           showFragment(html);
+          showSummary(null);
           markFields();
           setState("check the profile", false);
         } else {

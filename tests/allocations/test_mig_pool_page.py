@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from django.test import Client
 
@@ -62,3 +64,43 @@ def test_a_form_without_nodes_on_a_gitops_cluster_says_which_field(demo_org, poo
     )
     assert response.status_code == 400
     assert "Name the pool" in response.content.decode() and not MigPlan.objects.exists()
+
+
+def _plan(demo_org, pool) -> MigPlan:
+    _client(demo_org, "approver").post(
+        f"/clusters/demo/pools/{pool.name}/mig/",
+        {"headroom_pct": 0, "max_unavailable": 1, "drain_timeout_seconds": 60, "drain_policy": "stop", "nodes": "n1"},
+    )
+    plan = MigPlan.objects.get()
+    # Two unused A30s at 1.00 an hour (this organisation's catalog has no A30 price).
+    plan.monthly_cost_delta, plan.price_basis = Decimal("-1460.0000"), "test price"
+    plan.save()
+    return plan
+
+
+def test_gpus_a_plan_leaves_unused_are_no_saving_until_released(demo_org, pool):
+    plan = _plan(demo_org, pool)
+    assert plan.gpus_freed == 2 and plan.monthly_cost_delta < 0
+    assert plan.unused_monthly_value == -plan.monthly_cost_delta and plan.added_monthly_cost is None
+    page = _client(demo_org, "approver").get(f"/clusters/demo/pools/{pool.name}/mig/").content.decode()
+    assert '<dd id="gpus-unused">2 GPUs</dd>' in page
+    effect = page.partition('id="cost-effect">')[2].partition("</dd>")[0]
+    assert effect.startswith("None: the plan releases no GPU.")
+    assert "keep their layout and stay in the pool" in effect and "a saving only once the pool is scaled down" in effect
+    assert "worth 1,460.00 USD a month" in effect and "GPUs freed" not in page
+
+
+def test_gpus_a_plan_needs_are_a_cost_and_the_diff_lists_only_changed_gpus(demo_org, pool):
+    plan = _plan(demo_org, pool)
+    plan.gpu_count, plan.monthly_cost_delta = 3, abs(plan.monthly_cost_delta) / 2
+    plan.gpus = [
+        {**plan.gpus[0], "changed": True, "index": 0, "proposed": {"1g.6gb": 4}},
+        {**plan.gpus[1], "changed": False, "index": 1},
+    ]
+    plan.gpus_changed = 1
+    plan.save()
+    page = _client(demo_org, "approver").get(f"/clusters/demo/pools/{pool.name}/mig/").content.decode()
+    assert '<dd id="gpus-to-add" class="no">+1</dd>' in page
+    assert page.partition('id="cost-effect">')[2].startswith("+")
+    diff = page.partition('id="plan-diff"')[2].partition("</table>")[0]
+    assert diff.count('<tr class="changed"') == 1 and "<ins>4× 1g.6gb</ins>" in diff  # noqa: RUF001

@@ -107,15 +107,19 @@ def test_a_row_shows_the_requests_columns_escaped(people) -> None:
     html = client.get("/requests/?sort=-id").content.decode()
     row, next_row, *_ = html.partition("<tbody>")[2].split("</tr>")
 
-    assert f"<td>{odd.pk}</td>" in row
+    assert f'<td data-label="#">{odd.pk}</td>' in row
     assert f'<a href="/requests/{odd.pk}/">&lt;b&gt;&quot;odd&quot; &amp; name&lt;/b&gt;</a>' in row
     assert f'<a href="/teams/{team.slug}/">{team.name}</a>' in row
-    assert f"<td>{member.username}</td>" in row and "<td>Training</td>" in row
-    assert '<span class="muted">—</span>' in row and "<td>—</td>" in row  # no allocation, no tier
+    assert f'<td data-label="Requester">{member.username}</td>' in row
+    assert '<td data-label="Workload">Training</td>' in row
+    # No allocation, no tier.
+    assert '<td data-label="Allocation"><span class="muted">—</span></td>' in row
+    assert '<td data-label="Tier">—</td>' in row
     assert '<span class="status status-pending_approval">Pending approval</span>' in row
-    assert re.search(r'<td title="\d{4}-\d\d-\d\dT[^"]+">0\xa0minutes ago</td>', row)
+    assert re.search(r'<td data-label="Created" title="\d{4}-\d\d-\d\dT[^"]+">0\xa0minutes ago</td>', row)
     tier = SlaTier.objects.get(slug="tier2_batch").name
-    assert "<code>nvidia.com/gpu</code> × 1" in next_row and f"<td>{tier}</td>" in next_row  # noqa: RUF001
+    assert "<code>nvidia.com/gpu</code> × 1" in next_row  # noqa: RUF001
+    assert f'<td data-label="Tier">{tier}</td>' in next_row
 
 
 @pytest.mark.parametrize(

@@ -20,12 +20,12 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from allocations.models import Quota, Role, Team
-from allocations.requests.services import gpu_request_submit
+from allocations.requests.services import gpu_request_cancel, gpu_request_submit
 from allocations.teams.services import membership_set
 from audit.models import AuditEvent
 from audit.tasks import prune_events
 from billing.costs.services import price_book_load
-from tests.factories import ROLES, DemoOrg, UserFactory
+from tests.factories import ROLES, DemoOrg, GpuRequestFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -302,3 +302,14 @@ def test_the_csv_is_streamed_a_line_per_event_as_rows_are_read(demo_org: DemoOrg
     assert len(captured) > before_reading
     events = AuditEvent.objects.count()
     assert len(lines) == events + 1  # one chunk per line: never the whole document in memory
+
+
+def test_the_page_names_what_changed_as_people_say_it(demo_org: DemoOrg) -> None:
+    request = GpuRequestFactory(team=demo_org.team, requester=demo_org.member)
+    gpu_request_cancel(request=request, acting_user=demo_org.member)
+    browser = Client()
+    browser.force_login(demo_org.platform_admin)
+    html = browser.get(PAGE, {"object_type": "allocations.gpurequest"}).content.decode()
+    assert '<span title="allocations.gpurequest">GPU request</span>' in html
+    assert '<option value="allocations.gpurequest" selected>GPU request</option>' in html
+    assert "<code>allocations.gpurequest</code>" not in html

@@ -15,7 +15,8 @@ from django.core.management.base import CommandError
 
 from allocations.clusters.placement import gpu_hourly_rates
 from billing.costs.chargeback import month_chargeback
-from billing.costs.reports import report_csv, report_pdf
+from billing.costs.report_pdf import report_pdf
+from billing.costs.reports import report_csv
 from billing.costs.selectors import current_gpu_rates
 from billing.costs.services import monthly_reports_close, price_book_load, usage_import
 from billing.costs.tasks import email_monthly_reports

@@ -49,3 +49,13 @@ def test_running_requests_get_a_history(seeded: None) -> None:
     generate_demo_usage(days=30, now=NOW)
     forecasts = [f for f in pool_forecasts(now=NOW) if f.allocated_now]
     assert forecasts and all(f.allocation.history for f in forecasts)
+
+
+def test_a_backdated_request_was_requested_when_its_timeline_begins(seeded: None) -> None:
+    from allocations.models import GpuRequest, RequestStatus
+
+    generate_demo_usage(days=3, now=NOW)
+    for request in GpuRequest.objects.filter(status=RequestStatus.ACTIVE, node_pool__isnull=False):
+        first = request.events.order_by("at").values_list("at", flat=True).first()
+        assert first is not None and abs(request.created_at - first) < timedelta(minutes=5), request.name
+        assert NOW - request.created_at > timedelta(days=1)

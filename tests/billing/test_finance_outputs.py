@@ -14,7 +14,8 @@ import pypdf
 import pytest
 from fpdf import FPDF
 
-from billing.costs.reports import report_csv, report_pdf, stored_report_payload
+from billing.costs.report_pdf import report_pdf
+from billing.costs.reports import report_csv, stored_report_payload
 from billing.costs.services import monthly_reports_close
 from billing.models import MonthlyReport
 from gpucore.formatting import format_money
@@ -79,7 +80,8 @@ def test_the_pdf_has_the_facts_subtotals_and_page_numbers(report: MonthlyReport)
 
     assert "Cost centre: CC-4100" in page
     assert "Period: 2026-10-01 to 2026-10-31 (UTC)" in page
-    assert "Price book: v1" in page and "Generated: 2026-11-02 07:30 UTC" in page
+    closed_at = report.closed_at.astimezone(UTC)
+    assert "Price book: v1" in page and f"Closed: {closed_at:%Y-%m-%d %H:%M} UTC" in page
     assert "By strategy" in page and "By GPU model" in page
     assert "1,240.00 USD" in page and "Page 1 of 1" in page
 
@@ -112,3 +114,31 @@ def test_amounts_are_right_aligned(report: MonthlyReport) -> None:
     assert set(ends) == amounts and len(amounts) == 3
     assert max(ends.values()) - min(ends.values()) < 0.5, ends
     assert len({round(x) for x in starts.values()}) > 1  # different lengths start at different places
+
+
+def test_a_closed_month_prints_when_it_was_closed_the_same_on_every_download(report: MonthlyReport) -> None:
+    first = pdf_pages(report_pdf(report, generated_at=MADE))[0]
+    later = pdf_pages(report_pdf(report, generated_at=MADE + timedelta(days=40)))[0]
+    assert first == later and "Estimate made" not in first
+
+
+def test_an_open_month_says_when_its_estimate_was_made(report: MonthlyReport) -> None:
+    estimate = stored_report_payload(report) | {"status": "open", "closed_at": None}
+    page = pdf_pages(report_pdf(estimate, generated_at=MADE))[0]
+    assert "Estimate made: 2026-11-02 07:30 UTC" in page and "Closed:" not in page
+
+
+def test_the_totals_come_first_even_when_the_lines_fill_pages(report: MonthlyReport) -> None:
+    long = stored_report_payload(report)
+    long["lines"] = long["lines"] * 30
+    first, *rest = pdf_pages(report_pdf(long, generated_at=MADE))
+    assert first.index("Total:") < first.index("Rate/GPU-h")
+    assert all("Total:" not in page for page in rest)
+
+
+def test_an_empty_month_says_there_are_no_lines(report: MonthlyReport) -> None:
+    empty = stored_report_payload(report)
+    empty["lines"] = []
+    [page] = pdf_pages(report_pdf(empty, generated_at=MADE))
+    assert "No GPU allocation was charged to this team in this month" in page
+    assert "Rate/GPU-h" not in page and "By strategy" not in page

@@ -42,7 +42,7 @@ PAGES = {
     ],
     "dave": ["/", "/teams/vision/", "/requests/{vision-notebook}/"],  # Computer Vision's lead
     "bob": ["/", "/requests/{embedding-batch}/", "/teams/nlp/"],  # a member of Natural Language
-    "finance": ["/", "/billing/dashboards/", "/billing/reports/", "/billing/reports/nlp/{month}/"],
+    "finance": ["/", "/billing/dashboards/", "/billing/idle/", "/billing/reports/", "/billing/reports/nlp/{month}/"],
     "carol": [  # platform approver and admin
         "/",
         "/approvals/",

@@ -59,8 +59,11 @@ def test_a_platform_admin_plans_approves_and_applies_a_pools_layouts(new_page) -
     plan = MigPlan.objects.get()
     summary = carol.locator("#plan-summary").inner_text()
     assert f"{plan.gpu_count}\nof {plan.pool_gpus}" in summary or f"{plan.gpu_count} of {plan.pool_gpus}" in summary
-    assert plan.gpus_freed > 0 and carol.locator("#gpus-freed").inner_text() == str(plan.gpus_freed)
-    assert "USD" in carol.locator("#cost-effect").inner_text()  # A100-40GB has a list price: freed GPUs save money
+    assert plan.gpus_freed > 0 and carol.locator("#gpus-unused").inner_text() == f"{plan.gpus_freed} GPUs"
+    # The plan releases nothing: no saving is counted, the unused GPUs' worth is said with what would make it one.
+    effect = carol.locator("#cost-effect").inner_text()
+    assert effect.startswith("None: the plan releases no GPU.") and "USD a month" in effect
+    assert carol.locator("#plan-diff tbody tr").count() == plan.gpus_changed  # only the GPUs that change
     for node in plan.nodes_to_drain:
         assert node in carol.locator("#nodes-to-drain").inner_text()
     assert carol.locator("#plan-nodes tbody tr").count() == plan.pool_gpus
