@@ -147,6 +147,9 @@ class NodePool(models.Model):
     # Filled by inventory sync from the cluster (allocatable per resource name).
     observed_allocatable = models.JSONField(default=dict, blank=True)
     observed_at = models.DateTimeField(null=True, blank=True)
+    # Filled by inventory sync: how the nodes' GPU Feature Discovery labels disagree with this configuration
+    # ([{"problem", "fix", "nodes"}], gpucore.gfd_labels); approvals onto the pool are refused while any is listed.
+    node_problems = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="unique_pool_per_cluster")]

@@ -243,6 +243,16 @@ def require_pool_capacity(request: GpuRequest) -> None:
     if request.node_pool_id is None:
         return
     pool = NodePool.objects.select_for_update().select_related("cluster").get(pk=request.node_pool_id)
+    if pool.node_problems:
+        first = pool.node_problems[0]
+        raise ValidationError(
+            {
+                "node_pool": [
+                    f"Node pool {pool} cannot run it: {first['problem']} (nodes {', '.join(first['nodes'])}). "
+                    f"Fix: {first['fix']} The next inventory sync clears this once the nodes agree."
+                ]
+            }
+        )
     capacity = pool.capacity().get(request.resource_name, 0)
     held = (
         GpuRequest.objects.filter(
