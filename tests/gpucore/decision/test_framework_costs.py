@@ -196,8 +196,12 @@ def test_policy_forbidden_alternatives_say_why_not():
     assert ts.permitted is False
     assert ts.time_slice_replicas == 4
     assert "Tier 1 - real-time" in ts.reason
-    # Other models only offer what policy permits; permitted ones rank first.
-    assert all(a.permitted for a in result.alternatives if a.gpu_model != "A100-40GB")
+    # Every other model's options are listed too; those the tier rules out say so, and permitted ones rank first.
+    others = [a for a in result.alternatives if a.gpu_model != "A100-40GB"]
+    assert all(a.permitted or "Tier 1 - real-time" in a.reason for a in others)
+    assert {a.strategy for a in others if a.permitted} == {D}
+    flags = [a.permitted for a in result.alternatives]
+    assert flags == sorted(flags, reverse=True)
     flags = [a.permitted for a in result.alternatives]
     assert flags == sorted(flags, reverse=True)
 

@@ -65,8 +65,10 @@ def test_gpu_count_goes_to_a_model_whose_nodes_are_big_enough():
     catalog = BUILTIN_CATALOG.restricted_to(["A100-80GB", "H100-80GB"])
     result = rec(workload_type="training", gpu_memory_gb=100, gpu_count=8, options=nodes, catalog=catalog)
     assert (result.strategy, result.gpu_model, result.quantity) == (D, "H100-80GB", 8)
-    # The cheaper A100-80GB fits the memory but not the node size: that alternative is absent.
-    assert all(a.gpu_model != "A100-80GB" for a in result.alternatives)
+    # The cheaper A100-80GB fits the memory but not the node size: no dedicated alternative there, and its shared
+    # options are ruled out (a replica of 8 GPUs is never shared).
+    assert not [a for a in result.alternatives if (a.gpu_model, a.strategy) == ("A100-80GB", D)]
+    assert all(not a.permitted for a in result.alternatives if a.gpu_model == "A100-80GB")
     named = refusal(workload_type="training", gpu_memory_gb=100, gpu_count=8, gpu_model="A100-80GB", options=nodes)
     assert list(named) == ["gpu_count"]
     assert "a A100-80GB node here has at most 4 GPUs" in named["gpu_count"][0]
