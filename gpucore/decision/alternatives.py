@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from gpucore.decision.choosing import cost_per_work
 from gpucore.decision.explain import ISOLATION_TRADEOFF, PERFORMANCE_TRADEOFF, cost_tradeoff, why_not
 from gpucore.decision.options import (
     DEDICATED,
@@ -18,9 +19,11 @@ from gpucore.decision.options import (
     core_values,
 )
 from gpucore.decision.permission import why_not_permitted
+from gpucore.decision.prose import format_money
 from gpucore.decision.results import Alternative
 from gpucore.decision.rules import STRATEGY_ORDER, Intent
 from gpucore.decision.sizing import size_option
+from gpucore.decision.throughput import PER_WORK_WORKLOADS, precision_words
 from gpucore.vocabulary import Strategy
 
 
@@ -83,7 +86,27 @@ def _alternative(
             f"Runs on {option.model.name} ({option.model.family}, {option.model.memory_gb} GB) instead of "
             f"{chosen.model.name}."
         )
+    work = _work_tradeoff(ctx, option, chosen)
+    if work:
+        tradeoffs.append(work)
     reason = why_not_permitted(ctx, option)
     if reason is None:
-        tradeoffs.append(why_not(option, chosen, preference, intent_reason, named=named))
+        by_work = ctx.profile.workload_type in PER_WORK_WORKLOADS
+        tradeoffs.append(why_not(option, chosen, preference, intent_reason, named=named, by_work=by_work))
     return Alternative(*core_values(ctx, option), tuple(tradeoffs), reason is None, reason)
+
+
+def _work_tradeoff(ctx: DecisionContext, option: Option, chosen: Option) -> str:
+    """Training and HPC on another model: what its GPU-hours cost per unit of work against the chosen one's."""
+    kind = ctx.profile.workload_type
+    if kind not in PER_WORK_WORKLOADS or option.model is chosen.model:
+        return ""
+    mine = cost_per_work(option, kind, ctx.profile.replicas)
+    theirs = cost_per_work(chosen, kind, ctx.profile.replicas)
+    if mine is None or theirs is None or not theirs:
+        return ""
+    ratio = (mine / theirs).quantize(Decimal("0.01"))
+    return (
+        f"Per unit of work ({precision_words(kind)} throughput): {format_money(mine * 1000, ctx.currency)} per "
+        f"PFLOPS-hour, {ratio:f} x the chosen {chosen.model.name}'s."
+    )

@@ -155,15 +155,22 @@ def cost_tradeoff(ctx: DecisionContext, option: Option, chosen: Option) -> str:
 
 
 def why_not(
-    option: Option, chosen: Option, preference: tuple[Strategy, ...], intent_reason: str, *, named: bool
+    option: Option,
+    chosen: Option,
+    preference: tuple[Strategy, ...],
+    intent_reason: str,
+    *,
+    named: bool,
+    by_work: bool = False,
 ) -> str:
     if option.model is not chosen.model:
         if option.strategy is chosen.strategy:
             if named:
                 return f"Not chosen: the request names {chosen.model.name}."
+            rank = "least cost per unit of work" if by_work else "cheapest"
             return (
                 f"Not chosen: {chosen.model.name} ranks first among the models that can serve "
-                f"{STRATEGY_WORDS[chosen.strategy]} (cheapest, then smaller GPU, then name)."
+                f"{STRATEGY_WORDS[chosen.strategy]} ({rank}, then smaller GPU, then name)."
             )
         if named and preference.index(option.strategy) < preference.index(chosen.strategy):
             return f"Not chosen: it needs {option.model.name}, and the request names {chosen.model.name}."

@@ -207,8 +207,9 @@ def test_nothing_fits_at_all_is_refused():
 
 def test_no_model_named_picks_a_bigger_model_that_fits():
     result = rec(workload_type="training", gpu_memory_gb=134, gpu_count=2)
-    # 67 GiB per GPU: A100-80GB is the cheapest of the models holding it with headroom (79.25 x 0.85 = 67.36).
-    assert (result.gpu_model, result.strategy, result.quantity) == ("A100-80GB", D, 2)
+    # 67 GiB per GPU fits the 80 GB parts with headroom (79.25 x 0.85 = 67.36) and the H200; training is placed by
+    # cost per unit of work: H100 6.88 / 989 TFLOPS beats A100-80GB 3.4309 / 312 and H200 7.912 / 989.
+    assert (result.gpu_model, result.strategy, result.quantity) == ("H100-80GB", D, 2)
     result = rec(workload_type="training", gpu_memory_gb=81)
     assert result.gpu_model == "H200"
 
@@ -225,8 +226,11 @@ def test_no_model_named_picks_the_cheapest_that_serves_the_strategy():
 
 def test_ties_go_to_the_smaller_gpu_then_the_name():
     same = {name: Decimal(1) for name in BUILTIN_CATALOG.names()}
-    assert rec(options={"rates": same}, workload_type="training", gpu_memory_gb=8).gpu_model == "T4"
-    assert rec(options={"rates": same}, workload_type="training", gpu_memory_gb=50).gpu_model == "A100-80GB"
+    # Two GPUs per replica are dedicated; 50 GiB per GPU fits A100-80GB, H100-80GB and H200 at one price.
+    tie = rec(options={"rates": same}, workload_type="realtime_inference", gpu_memory_gb=100, gpu_count=2)
+    assert tie.gpu_model == "A100-80GB"
+    # Training at one price everywhere: the most work per hour; H100 and H200 tie (989 TFLOPS), the smaller wins.
+    assert rec(options={"rates": same}, workload_type="training", gpu_memory_gb=8).gpu_model == "H100-80GB"
 
 
 def test_unpriced_models_rank_after_priced_ones():

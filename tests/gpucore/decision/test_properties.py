@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucore.decision import BUILTIN_CATALOG, DEFAULT_TIERS_BY_SLUG, ProfileError, WorkloadProfile, recommend
+from gpucore.decision.throughput import work_tflops
 from gpucore.usable_memory import usable_gib
 from gpucore.vocabulary import IsolationFloor, Strategy, WorkloadType
 
@@ -156,11 +157,21 @@ def test_invariants(profile, price_book, pool):
     permitted = [a.permitted for a in result.alternatives]
     assert permitted == sorted(permitted, reverse=True)
 
-    # With no model named, no permitted alternative of the same strategy is cheaper.
+    # With no model named, no permitted alternative of the same strategy is cheaper: per month, or for training and
+    # HPC per unit of work (monthly cost / the model's throughput).
     if not profile.gpu_model and result.estimated_monthly_cost is not None:
+        per_work = profile.workload_type in (WorkloadType.TRAINING, WorkloadType.HPC_SIMULATION)
         for alternative in result.alternatives:
             if alternative.strategy is result.strategy and alternative.estimated_monthly_cost is not None:
-                assert alternative.estimated_monthly_cost >= result.estimated_monthly_cost
+                if per_work:
+                    chosen, other = (
+                        work_tflops(BUILTIN_CATALOG.get(name), profile.workload_type)
+                        for name in (result.gpu_model, alternative.gpu_model)
+                    )
+                    if chosen and other:
+                        assert alternative.estimated_monthly_cost / other >= result.estimated_monthly_cost / chosen
+                else:
+                    assert alternative.estimated_monthly_cost >= result.estimated_monthly_cost
 
     json.dumps(result.to_dict())
 
