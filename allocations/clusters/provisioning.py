@@ -109,6 +109,7 @@ def workload_context(request: GpuRequest) -> WorkloadContext:
         health_path=(settings.PORTAL_INFERENCE_LIVENESS_PATH or None) if default_image else None,
         readiness_path=(settings.PORTAL_INFERENCE_READINESS_PATH or None) if default_image else None,
         caller_namespace_selector=settings.PORTAL_INFERENCE_CALLER_NAMESPACE_LABELS,
+        model_memory_gib=request.gpu_memory_gb,
     )
 
 

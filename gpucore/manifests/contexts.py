@@ -355,6 +355,8 @@ class WorkloadContext:
     caller_namespace_selector: Mapping[str, str] = field(default_factory=dict)
     # torchrun's default rendezvous port (MASTER_PORT) for multi-replica training and HPC.
     rendezvous_port: int = 29500
+    # The replica's peak GPU memory (GiB, the request's gpu_memory_gb): inference gets at least as much host memory.
+    model_memory_gib: Decimal | None = None
     allocation: AllocationSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
