@@ -41,6 +41,7 @@ from allocations.selectors import User, membership_role, user_is_approver
 from allocations.teams.quotas import QuotaExceeded, may_borrow, quota_check
 from audit.services import audit_record
 from gpucore.decision import ProfileError, WorkloadProfile
+from gpucore.image_refs import image_reference_problem
 
 # --- Submission, approval and the user's own actions -------------------------------------------------------------
 
@@ -79,6 +80,9 @@ def gpu_request_submit(
         errors["name"] = ["The name must be one line: no newlines, tabs or other control characters."]
     if expires_at is not None and expires_at <= timezone.now():
         errors["expires_at"] = ["The expiry must be in the future."]
+    image_problem = image_reference_problem(image) if image else None
+    if image_problem:
+        errors["image"] = [image_problem]
     try:
         profile = WorkloadProfile.from_mapping(profile_data)
     except ProfileError as exc:
