@@ -73,6 +73,15 @@ class ClusterSerializer(serializers.Serializer):
     )
     is_active = serializers.BooleanField(required=False, default=True)
     node_pools = serializers.SerializerMethodField(help_text="Names of the cluster's node pools.")
+    inventory_error = serializers.CharField(
+        read_only=True, help_text="Why the last inventory sync could not read the cluster's nodes; empty when it could."
+    )
+    pool_problems = serializers.SerializerMethodField(
+        help_text=(
+            "Per node pool, how its nodes' GPU Feature Discovery labels disagree with its configuration "
+            '(`{"pool": [{"problem", "fix", "nodes"}]}`); approvals onto such a pool are refused.'
+        )
+    )
     created_at = serializers.DateTimeField(read_only=True)
 
     def get_kubeconfig_secret_ref_stored(self, cluster: Cluster) -> bool:
@@ -83,6 +92,9 @@ class ClusterSerializer(serializers.Serializer):
 
     def get_node_pools(self, cluster: Cluster) -> list[str]:
         return [pool.name for pool in cluster.node_pools.all()]
+
+    def get_pool_problems(self, cluster: Cluster) -> dict[str, list[dict[str, Any]]]:
+        return {pool.name: pool.node_problems for pool in cluster.node_pools.all() if pool.node_problems}
 
 
 class TaintSerializer(serializers.Serializer):
@@ -126,6 +138,10 @@ class NodePoolSerializer(serializers.Serializer):
         read_only=True, help_text="DRA clusters: the driver's product name, memory and devices seen for the pool."
     )
     observed_at = serializers.DateTimeField(read_only=True)
+    node_problems = serializers.JSONField(
+        read_only=True,
+        help_text="How the nodes' GPU Feature Discovery labels disagree with this configuration, each with its fix.",
+    )
 
     def get_capacity(self, pool: NodePool) -> dict[str, int]:
         return pool.capacity()

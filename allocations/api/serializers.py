@@ -61,7 +61,12 @@ class ProfileInputSerializer(serializers.Serializer):
     """
 
     workload_type = serializers.ChoiceField(choices=WorkloadType.choices)
-    gpu_memory_gb = _GpuMemoryField(help_text="Peak GPU memory one replica needs, in GB.")
+    gpu_memory_gb = _GpuMemoryField(
+        help_text=(
+            "Peak GPU memory one replica needs, in GiB (as nvidia-smi reports it), all its GPUs together. It must stay "
+            "within 85 % of the usable memory of the GPU or MIG slice (a 3g.20gb offers 19.62 GiB)."
+        )
+    )
     gpu_count = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_GPUS_PER_REPLICA, help_text="GPUs per replica (default 1)."
     )

@@ -9,30 +9,45 @@ from django.utils import timezone
 
 from allocations.clusters.gateways.base import NodeInventory
 from allocations.models import Cluster, NodePool
+from gpucore.gfd_labels import NodeProblem, PoolExpectation, node_problems, pool_problems
 
 
 def node_in_pool(node: NodeInventory, pool: NodePool) -> bool:
     """Whether a node belongs to a pool: its labels and its GPU Feature Discovery product."""
     # A node is in a pool when it carries the pool's labels and GPU Feature Discovery reports the pool's model
     # (time-sliced nodes report "<product>-SHARED").
-    labels = node.labels
-    if any(labels.get(key) != value for key, value in (pool.node_labels or {}).items()):
+    if not carries_pool_labels(node, pool):
         return False
-    product = labels.get("nvidia.com/gpu.product", "")
+    product = node.labels.get("nvidia.com/gpu.product", "")
     return product.removesuffix("-SHARED").startswith(pool.gpu_model.product_label)
 
 
+def carries_pool_labels(node: NodeInventory, pool: NodePool) -> bool:
+    return all(node.labels.get(key) == value for key, value in (pool.node_labels or {}).items())
+
+
+def expectation(pool: NodePool) -> PoolExpectation:
+    return PoolExpectation(pool.sharing_mode, pool.gpu_model.product_label, pool.time_slice_replicas)
+
+
 def cluster_sync_inventory(*, cluster: Cluster, nodes: tuple[NodeInventory, ...]) -> dict[str, dict[str, int]]:
-    """Sum allocatable GPU resources of each pool's nodes onto the pool; nodes matching no pool are reported."""
+    """Sum allocatable GPU resources of each pool's nodes onto the pool and record how the nodes' GFD labels disagree
+    with it; nodes matching no pool are reported."""
     pools = list(cluster.node_pools.select_related("gpu_model"))
     totals: dict[str, dict[str, int]] = defaultdict(dict)
     node_counts: dict[str, int] = defaultdict(int)
+    checked: dict[str, list[tuple[str, list[NodeProblem]]]] = defaultdict(list)
     unmatched = {}
     for node in nodes:
         pool = next((p for p in pools if node_in_pool(node, p)), None)
         if pool is None:
+            # A node carrying a pool's own labels but another product is that pool's problem, not a stranger.
+            labelled = next((p for p in pools if p.node_labels and carries_pool_labels(node, p)), None)
+            if labelled is not None:
+                checked[labelled.name].append((node.name, node_problems(expectation(labelled), node.labels, {})))
             unmatched[node.name] = node.allocatable
             continue
+        checked[pool.name].append((node.name, node_problems(expectation(pool), node.labels, node.allocatable)))
         node_counts[pool.name] += 1
         for resource, amount in node.allocatable.items():
             totals[pool.name][resource] = totals[pool.name].get(resource, 0) + amount
@@ -41,5 +56,7 @@ def cluster_sync_inventory(*, cluster: Cluster, nodes: tuple[NodeInventory, ...]
         for pool in pools:
             observed = dict(totals.get(pool.name, {}))
             observed["nodes"] = node_counts.get(pool.name, 0)
-            NodePool.objects.filter(pk=pool.pk).update(observed_allocatable=observed, observed_at=now)
+            NodePool.objects.filter(pk=pool.pk).update(
+                observed_allocatable=observed, observed_at=now, node_problems=pool_problems(checked.get(pool.name, []))
+            )
     return {"pools": dict(totals), "unmatched": unmatched}

@@ -46,7 +46,7 @@ def node_pool_capacity_rows(*, pool: NodePool, allocated: dict[str, int]) -> dic
         "synced": synced,
         "observed_nodes": observed_nodes,
         "node_drift": node_drift,
-        "drift": node_drift or any(row["drift"] for row in rows),
+        "drift": node_drift or bool(pool.node_problems) or any(row["drift"] for row in rows),
     }
 
 

@@ -118,6 +118,7 @@ def workload_context(request: GpuRequest) -> WorkloadContext:
         dra_target=target_from_json((request.node_pool.observed_dra or {}).get("target"))
         if request.node_pool
         else None,
+        model_memory_gib=request.gpu_memory_gb,
     )
 
 

@@ -181,6 +181,9 @@ class NodePool(models.Model):
     # On a DRA cluster: what NVIDIA's DRA driver publishes for the pool's GPUs (ResourceSlices), read by inventory
     # sync: {"target": {product_name, memory_bytes, profile_memory_bytes}, "devices": {"gpu": n, "mig-1g.5gb": m}}.
     observed_dra = models.JSONField(default=dict, blank=True)
+    # Filled by inventory sync: how the nodes' GPU Feature Discovery labels disagree with this configuration
+    # ([{"problem", "fix", "nodes"}], gpucore.gfd_labels); approvals onto the pool are refused while any is listed.
+    node_problems = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="unique_pool_per_cluster")]

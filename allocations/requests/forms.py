@@ -51,8 +51,12 @@ class GpuRequestForm(forms.Form):
     workload_type = forms.ChoiceField(choices=WorkloadType.choices, initial=WorkloadType.TRAINING)
     gpu_memory_gb = ProfileNumberField(
         profile_field="gpu_memory_gb",
-        label="Peak GPU memory per replica (GB)",
-        help_text="All of one replica's GPUs together: 8 GPUs of 80 GB each is 640 GB, not 80.",
+        label="Peak GPU memory per replica (GiB)",
+        help_text=(
+            "In GiB, as nvidia-smi and PyTorch report it, for all of one replica's GPUs together (8 GPUs of 70 GiB "
+            "each is 560 GiB). It is fitted with 15 % headroom against the memory a GPU or slice really offers: "
+            "a 3g.20gb slice offers 19.62 GiB, so it holds up to 16.68 GiB."
+        ),
     )
     gpu_count = ProfileNumberField(profile_field="gpu_count", integer=True, label="GPUs per replica", initial=1)
     replicas = ProfileNumberField(

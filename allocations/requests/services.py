@@ -43,6 +43,7 @@ from allocations.selectors import User, membership_role, user_is_approver
 from allocations.teams.quotas import QuotaExceeded, may_borrow, quota_check
 from audit.services import audit_record
 from gpucore.decision import ProfileError, WorkloadProfile
+from gpucore.image_refs import image_reference_problem
 
 # --- Submission, approval and the user's own actions -------------------------------------------------------------
 
@@ -92,6 +93,9 @@ def gpu_request_submit(
         errors["expires_at"] = ["The expiry must be in the future."]
     elif expires_at is not None and expires_at > timezone.now() + longest:
         errors["expires_at"] = [_longest_message(longest, "The expiry may be at most")]
+    image_problem = image_reference_problem(image) if image else None
+    if image_problem:
+        errors["image"] = [image_problem]
     try:
         profile = WorkloadProfile.from_mapping(profile_data)
     except ProfileError as exc:
@@ -270,6 +274,16 @@ def require_pool_capacity(request: GpuRequest) -> None:
     if request.node_pool_id is None:
         return
     pool = NodePool.objects.select_for_update().select_related("cluster").get(pk=request.node_pool_id)
+    if pool.node_problems:
+        first = pool.node_problems[0]
+        raise ValidationError(
+            {
+                "node_pool": [
+                    f"Node pool {pool} cannot run it: {first['problem']} (nodes {', '.join(first['nodes'])}). "
+                    f"Fix: {first['fix']} The next inventory sync clears this once the nodes agree."
+                ]
+            }
+        )
     capacity = pool.capacity().get(request.resource_name, 0)
     held = (
         GpuRequest.objects.filter(

@@ -132,8 +132,8 @@ def _memory_per_replica_note(profile: WorkloadProfile, spec: dict[str, object]) 
         return ""
     total = profile.gpu_memory_gb
     return (
-        f"{total:g} GB is the whole replica's peak: {total / count:g} GB on each of its {count} GPUs. "
-        f"If each GPU needs {total:g} GB, enter {total * count:g} GB."
+        f"{total:g} GiB is the whole replica's peak: {total / count:g} GiB on each of its {count} GPUs. "
+        f"If each GPU needs {total:g} GiB, enter {total * count:g} GiB."
     )
 
 

@@ -16,7 +16,8 @@ from gpucore.decision.options import DEDICATED, MIG, STRATEGY_WORDS, TIME_SLICIN
 from gpucore.decision.prose import format_money
 from gpucore.decision.rules import Intent, model_plan
 from gpucore.decision.sizing import size_option
-from gpucore.vocabulary import Strategy
+from gpucore.decision.throughput import PER_WORK_WORKLOADS, precision_words, work_tflops
+from gpucore.vocabulary import Strategy, WorkloadType
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,9 @@ def choose_model(ctx: DecisionContext, order: tuple[Strategy, ...], outcomes: li
     cheapest model serving it."""
     if not outcomes:
         return Choice(None)
+    kind = ctx.profile.workload_type
+    if kind in PER_WORK_WORKLOADS:
+        return _choose_by_work(ctx, order, outcomes, kind)
     best = min(outcomes, key=lambda o: (order.index(o.strategy), *_price_key(o)))
     peers = sum(1 for o in outcomes if o.strategy is best.strategy)
     price = f"{format_money(best.monthly, ctx.currency)}/month" if best.monthly is not None else "price unknown"
@@ -89,3 +93,45 @@ def _price_key(option: Option) -> tuple[bool, Decimal, int, str]:
         option.model.memory_gb,
         option.model.name,
     )
+
+
+def cost_per_work(option: Option, workload_type: WorkloadType, replicas: int) -> Decimal | None:
+    """The option's hourly price per TFLOPS of work its GPUs do (None: price or throughput unknown)."""
+    tflops = work_tflops(option.model, workload_type)
+    if option.hourly is None or not tflops:
+        return None
+    return option.hourly / (tflops * option.quantity * replicas)
+
+
+def _choose_by_work(
+    ctx: DecisionContext, order: tuple[Strategy, ...], outcomes: list[Option], kind: WorkloadType
+) -> Choice:
+    """Training and HPC: the model whose GPU-hour buys the most work, not the cheapest hour (16 T4s are cheap by
+    the hour but slow the run down far more than they save)."""
+
+    def key(option: Option) -> tuple[int, bool, Decimal, int, str]:
+        per_work = cost_per_work(option, kind, ctx.profile.replicas)
+        return (
+            order.index(option.strategy),
+            per_work is None,
+            per_work if per_work is not None else Decimal(0),
+            option.model.memory_gb,
+            option.model.name,
+        )
+
+    best = min(outcomes, key=key)
+    peers = sum(1 for o in outcomes if o.strategy is best.strategy)
+    per_work = cost_per_work(best, kind, ctx.profile.replicas)
+    precision = precision_words(kind)
+    if per_work is None:
+        how = "price or throughput unknown"
+    else:
+        per_pflop = format_money(per_work * 1000, ctx.currency)
+        how = f"{per_pflop} per PFLOPS-hour of {precision} throughput"
+    line = (
+        f"No GPU model named: {best.model.name} costs the least per unit of work of {peers} model(s) that can serve "
+        f"{STRATEGY_WORDS[best.strategy]} for this profile ({how}): a run is priced by the work done, not the "
+        "hour, so a cheaper hour on a slower GPU is not cheaper. Models without a known price or throughput rank "
+        "last."
+    )
+    return Choice(best, order[: order.index(best.strategy)], line)

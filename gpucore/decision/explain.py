@@ -19,12 +19,13 @@ from gpucore.decision.options import (
     DecisionContext,
     Option,
 )
-from gpucore.decision.prose import format_gb, format_money, format_pct, need_text
+from gpucore.decision.prose import format_gb, format_money, format_number, format_pct, need_text
 from gpucore.decision.results import UTILIZATION_TARGET_PCT
 from gpucore.decision.rules import Intent, model_plan
 from gpucore.decision.sizing import fewest_time_slice_replicas
 from gpucore.pricing import HOURS_PER_MONTH, share_text, to_cents
 from gpucore.profile import WorkloadProfile
+from gpucore.usable_memory import HEADROOM_RATIO, usable_gib, with_headroom
 from gpucore.vocabulary import Strategy
 
 # Figures from the guide: Parts 1.3 and 1.4 (fragmentation, context switches), 2 (overheads), 2.2 (isolation).
@@ -46,29 +47,30 @@ ISOLATION_TRADEOFF = {
 
 def sizing_line(ctx: DecisionContext, option: Option) -> str:
     profile, model = ctx.profile, option.model
+    per_gpu = profile.gpu_memory_gb / profile.gpu_count
+    needs = f"needs {format_gb(with_headroom(per_gpu))} with headroom (peak at most 85% of the memory)"
     if option.strategy is MIG and option.mig is not None:
         return (
             f"MIG profile {option.mig.name} on {model.name}: the smallest "
             f"{'profile a node pool here offers' if ctx.offered is not None else 'recommendable profile'} "
-            "with at least "
-            f"{format_gb(profile.gpu_memory_gb)} ({option.mig.memory_gb} GB, {option.mig.compute_slices}/"
-            f"{model.mig_compute_slices} of the compute)."
+            f"that holds {format_gb(per_gpu)}, which {needs}; the slice offers "
+            f"{format_gb(usable_gib(model, option.mig))} ({option.mig.compute_slices}/{model.mig_compute_slices} "
+            "of the compute)."
         )
     if option.strategy is TIME_SLICING:
-        per_tenant = Decimal(model.memory_gb) / Decimal(option.time_slice_replicas or 1)
+        per_tenant = usable_gib(model) / Decimal(option.time_slice_replicas or 1)
         return (
             f"Time-slicing on {model.name} with {option.time_slice_replicas} tenants per GPU "
-            f"({option.time_slice_source}): each can count on {format_gb(per_tenant)}, enough for "
-            f"{format_gb(profile.gpu_memory_gb)}."
+            f"({option.time_slice_source}): each can count on {format_gb(per_tenant)}; {format_gb(per_gpu)} {needs}."
         )
     if profile.gpu_count == 1:
         return (
-            f"Dedicated: one {model.name} ({model.memory_gb} GB) per replica holds {format_gb(profile.gpu_memory_gb)}."
+            f"Dedicated: one {model.name} per replica holds {format_gb(per_gpu)}, which {needs}; the GPU offers "
+            f"{format_gb(usable_gib(model))}."
         )
     return (
-        f"Dedicated: {profile.gpu_count} x {model.name} per replica, "
-        f"{format_gb(profile.gpu_memory_gb / profile.gpu_count)} "
-        f"per GPU of {model.memory_gb} GB (gpu_memory_gb is the replica's peak, spread over its GPUs)."
+        f"Dedicated: {profile.gpu_count} x {model.name} per replica, {format_gb(per_gpu)} per GPU, which {needs}; "
+        f"each GPU offers {format_gb(usable_gib(model))} (gpu_memory_gb is the replica's peak, spread over its GPUs)."
     )
 
 
@@ -112,7 +114,7 @@ def duration_words(ctx: DecisionContext, option: Option) -> str:
     if hours is None or option.duration_cost is None:
         return ""
     amount = format_money(option.duration_cost, ctx.currency)
-    return f" For the {format_gb(hours).removesuffix(' GB')} hours asked for: {amount}."
+    return f" For the {format_number(hours)} hours asked for: {amount}."
 
 
 def utilization_line(profile: WorkloadProfile, strategy: Strategy) -> str | None:
@@ -153,15 +155,22 @@ def cost_tradeoff(ctx: DecisionContext, option: Option, chosen: Option) -> str:
 
 
 def why_not(
-    option: Option, chosen: Option, preference: tuple[Strategy, ...], intent_reason: str, *, named: bool
+    option: Option,
+    chosen: Option,
+    preference: tuple[Strategy, ...],
+    intent_reason: str,
+    *,
+    named: bool,
+    by_work: bool = False,
 ) -> str:
     if option.model is not chosen.model:
         if option.strategy is chosen.strategy:
             if named:
                 return f"Not chosen: the request names {chosen.model.name}."
+            rank = "least cost per unit of work" if by_work else "cheapest"
             return (
                 f"Not chosen: {chosen.model.name} ranks first among the models that can serve "
-                f"{STRATEGY_WORDS[chosen.strategy]} (cheapest, then smaller GPU, then name)."
+                f"{STRATEGY_WORDS[chosen.strategy]} ({rank}, then smaller GPU, then name)."
             )
         if named and preference.index(option.strategy) < preference.index(chosen.strategy):
             return f"Not chosen: it needs {option.model.name}, and the request names {chosen.model.name}."
@@ -191,47 +200,56 @@ def nobody_serves_line(ctx: DecisionContext, intent: Intent, strategy: Strategy)
     profile = ctx.profile
     if strategy is TIME_SLICING:
         shares = [
-            (Decimal(m.memory_gb) / fewest_time_slice_replicas(ctx, m), m.name)
+            (usable_gib(m) / fewest_time_slice_replicas(ctx, m), m.name)
             for m in ctx.catalog
             if TIME_SLICING in model_plan(intent, m)
         ]
         if shares:
             most, name = max(shares)
             return (
-                f"No catalog model can time-slice {format_gb(profile.gpu_memory_gb)}: "
-                "a tenant can only count on the GPU's "
-                f"memory divided by its tenants, at most {format_gb(most)} here ({name})."
+                f"No catalog model can time-slice {format_gb(profile.gpu_memory_gb)} (it needs "
+                f"{format_gb(with_headroom(profile.gpu_memory_gb))} with headroom): a tenant can only count on the "
+                f"GPU's usable memory divided by its tenants, at most {format_gb(most)} here ({name})."
             )
         return "No catalog model can serve time-slicing for this profile."
     partial = [
-        (p.memory_gb, -p.compute_slices, m.name, p.name) for m in ctx.catalog for p in m.recommendable_profiles()
+        (usable_gib(m, p), -p.compute_slices, m.name, p.name) for m in ctx.catalog for p in m.recommendable_profiles()
     ]
     if not partial:
         return "No catalog model is MIG-capable."
     memory, _, model_name, profile_name = max(partial)
     return (
-        f"No catalog model has a partial MIG profile with {format_gb(profile.gpu_memory_gb)}: the largest is "
-        f"{model_name} {profile_name} ({memory} GB)."
+        f"No catalog model has a partial MIG profile that holds {format_gb(profile.gpu_memory_gb)} (it needs "
+        f"{format_gb(with_headroom(profile.gpu_memory_gb))} with headroom): the largest is {model_name} "
+        f"{profile_name}, which offers {format_gb(memory)}."
     )
 
 
 def too_big_for_line(ctx: DecisionContext, model: GpuModelSpec) -> str:
     """The refusal for a profile that no single GPU of the named model can hold."""
     profile = ctx.profile
-    bigger = [m.name for m in ctx.catalog if m.memory_gb * profile.gpu_count >= profile.gpu_memory_gb]
-    needed = math.ceil(profile.gpu_memory_gb / model.memory_gb)
+    n = profile.gpu_count
+    bigger = [m.name for m in ctx.catalog if profile.gpu_memory_gb <= usable_gib(m) * HEADROOM_RATIO * n]
+    needed = _gpus_needed(profile.gpu_memory_gb, usable_gib(model))
     advice = f"choose a bigger model ({', '.join(bigger)}) or " if bigger else ""
     return (
-        f"{need_text(profile)} but one {model.name} GPU has {model.memory_gb} GB: {advice}spread the replica over "
+        f"{need_text(profile)}, which needs {format_gb(with_headroom(profile.gpu_memory_gb / n))} per GPU with "
+        f"headroom, but one {model.name} GPU offers {format_gb(usable_gib(model))}: {advice}spread the replica over "
         f"more GPUs (gpu_count >= {needed})."
     )
 
 
 def too_big_for_any_line(ctx: DecisionContext) -> str:
     profile = ctx.profile
-    largest = max(ctx.catalog, key=lambda m: m.memory_gb)
-    needed = math.ceil(profile.gpu_memory_gb / largest.memory_gb)
+    largest = max(ctx.catalog, key=lambda m: (usable_gib(m), m.name))
+    needed = _gpus_needed(profile.gpu_memory_gb, usable_gib(largest))
     return (
-        f"{need_text(profile)} but no GPU model in the catalog is that big: the largest, {largest.name}, has "
-        f"{largest.memory_gb} GB. Spread the replica over more GPUs (gpu_count >= {needed})."
+        f"{need_text(profile)}, which needs {format_gb(with_headroom(profile.gpu_memory_gb / profile.gpu_count))} "
+        f"per GPU with headroom, but no GPU model in the catalog is that big: the largest, {largest.name}, offers "
+        f"{format_gb(usable_gib(largest))}. Spread the replica over more GPUs (gpu_count >= {needed})."
     )
+
+
+def _gpus_needed(memory: Decimal, usable: Decimal) -> int:
+    """The fewest GPUs of ``usable`` GiB each that hold ``memory`` GiB with headroom."""
+    return math.ceil(memory / (usable * HEADROOM_RATIO))

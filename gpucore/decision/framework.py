@@ -166,7 +166,7 @@ def recommend(
     utilization = utilization_line(profile, chosen.strategy)
     if utilization:
         rationale.append(utilization)
-    alternatives = list_alternatives(ctx, intent, intent_reason, chosen, outcomes, named=model is not None)
+    alternatives = list_alternatives(ctx, intent, intent_reason, chosen, named=model is not None)
     return Recommendation(
         *core_values(ctx, chosen),
         tuple(rationale),

@@ -1,4 +1,4 @@
-"""The small prose helpers every sentence of the decision framework shares: memory in GB, percentages, money, and
+"""The small prose helpers every sentence of the decision framework shares: memory in GiB, percentages, money, and
 what a replica needs. Pure: no Django.
 
 Their own module because the rules, the sizing of options and the explanations all word numbers the same way, and
@@ -21,7 +21,12 @@ def need_text(profile: WorkloadProfile) -> str:
 
 
 def format_gb(value: Decimal | int) -> str:
-    return f"{_plain(Decimal(value))} GB"
+    """GPU memory in prose: ``gpu_memory_gb`` and usable memory are both GiB."""
+    return f"{format_number(value)} GiB"
+
+
+def format_number(value: Decimal | int) -> str:
+    return _plain(Decimal(value))
 
 
 def format_pct(value: Decimal) -> str:

@@ -14,7 +14,7 @@ from enum import Enum
 
 from gpucore.catalog import GpuModelSpec
 from gpucore.decision.options import DEDICATED, MIG, STRATEGY_WORDS, TIME_SLICING
-from gpucore.decision.prose import format_gb
+from gpucore.decision.prose import format_gb, format_number
 from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import IsolationFloor, Strategy, WorkloadType
@@ -232,4 +232,4 @@ def _plain(value: Decimal) -> str:
 
 
 def _ms(value: Decimal) -> str:
-    return f"{format_gb(value).removesuffix(' GB')} ms"
+    return f"{format_number(value)} ms"

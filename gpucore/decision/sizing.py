@@ -1,11 +1,13 @@
 """Fit, size and price one option: whether a profile fits a model with a strategy, and if so the option, priced; if
 not, why (``Misfit``). Pure: no Django.
 
-Memory: ``gpu_memory_gb`` is the peak GPU memory one replica needs, spread evenly over its ``gpu_count`` GPUs. A
-dedicated allocation fits when ``gpu_memory_gb / gpu_count <= memory of one GPU``; a MIG slice when its profile has at
-least ``gpu_memory_gb``; a time-sliced share when ``gpu_memory_gb <= memory / time-slice replicas``, because
-time-slicing has no memory isolation and a tenant can only count on a fair share (guide Part 2.2). Comparisons multiply
-instead of dividing so boundaries such as exactly 10 GB are exact.
+Memory: ``gpu_memory_gb`` is the peak GPU memory (GiB) one replica needs, spread evenly over its ``gpu_count`` GPUs.
+It is fitted against the memory a process can really use (``gpucore.usable_memory``: 19.62 GiB on a ``3g.20gb``, not
+20) and must stay at or under 85 % of it, the memory-pressure alert's line. A dedicated allocation fits when
+``gpu_memory_gb / gpu_count <= 85 % of one GPU's usable memory``; a MIG slice when ``gpu_memory_gb / gpu_count <= 85 %
+of the slice's``; a time-sliced share when ``gpu_memory_gb / gpu_count <= 85 % of usable / time-slice replicas``,
+because time-slicing has no memory isolation and a tenant can only count on a fair share (guide Part 2.2).
+Comparisons multiply instead of dividing so boundaries are exact.
 
 Apart from ``options`` (what an option and a decision's context are) because this is the arithmetic of fitting and
 pricing, which ``whatif`` calls into as well as the framework's walks.
@@ -28,6 +30,7 @@ from gpucore.pricing import (
     monthly_cost,
 )
 from gpucore.profile import WorkloadProfile
+from gpucore.usable_memory import HEADROOM_RATIO, usable_gib, with_headroom
 from gpucore.vocabulary import Strategy
 
 
@@ -55,8 +58,14 @@ def size_option(ctx: DecisionContext, model: GpuModelSpec, strategy: Strategy) -
     replicas: int | None = None
     source: str | None = None
     if strategy is DEDICATED:
-        if memory > model.memory_gb * n:
-            return Misfit(lambda: f"{need_text(profile)} does not fit on {model.name} ({model.memory_gb} GB per GPU).")
+        usable = usable_gib(model)
+        if memory > usable * HEADROOM_RATIO * n:
+            return Misfit(
+                lambda: (
+                    f"{need_text(profile)}: it needs {format_gb(with_headroom(memory / n))} per GPU with headroom, "
+                    f"one {model.name} offers {format_gb(usable)}."
+                )
+            )
         node_gpus = ctx.lookup(ctx.gpus_per_node, model) if ctx.gpus_per_node else None
         if node_gpus is not None and n > node_gpus:
             return Misfit(
@@ -123,8 +132,9 @@ def _time_slice_fit(ctx: DecisionContext, model: GpuModelSpec) -> tuple[int, str
     else:
         default, default_source = time_slice_default(ctx)
         candidates = list(range(default, 1, -1))
+    usable = usable_gib(model) * HEADROOM_RATIO
     for replicas in candidates:
-        if memory * replicas <= model.memory_gb * n:
+        if memory * replicas <= usable * n:
             if default is None or replicas == default:
                 return replicas, default_source
             return replicas, f"{default_source} of {default} lowered so that a share holds the replica"
@@ -132,9 +142,10 @@ def _time_slice_fit(ctx: DecisionContext, model: GpuModelSpec) -> tuple[int, str
     where = "its pools here have" if pools else "even"
     return Misfit(
         lambda: (
-            f"Time-slicing does not fit on {model.name}: {format_gb(memory / n)} is more than a fair share with "
-            f"{where} {fewest} tenants per GPU ({model.memory_gb} GB / {fewest} = "
-            f"{format_gb(Decimal(model.memory_gb) / fewest)}); time-slicing has no memory isolation, so a tenant can "
+            f"Time-slicing does not fit on {model.name}: {format_gb(memory / n)} needs "
+            f"{format_gb(with_headroom(memory / n))} with headroom, more than a fair share with {where} {fewest} "
+            f"tenants per GPU ({format_gb(usable_gib(model))} / {fewest} = "
+            f"{format_gb(usable_gib(model) / fewest)}); time-slicing has no memory isolation, so a tenant can "
             "only count on its share."
         )
     )
@@ -150,14 +161,14 @@ def _mig_profile_for(ctx: DecisionContext, model: GpuModelSpec) -> MigProfile | 
     """The smallest recommendable partial profile holding the replica's memory; where node pools are known, the
     smallest one a pool offers (a profile an operator configured counts even if not on the recommendable list)."""
     memory, n = ctx.profile.gpu_memory_gb, ctx.profile.gpu_count
-    smallest = next((p for p in model.recommendable_profiles() if p.memory_gb * n >= memory), None)
+    smallest = next((p for p in model.recommendable_profiles() if slice_holds(model, p, memory, n)), None)
     if ctx.offered is None:
         return smallest
     offered = [
         p
         for p in model.mig_profiles
         if p.compute_slices < model.mig_compute_slices
-        and p.memory_gb * n >= memory
+        and slice_holds(model, p, memory, n)
         and ctx.offered(model.name, MIG.value, p.name)
     ]
     if not offered:
@@ -165,17 +176,24 @@ def _mig_profile_for(ctx: DecisionContext, model: GpuModelSpec) -> MigProfile | 
     return min(offered, key=lambda p: (mig_weight(model, p), p.memory_gb, p.compute_slices, p.name))
 
 
+def slice_holds(model: GpuModelSpec, mig: MigProfile, memory: Decimal, gpu_count: int) -> bool:
+    """True when ``gpu_count`` slices hold ``memory`` GiB within 85 % of their usable memory."""
+    return memory <= usable_gib(model, mig) * HEADROOM_RATIO * gpu_count
+
+
 def _no_mig_profile(model: GpuModelSpec, profile: WorkloadProfile) -> str:
     partial = model.recommendable_profiles()
-    largest = f" (largest partial profile: {partial[-1].name})" if partial else ""
     full = next((p for p in model.mig_profiles if p.compute_slices == model.mig_compute_slices), None)
     need = format_gb(profile.gpu_memory_gb / profile.gpu_count)
-    if full is not None and full.memory_gb * profile.gpu_count >= profile.gpu_memory_gb:
+    why = f"it needs {format_gb(with_headroom(profile.gpu_memory_gb / profile.gpu_count))} with headroom"
+    if partial:
+        why += f", the largest partial slice, {partial[-1].name}, offers {format_gb(usable_gib(model, partial[-1]))}"
+    if full is not None and slice_holds(model, full, profile.gpu_memory_gb, profile.gpu_count):
         return (
-            f"No partial MIG profile of {model.name} holds {need}{largest}; only the full-GPU profile {full.name} "
+            f"No partial MIG profile of {model.name} holds {need} ({why}); only the full-GPU profile {full.name} "
             "would, and a whole GPU is better served as a dedicated GPU."
         )
-    return f"No MIG profile of {model.name} holds {need}{largest}."
+    return f"No MIG profile of {model.name} holds {need}: {why}."
 
 
 def time_slice_default(ctx: DecisionContext) -> tuple[int, str]:

@@ -21,6 +21,7 @@ from decimal import Decimal
 from gpucore.catalog import Catalog, CatalogError, GpuModelSpec
 from gpucore.decision.inputs import normalize_layouts, normalize_node_sizes, normalize_pools, normalize_rates
 from gpucore.decision.options import DecisionContext, Option
+from gpucore.decision.permission import why_not_permitted
 from gpucore.decision.rules import apply_floors, check_replicas, classify_intent, tier1_latency_ms
 from gpucore.decision.sizing import size_option
 from gpucore.profile import ProfileError, WorkloadProfile
@@ -153,9 +154,7 @@ def _judge(
     sized = size_option(ctx, model, strategy)
     if not isinstance(sized, Option):
         return WhatIfOption(model.name, strategy, fits=False, permitted=False, reason=str(sized))
-    reason = ctx.forbidden.get(strategy)
-    if reason is None and not ctx.is_offered(sized):
-        reason = f"No node pool here offers {sized.resource_name} on {model.name}."
+    reason = why_not_permitted(ctx, sized)
     return WhatIfOption(
         gpu_model=model.name,
         strategy=strategy,

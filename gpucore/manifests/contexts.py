@@ -374,6 +374,8 @@ class WorkloadContext:
     # selectors use what the driver reports for the pool (``dra_target``, a ``dra.DraTarget``; None: the catalog's).
     device_api: str = "device-plugin"
     dra_target: Any = None
+    # The replica's peak GPU memory (GiB, the request's gpu_memory_gb): inference gets at least as much host memory.
+    model_memory_gib: Decimal | None = None
     allocation: AllocationSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -113,8 +113,30 @@ def gpu_share(allocation: AllocationSpec, catalog: Catalog, *, layout: Mapping[s
     return share * allocation.quantity
 
 
-def size_container(workload_type: str, share: Decimal, *, guaranteed: bool = False) -> ContainerSize:
-    """CPU and memory for a container holding ``share`` GPUs of a workload type, with floors for small slices."""
+INFERENCE_WORKLOADS = frozenset({"batch_inference", "realtime_inference"})
+
+
+def size_container(
+    workload_type: str, share: Decimal, *, guaranteed: bool = False, model_memory_gib: Decimal | None = None
+) -> ContainerSize:
+    """CPU and memory for a container holding ``share`` GPUs of a workload type, with floors for small slices.
+
+    Inference loads its model's weights through host memory (a checkpoint is read into RAM before it is copied to
+    the GPU), so an inference container's memory request and limit are at least ``model_memory_gib``, the replica's
+    GPU memory: a 40 GiB model on one GPU gets 40 GiB of RAM, not the 16 GiB the per-GPU rule of thumb gives.
+    """
+    size = _by_share(workload_type, share, guaranteed=guaranteed)
+    if model_memory_gib is None or workload_type not in INFERENCE_WORKLOADS:
+        return size
+    # At most the training high end per GPU-equivalent, so the container stays within the namespace's LimitRange and
+    # ResourceQuota, which are sized by that rule (gpucore.manifests.namespace).
+    ceiling_mi = max(MEMORY_LIMIT_FLOOR_MI, _round_up(share * TRAINING.memory_limit_gib * 1024, _MEMORY_STEP_MI))
+    model_mi = min(ceiling_mi, _round_up(Decimal(model_memory_gib) * 1024, _MEMORY_STEP_MI))
+    request = max(size.memory_request_mi, model_mi)
+    return ContainerSize(size.cpu_request_m, size.cpu_limit_m, request, max(size.memory_limit_mi, request))
+
+
+def _by_share(workload_type: str, share: Decimal, *, guaranteed: bool) -> ContainerSize:
     # Burstable (default): the guide's low end as the request, its high end as the limit. Guaranteed: requests equal
     # limits, with whole cores, so that the kubelet's static CPU manager can pin cores and its Topology Manager can
     # align them with the GPU's NUMA node (guide 000 §2.3 "Guaranteed QoS for critical GPU workloads").

@@ -56,6 +56,16 @@ SHM_PATH = "/dev/shm"  # noqa: S108 - the container's shared memory mount, not a
 
 JOB_BACKOFF_LIMIT = 2  # guide 003, "GPU Job Pattern"
 RUN_AS_ID = 1000  # guide 004 §6, "Pod Security Standards"
+# User 1000 has no writable home in NGC images (/root, or a /home without that user): Hugging Face, torch and pip
+# caches would fail on first download. HOME and the caches point at an emptyDir the user owns (fsGroup); a request's
+# own env still wins.
+HOME_PATH = "/home/portal"
+WRITABLE_HOME_ENV = {
+    "HOME": HOME_PATH,
+    "XDG_CACHE_HOME": f"{HOME_PATH}/.cache",
+    "HF_HOME": f"{HOME_PATH}/.cache/huggingface",
+    "TORCH_HOME": f"{HOME_PATH}/.cache/torch",
+}
 # Model loading can take minutes: 60 x 10 s = 10 minutes before liveness starts (guide 003, "Complete GPU Deployment").
 STARTUP_PERIOD_SECONDS = 10
 STARTUP_FAILURE_THRESHOLD = 60
@@ -190,7 +200,12 @@ def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
     # One process per GPU (or per MIG instance) is the norm; without this, OpenMP and PyTorch start a thread per
     # core of the whole node (guide 004 §6 sets OMP_NUM_THREADS to the cores per process).
     threads = max(1, size.cpu_request_m // 1000 // allocation.quantity)
-    env = {"GPU_PORTAL_REQUEST_ID": str(ctx.request_id), "OMP_NUM_THREADS": str(threads), **ctx.env}
+    env = {
+        "GPU_PORTAL_REQUEST_ID": str(ctx.request_id),
+        "OMP_NUM_THREADS": str(threads),
+        **WRITABLE_HOME_ENV,
+        **ctx.env,
+    }
     container: dict[str, Any] = {"name": CONTAINER_NAME, "image": ctx.image}
     if ctx.command:
         container["command"] = list(ctx.command)
@@ -209,7 +224,7 @@ def _container(ctx: WorkloadContext, size: ContainerSize) -> dict[str, Any]:
         "capabilities": {"drop": ["ALL"]},
         "runAsNonRoot": True,
     }
-    container["volumeMounts"] = [{"name": "dshm", "mountPath": SHM_PATH}]
+    container["volumeMounts"] = [{"name": "dshm", "mountPath": SHM_PATH}, {"name": "home", "mountPath": HOME_PATH}]
     # A failed container's last log lines become its termination message, so the request page can name the cause
     # ("CUDA out of memory", "no CUDA-capable device", gpucore.troubleshooting) without anyone reading logs.
     container["terminationMessagePolicy"] = "FallbackToLogsOnError"
@@ -312,7 +327,7 @@ def _pod_template(
     # The container runtime's 64 MiB /dev/shm is too small for PyTorch DataLoader workers and NCCL; a memory-backed
     # emptyDir counts against the container's memory limit, so half the memory request bounds it.
     shm = {"medium": "Memory", "sizeLimit": format_memory(size.memory_request_mi // 2)}
-    spec["volumes"] = [{"name": "dshm", "emptyDir": shm}]
+    spec["volumes"] = [{"name": "dshm", "emptyDir": shm}, {"name": "home", "emptyDir": {}}]
     return {"metadata": {"labels": dict(labels), "annotations": annotations}, "spec": spec}
 
 
@@ -347,7 +362,9 @@ def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_
     layout = ctx.pool.mig_devices if ctx.pool is not None else None
     share = gpu_share(allocation, catalog, layout=layout if layout and allocation.mig_profile in layout else None)
     critical = is_critical_tier(ctx.tier)
-    size = size_container(ctx.workload_type, share, guaranteed=critical or ctx.topology_aware)
+    size = size_container(
+        ctx.workload_type, share, guaranteed=critical or ctx.topology_aware, model_memory_gib=ctx.model_memory_gib
+    )
     annotations = {
         REQUEST_NAME_ANNOTATION: ctx.name,
         STRATEGY_ANNOTATION: str(allocation.strategy),

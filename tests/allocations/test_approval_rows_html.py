@@ -88,3 +88,26 @@ def test_the_team_filter_shows_each_team_with_its_counts_and_the_chosen_one(demo
     assert f'<option value="{demo_org.team.slug}">{demo_org.team.name} (1 request, 0 extensions)</option>' in select
     chosen = f'<option value="{demo_org.other_team.slug}" selected>N&lt;L&gt;P &amp; &quot;co&quot; (2 requests,'
     assert chosen in select
+
+
+def test_each_row_shows_the_image_command_and_purpose_to_catch_a_bad_one(demo_org, client) -> None:
+    chosen = gpu_request_submit(
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="serve",
+        purpose="Fine-tune <ResNet> on the new labels",
+        profile_data=TIER2,
+        image="registry.example.com/ml/train:2.4",
+        command=["python", "train.py", "--epochs", "3"],
+    )
+    default = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="bare", profile_data=TIER2)
+
+    client.force_login(demo_org.approver)
+    html = client.get(reverse("allocations:approvals")).content.decode()
+
+    mine = html.partition(f'id="workload-{chosen.pk}"')[2].partition("</div>")[0]
+    assert "Fine-tune &lt;ResNet&gt; on the new labels" in mine
+    assert "<code>registry.example.com/ml/train:2.4</code>" in mine
+    assert "<code>python train.py --epochs 3</code>" in mine
+    bare = html.partition(f'id="workload-{default.pk}"')[2].partition("</div>")[0]
+    assert "No purpose given" in bare and "the training default" in bare and "No command: the image's own" in bare

@@ -78,11 +78,12 @@ def test_memory_is_asked_per_replica(demo_org) -> None:
 
     page = client.get(reverse("allocations:request-new")).content.decode()
 
-    assert "Peak GPU memory per replica (GB)" in page
-    assert "8 GPUs of 80 GB each is 640 GB" in page
+    assert "Peak GPU memory per replica (GiB)" in page
+    assert "8 GPUs of 70 GiB each is 560 GiB" in page
+    assert "fitted with 15 % headroom against the memory a GPU or slice really offers" in page
 
 
-@pytest.mark.parametrize(("memory", "noted"), [("80", True), ("640", False)])
+@pytest.mark.parametrize(("memory", "noted"), [("64", True), ("512", False)])
 def test_the_preview_checks_memory_typed_per_gpu(demo_org, memory: str, noted: bool) -> None:
     client = Client()
     client.force_login(demo_org.member)
@@ -95,8 +96,8 @@ def test_the_preview_checks_memory_typed_per_gpu(demo_org, memory: str, noted: b
     assert preview.status_code == 200
     assert ('id="memory-per-replica-note"' in body) is noted
     if noted:
-        assert "80 GB is the whole replica&#x27;s peak: 10 GB on each of its 8 GPUs" in body
-        assert "enter 640 GB" in body
+        assert "64 GiB is the whole replica&#x27;s peak: 8 GiB on each of its 8 GPUs" in body
+        assert "enter 512 GiB" in body
 
 
 def test_a_custom_range_too_long_answers_next_to_the_controls(demo_org) -> None:

@@ -53,7 +53,7 @@ def test_field_errors_come_back_as_a_400_fragment_naming_each_field(demo_org: De
     missing = client.post(URL, {**PROFILE, "gpu_memory_gb": ""})
     unoffered = client.post(URL, {**PROFILE, "gpu_model": "A30"})  # in the catalog, in no pool
 
-    label = '<li data-field="gpu_memory_gb"><strong>Peak GPU memory per replica (GB): </strong>'
+    label = '<li data-field="gpu_memory_gb"><strong>Peak GPU memory per replica (GiB): </strong>'
     assert missing.status_code == 400 and label in missing.content.decode()
     assert unoffered.status_code == 400 and 'data-field="gpu_model"' in unoffered.content.decode()
 

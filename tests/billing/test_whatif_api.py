@@ -65,7 +65,7 @@ def what_if_at(now, demo_org, **profile):
 
 
 def test_every_offered_option_with_its_duration_cost_quota_and_budget(pools):
-    options = by_key(post(pools, workload_type="batch_inference", gpu_memory_gb=4, duration_hours=48))
+    options = by_key(post(pools, workload_type="batch_inference", gpu_memory_gb=3, duration_hours=48))
 
     assert set(options) == {("H100-80GB", "dedicated"), ("A100-40GB", "mig"), ("T4", "time-slicing")}
     h100 = options[("H100-80GB", "dedicated")]
@@ -76,12 +76,12 @@ def test_every_offered_option_with_its_duration_cost_quota_and_budget(pools):
     assert t4["gpu_share"] == "0.25"
     assert t4["estimated_cost"]["amount"] == "6.31"  # 0.526 / 4 x 48 = 6.312
     mig = options[("A100-40GB", "mig")]
-    # 4 GB would fit 1g.5gb, which the pool does not offer: the smallest slice it offers, 3g.20gb (share 0.5).
+    # 3 GiB would fit 1g.5gb, which the pool does not offer: the smallest slice it offers, 3g.20gb (share 0.5).
     assert (mig["fits"], mig["permitted"], mig["mig_profile"], mig["gpu_share"]) == (True, True, "3g.20gb", "0.5")
 
 
 def test_this_months_gpu_hours_cost_and_budget_left(pools):
-    options = what_if_at(MID_MONTH, pools, workload_type="batch_inference", gpu_memory_gb=4, duration_hours=48)
+    options = what_if_at(MID_MONTH, pools, workload_type="batch_inference", gpu_memory_gb=3, duration_hours=48)
 
     assert options[("H100-80GB", "dedicated")]["budget"] == {
         "allowed": True,
@@ -94,7 +94,7 @@ def test_this_months_gpu_hours_cost_and_budget_left(pools):
 
 def test_only_the_hours_before_the_month_ends_count_against_its_budget(pools):
     options = what_if_at(
-        A_DAY_BEFORE_THE_MONTH_ENDS, pools, workload_type="batch_inference", gpu_memory_gb=4, duration_hours=48
+        A_DAY_BEFORE_THE_MONTH_ENDS, pools, workload_type="batch_inference", gpu_memory_gb=3, duration_hours=48
     )
 
     assert options[("H100-80GB", "dedicated")]["estimated_cost"]["amount"] == "330.24"  # the whole run's cost

@@ -245,10 +245,12 @@ class KubernetesGateway:
         return tuple(found[:limit])
 
     def list_gpu_nodes(self) -> tuple[NodeInventory, ...]:
-        """Nodes advertising ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` or ``nvidia.com/mig-*``, by name."""
+        """Nodes advertising ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` or ``nvidia.com/mig-*``, or labelled as GPU
+        nodes by GPU Feature Discovery (a MIG node under the wrong strategy advertises no GPU resource), by name."""
         listing = self._read(lambda: self._core.list_node(_request_timeout=self._timeout), what="nodes")
         inventory = [node_inventory(node) for node in listing.items or []]
-        return tuple(sorted((node for node in inventory if node.allocatable), key=lambda node: node.name))
+        gpu_nodes = (node for node in inventory if node.allocatable or "nvidia.com/gpu.product" in node.labels)
+        return tuple(sorted(gpu_nodes, key=lambda node: node.name))
 
     def list_resource_slices(self) -> tuple[dict[str, Any], ...]:
         """Every ResourceSlice (``resource.k8s.io/v1``): the devices DRA drivers publish (none before 1.34)."""

@@ -44,14 +44,14 @@ def test_a_development_notebook_lands_on_the_t4_pool_whose_share_fits(client_as,
             sharing_mode=SharingMode.TIME_SLICING,
             time_slice_replicas=replicas,
         )
-    notebook = {"workload_type": "development", "gpu_memory_gb": 8, "gpu_model": "T4"}
+    notebook = {"workload_type": "development", "gpu_memory_gb": 6, "gpu_model": "T4"}
 
     body = client_as("member").post(URL, notebook, format="json").json()
 
     assert (body["strategy"], body["gpu_model"], body["time_slice_replicas"]) == ("time-slicing", "T4", 2)
     assert body["gpu_share"] == "0.5"
-    # A 4 GB notebook takes the cheaper 4-way pool: both pools are priced and chosen from.
-    small = client_as("member").post(URL, {**notebook, "gpu_memory_gb": 4}, format="json").json()
+    # A 3 GiB notebook takes the cheaper 4-way pool (15 GiB x 0.85 / 4 = 3.19): both pools are priced and chosen from.
+    small = client_as("member").post(URL, {**notebook, "gpu_memory_gb": 3}, format="json").json()
     assert small["time_slice_replicas"] == 4
 
 

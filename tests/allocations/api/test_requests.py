@@ -119,6 +119,16 @@ def test_create_takes_cluster_image_command_and_expiry(client_as, demo_org):
     assert created["expires_at"] is not None
 
 
+@pytest.mark.parametrize("image", ["not an image!! ;rm -rf /", "nvcr.io/nvidia/pytorch"])
+def test_an_image_that_is_not_a_pinned_reference_is_refused_naming_the_field(client_as, demo_org, image):
+    response = client_as("member").post(URL, {**NEW, "image": image}, format="json")
+
+    assert response.status_code == 400, response.content
+    assert list(response.json()) == ["image"]
+    assert "registry/name:tag" in response.json()["image"][0] or "Pin the image" in response.json()["image"][0]
+    assert not GpuRequest.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("change", "fields"),
     [

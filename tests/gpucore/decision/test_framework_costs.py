@@ -31,7 +31,7 @@ COSTS = [
     # id, fields, options, expected monthly amount (hand arithmetic), saving
     (
         "A100-40GB 1g.5gb: 2.7447 x 1/7 x 730",
-        {"workload_type": "realtime_inference", "gpu_memory_gb": 5, "gpu_model": "A100-40GB"},
+        {"workload_type": "realtime_inference", "gpu_memory_gb": 4, "gpu_model": "A100-40GB"},
         {},
         Decimal("2.7447") / 7 * 730,
         85.7,
@@ -40,7 +40,7 @@ COSTS = [
         "A100-40GB 1g.5gb, tier2 (x1.0), 3 replicas",
         {
             "workload_type": "batch_inference",
-            "gpu_memory_gb": 5,
+            "gpu_memory_gb": 4,
             "gpu_model": "A100-40GB",
             "sla_tier": "tier2_batch",
             "replicas": 3,
@@ -78,14 +78,14 @@ COSTS = [
     ),
     (
         "A30 2g.12gb from the price book: n/4",
-        {"workload_type": "realtime_inference", "gpu_memory_gb": 12, "latency_sensitive": False, "gpu_model": "A30"},
+        {"workload_type": "realtime_inference", "gpu_memory_gb": 9, "latency_sensitive": False, "gpu_model": "A30"},
         {"rates": {"A30": Decimal("1.20")}},
         Decimal("1.20") * 2 / 4 * 730,
         50.0,
     ),
     (
         "price book beats the catalog",
-        {"workload_type": "training", "gpu_memory_gb": 5, "gpu_model": "A100-40GB"},
+        {"workload_type": "training", "gpu_memory_gb": 4, "gpu_model": "A100-40GB"},
         {"rates": {"A100-40GB": Decimal("2.00")}},
         Decimal("2.00") * 730,
         0.0,
@@ -106,21 +106,21 @@ COSTS = [
     ),
     (
         "T4 time-sliced 2x from the pool",
-        {"workload_type": "development", "gpu_memory_gb": 8, "gpu_model": "T4"},
+        {"workload_type": "development", "gpu_memory_gb": 6, "gpu_model": "T4"},
         {"time_slice_replicas": {"T4": 2}},
         Decimal("0.526") / 2 * 730,
         50.0,
     ),
     (
         "A30 without a price",
-        {"workload_type": "realtime_inference", "gpu_memory_gb": 5, "gpu_model": "A30"},
+        {"workload_type": "realtime_inference", "gpu_memory_gb": "4.5", "gpu_model": "A30"},
         {},
         None,
         75.0,
     ),
     (
         "non-USD currency never uses the catalog's USD prices",
-        {"workload_type": "realtime_inference", "gpu_memory_gb": 5, "gpu_model": "A100-40GB"},
+        {"workload_type": "realtime_inference", "gpu_memory_gb": 4, "gpu_model": "A100-40GB"},
         {"currency": "EUR"},
         None,
         85.7,
@@ -144,7 +144,7 @@ def test_monthly_cost(fields, options, amount, saving):
 
 def test_cost_cents_by_hand():
     # 2.7447 x 730 = 2003.631; / 7 = 286.233 -> 286.23. Tier 1: x 1.5 = 3005.4465 -> 3005.45 (half-up).
-    assert rec(workload_type="realtime_inference", gpu_memory_gb=5, gpu_model="A100-40GB").to_dict()[
+    assert rec(workload_type="realtime_inference", gpu_memory_gb=4, gpu_model="A100-40GB").to_dict()[
         "estimated_monthly_cost"
     ] == {"amount": "286.23", "currency": "USD"}
     tier1 = rec(
@@ -182,7 +182,7 @@ def by_key(result):
 def test_policy_forbidden_alternatives_say_why_not():
     result = rec(
         workload_type="realtime_inference",
-        gpu_memory_gb=5,
+        gpu_memory_gb=4,
         sla_tier="tier1_realtime",
         gpu_model="A100-40GB",
         replicas=2,
@@ -196,8 +196,12 @@ def test_policy_forbidden_alternatives_say_why_not():
     assert ts.permitted is False
     assert ts.time_slice_replicas == 4
     assert "Tier 1 - real-time" in ts.reason
-    # Other models only offer what policy permits; permitted ones rank first.
-    assert all(a.permitted for a in result.alternatives if a.gpu_model != "A100-40GB")
+    # Every other model's options are listed too; those the tier rules out say so, and permitted ones rank first.
+    others = [a for a in result.alternatives if a.gpu_model != "A100-40GB"]
+    assert all(a.permitted or "Tier 1 - real-time" in a.reason for a in others)
+    assert {a.strategy for a in others if a.permitted} == {D}
+    flags = [a.permitted for a in result.alternatives]
+    assert flags == sorted(flags, reverse=True)
     flags = [a.permitted for a in result.alternatives]
     assert flags == sorted(flags, reverse=True)
 
@@ -257,7 +261,7 @@ def test_alternatives_rank_the_preferred_strategy_then_cost():
 
 
 def test_to_dict_is_the_design_contract():
-    result = rec(workload_type="realtime_inference", gpu_memory_gb=5, gpu_model="A100-40GB", replicas=2)
+    result = rec(workload_type="realtime_inference", gpu_memory_gb=4, gpu_model="A100-40GB", replicas=2)
     data = json.loads(json.dumps(result.to_dict()))
     assert set(data) >= CONTRACT_KEYS
     assert set(data) - CONTRACT_KEYS == {"isolation", "topology_aware"}

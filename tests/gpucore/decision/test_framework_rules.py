@@ -25,10 +25,10 @@ TREE = [
         None,
     ),
     (
-        "latency-sensitive exactly 10 GB is MIG",
+        "latency-sensitive exactly 10 GiB is MIG (3g.20gb: 2g.10gb offers 9.75 GiB)",
         {"workload_type": "realtime_inference", "gpu_memory_gb": 10},
         M,
-        "2g.10gb",
+        "3g.20gb",
         None,
     ),
     (
@@ -53,9 +53,10 @@ TREE = [
         None,
     ),
     ("batch", {"workload_type": "batch_inference", "gpu_memory_gb": 8}, TS, None, 4),
-    ("batch at the fair share 40/4", {"workload_type": "batch_inference", "gpu_memory_gb": 10}, TS, None, 4),
+    # A100-40GB offers 39.5 GiB; a fair share holds 85 % of 39.5 / tenants: 8.39375 GiB with 4 tenants.
+    ("batch at the fair share", {"workload_type": "batch_inference", "gpu_memory_gb": "8.39375"}, TS, None, 4),
     (
-        "batch over the 4-way fair share: 3 tenants per GPU (40/3 = 13.33 GB) before falling back",
+        "batch over the 4-way fair share: 3 tenants per GPU (39.5 x 0.85 / 3 = 11.19 GiB) before falling back",
         {"workload_type": "batch_inference", "gpu_memory_gb": "10.01"},
         TS,
         None,
@@ -192,10 +193,10 @@ def test_rationale_follows_the_rules_in_order():
 
 
 def test_latency_boundary_is_in_the_rationale():
-    assert "Latency-sensitive and 10 GB, at most 10 GB" in text(
+    assert "Latency-sensitive and 10 GiB, at most 10 GiB" in text(
         rec(workload_type="realtime_inference", gpu_memory_gb=10)
     )
-    assert "Latency-sensitive and 10.01 GB, more than 10 GB" in text(
+    assert "Latency-sensitive and 10.01 GiB, more than 10 GiB" in text(
         rec(workload_type="realtime_inference", gpu_memory_gb="10.01")
     )
 
@@ -208,8 +209,8 @@ def test_only_full_profile_fits_says_dedicated_instead():
 def test_time_slicing_fallback_says_why():
     result = rec(workload_type="batch_inference", gpu_memory_gb=21, gpu_model="A100-40GB")
     assert (
-        "Time-slicing does not fit on A100-40GB: 21 GB is more than a fair share with even 2 tenants per GPU "
-        "(40 GB / 2 = 20 GB)" in text(result)
+        "Time-slicing does not fit on A100-40GB: 21 GiB needs 24.71 GiB with headroom, more than a fair share with "
+        "even 2 tenants per GPU (39.5 GiB / 2 = 19.75 GiB)" in text(result)
     )
 
 
@@ -226,11 +227,11 @@ TIERS = [
         None,
     ),
     ("tier1 batch", "tier1_realtime", {"workload_type": "batch_inference", "gpu_memory_gb": 5}, D, None, None),
-    ("tier2 batch", "tier2_batch", {"workload_type": "batch_inference", "gpu_memory_gb": 5}, M, "1g.5gb", None),
+    ("tier2 batch", "tier2_batch", {"workload_type": "batch_inference", "gpu_memory_gb": 4}, M, "1g.5gb", None),
     (
-        "tier2 batch 10 GB (mig_2g.10gb)",
+        "tier2 batch 8 GiB (mig_2g.10gb)",
         "tier2_batch",
-        {"workload_type": "batch_inference", "gpu_memory_gb": 10},
+        {"workload_type": "batch_inference", "gpu_memory_gb": 8},
         M,
         "2g.10gb",
         None,
@@ -243,14 +244,14 @@ TIERS = [
         None,
         None,
     ),
-    ("tier2 development", "tier2_batch", {"workload_type": "development", "gpu_memory_gb": 5}, M, "1g.5gb", None),
-    ("tier2 real-time", "tier2_batch", {"workload_type": "realtime_inference", "gpu_memory_gb": 5}, M, "1g.5gb", None),
+    ("tier2 development", "tier2_batch", {"workload_type": "development", "gpu_memory_gb": 4}, M, "1g.5gb", None),
+    ("tier2 real-time", "tier2_batch", {"workload_type": "realtime_inference", "gpu_memory_gb": 4}, M, "1g.5gb", None),
     ("tier2 training", "tier2_batch", {"workload_type": "training", "gpu_memory_gb": 5}, D, None, None),
     ("tier3 development, 4x", "tier3_development", {"workload_type": "development", "gpu_memory_gb": 5}, TS, None, 4),
     (
         "tier3 real-time",
         "tier3_development",
-        {"workload_type": "realtime_inference", "gpu_memory_gb": 5},
+        {"workload_type": "realtime_inference", "gpu_memory_gb": 4},
         M,
         "1g.5gb",
         None,
@@ -279,7 +280,7 @@ def test_tier1_says_what_it_rules_out():
 
 
 def test_time_slice_replicas_come_from_pool_then_tier_then_default():
-    fields = {"workload_type": "development", "gpu_memory_gb": 5, "gpu_model": "A100-40GB"}
+    fields = {"workload_type": "development", "gpu_memory_gb": 4, "gpu_model": "A100-40GB"}
     assert rec(**fields).time_slice_replicas == 4
     assert rec(options={"default_time_slice_replicas": 2}, **fields).time_slice_replicas == 2
     tier = SlaTierSpec("lab", "Lab", IsolationFloor.NONE, "lab", 1, default_time_slice_replicas=3)
@@ -287,19 +288,23 @@ def test_time_slice_replicas_come_from_pool_then_tier_then_default():
     pool = {"time_slice_replicas": {"A100-40GB": 8}}
     result = rec(options=pool, sla_tier="tier3_development", **fields)
     assert result.time_slice_replicas == 8
-    assert "with 8 tenants per GPU (the pool's setting): each can count on 5 GB, enough for 5 GB" in text(result)
-    # 40 GB / 8 replicas = 5 GB per tenant: 5.01 GB no longer fits the only pool, so MIG (1g.5gb too small, 2g.10gb).
-    over = rec(options=pool, **{**fields, "gpu_memory_gb": "5.01"})
+    assert (
+        "with 8 tenants per GPU (the pool's setting): each can count on 4.94 GiB; 4 GiB needs 4.71 GiB with headroom"
+        in text(result)
+    )
+    # 39.5 GiB / 8 tenants x 0.85 = 4.197 GiB: 4.2 GiB no longer fits the only pool, so MIG (1g.5gb holds 4.04 GiB
+    # with headroom: too small; 2g.10gb).
+    over = rec(options=pool, **{**fields, "gpu_memory_gb": "4.2"})
     assert (over.strategy, over.mig_profile) == (M, "2g.10gb")
-    # Without a pool the default of 4 is lowered until a share holds the replica: 40 GB / 3 = 13.33 GB >= 12 GB.
-    lowered = rec(**{**fields, "gpu_memory_gb": 12})
+    # Without a pool the default of 4 is lowered until a share holds the replica: 39.5 x 0.85 / 3 = 11.19 >= 11.
+    lowered = rec(**{**fields, "gpu_memory_gb": 11})
     assert (lowered.strategy, lowered.time_slice_replicas) == (TS, 3)
     assert "the portal default of 4 lowered so that a share holds the replica" in text(lowered)
 
 
 def test_pool_mapping_accepts_aliases():
     result = rec(
-        options={"time_slice_replicas": {"a100": 2}}, workload_type="development", gpu_memory_gb=20, gpu_model="A100"
+        options={"time_slice_replicas": {"a100": 2}}, workload_type="development", gpu_memory_gb=16, gpu_model="A100"
     )
     assert (result.strategy, result.time_slice_replicas, result.gpu_model) == (TS, 2, "A100-40GB")
 

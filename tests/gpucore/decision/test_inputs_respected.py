@@ -24,7 +24,7 @@ def test_a_48_hour_request_carries_its_48_hour_cost():
 
 
 def test_every_alternative_carries_its_duration_cost_and_gpu_share():
-    result = rec(workload_type="development", gpu_memory_gb=4, gpu_model="T4", duration_hours="10.5")
+    result = rec(workload_type="development", gpu_memory_gb=3, gpu_model="T4", duration_hours="10.5")
     data = result.to_dict()
     # 0.526 / 4 x 10.5 = 1.38075 -> 1.38
     assert data["estimated_cost"] == {"amount": "1.38", "currency": "USD", "hours": 10.5}
@@ -35,7 +35,7 @@ def test_every_alternative_carries_its_duration_cost_and_gpu_share():
 
 
 def test_without_a_duration_estimated_cost_is_null():
-    data = rec(workload_type="development", gpu_memory_gb=4, gpu_model="T4").to_dict()
+    data = rec(workload_type="development", gpu_memory_gb=3, gpu_model="T4").to_dict()
     assert data["estimated_cost"] is None
     assert data["estimated_monthly_cost"]["amount"] == "96.00"  # 0.526 / 4 x 730 = 95.995
 
@@ -43,7 +43,7 @@ def test_without_a_duration_estimated_cost_is_null():
 def test_a_mig_share_is_the_larger_of_compute_and_memory():
     data = rec(workload_type="realtime_inference", gpu_memory_gb=20, gpu_model="A100-40GB").to_dict()
     assert data["strategy"] == "dedicated"  # latency-sensitive over 10 GB
-    data = rec(workload_type="batch_inference", gpu_memory_gb=20, gpu_model="A100-40GB", isolation_required=True)
+    data = rec(workload_type="batch_inference", gpu_memory_gb=16, gpu_model="A100-40GB", isolation_required=True)
     assert (data.mig_profile, data.to_dict()["gpu_share"]) == ("3g.20gb", "0.5")  # max(3/7, 4/8)
 
 
@@ -65,8 +65,10 @@ def test_gpu_count_goes_to_a_model_whose_nodes_are_big_enough():
     catalog = BUILTIN_CATALOG.restricted_to(["A100-80GB", "H100-80GB"])
     result = rec(workload_type="training", gpu_memory_gb=100, gpu_count=8, options=nodes, catalog=catalog)
     assert (result.strategy, result.gpu_model, result.quantity) == (D, "H100-80GB", 8)
-    # The cheaper A100-80GB fits the memory but not the node size: that alternative is absent.
-    assert all(a.gpu_model != "A100-80GB" for a in result.alternatives)
+    # The cheaper A100-80GB fits the memory but not the node size: no dedicated alternative there, and its shared
+    # options are ruled out (a replica of 8 GPUs is never shared).
+    assert not [a for a in result.alternatives if (a.gpu_model, a.strategy) == ("A100-80GB", D)]
+    assert all(not a.permitted for a in result.alternatives if a.gpu_model == "A100-80GB")
     named = refusal(workload_type="training", gpu_memory_gb=100, gpu_count=8, gpu_model="A100-80GB", options=nodes)
     assert list(named) == ["gpu_count"]
     assert "a A100-80GB node here has at most 4 GPUs" in named["gpu_count"][0]
@@ -80,7 +82,7 @@ def test_without_node_sizes_gpu_count_is_not_checked():
 
 
 def test_a_p99_at_or_below_tier_1_forbids_any_sharing():
-    result = rec(workload_type="batch_inference", gpu_memory_gb=5, latency_p99_ms=5, gpu_model="A100-40GB")
+    result = rec(workload_type="batch_inference", gpu_memory_gb=4, latency_p99_ms=5, gpu_model="A100-40GB")
     assert result.strategy is D
     assert "A 5 ms p99 target is at or below the 10 ms of the real-time tier" in text(result)
     assert "So MIG and time-slicing are ruled out." in text(result)
@@ -89,7 +91,7 @@ def test_a_p99_at_or_below_tier_1_forbids_any_sharing():
 
 
 def test_a_p99_below_time_slicing_jitter_forbids_time_slicing_only():
-    result = rec(workload_type="batch_inference", gpu_memory_gb=5, latency_p99_ms=30, gpu_model="A100-40GB")
+    result = rec(workload_type="batch_inference", gpu_memory_gb=4, latency_p99_ms=30, gpu_model="A100-40GB")
     assert (result.strategy, result.mig_profile) == (M, "1g.5gb")
     assert "below the 50 ms of jitter time-slicing can add" in text(result)
     ts = next(a for a in result.alternatives if a.strategy is TS and a.gpu_model == "A100-40GB")
@@ -112,8 +114,8 @@ def test_p99_5_ms_is_never_time_sliced_on_any_model(model):
 
 
 def test_development_above_the_default_share_is_time_sliced_with_fewer_tenants():
-    result = rec(workload_type="development", gpu_memory_gb=8, gpu_model="T4")
-    assert (result.strategy, result.time_slice_replicas) == (TS, 2)  # 16 GB / 2 = 8 GB
+    result = rec(workload_type="development", gpu_memory_gb=6, gpu_model="T4")
+    assert (result.strategy, result.time_slice_replicas) == (TS, 2)  # 15 GiB x 0.85 / 2 = 6.375 GiB
     assert "the portal default of 4 lowered so that a share holds the replica" in text(result)
     assert "does not fit" not in text(result)
 
@@ -149,14 +151,14 @@ def test_a_tier_1_service_with_one_replica_is_refused_with_the_reason():
 
 def test_each_time_sliced_pool_of_a_model_is_considered():
     pools = {"time_slice_replicas": {"T4": [4, 2]}}
-    notebook = rec(workload_type="development", gpu_memory_gb=8, gpu_model="T4", options=pools)
+    notebook = rec(workload_type="development", gpu_memory_gb=6, gpu_model="T4", options=pools)
     assert (notebook.strategy, notebook.time_slice_replicas) == (TS, 2)
     assert "with 2 tenants per GPU (the pool's setting)" in text(notebook)
-    small = rec(workload_type="development", gpu_memory_gb=4, gpu_model="T4", options=pools)
+    small = rec(workload_type="development", gpu_memory_gb=3, gpu_model="T4", options=pools)
     assert small.time_slice_replicas == 4  # the cheaper share where it fits
-    # With only a 4-way pool the 8 GB notebook is not time-sliced on T4 (no such pool exists to place it).
+    # With only a 4-way pool the 6 GiB notebook is not time-sliced on T4 (no such pool exists to place it).
     only_four = rec(
-        workload_type="development", gpu_memory_gb=8, gpu_model="T4", options={"time_slice_replicas": {"T4": 4}}
+        workload_type="development", gpu_memory_gb=6, gpu_model="T4", options={"time_slice_replicas": {"T4": 4}}
     )
     assert only_four.strategy is D
 
@@ -202,7 +204,7 @@ def test_every_share_is_a_decimal_string():
 def test_a_mig_share_scales_by_the_layout_of_the_pool_that_serves_it():
     fields = {
         "workload_type": "batch_inference",
-        "gpu_memory_gb": 20,
+        "gpu_memory_gb": 16,
         "gpu_model": "A100-40GB",
         "isolation_required": True,
     }

@@ -22,6 +22,7 @@ from gpucore.decision import (
     WorkloadProfile,
     recommend,
 )
+from gpucore.usable_memory import HEADROOM_RATIO, usable_gib
 
 STEP = Decimal("0.000001")  # a profile's finest memory (6 decimal places)
 BALANCED = {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}
@@ -72,9 +73,10 @@ STATES = [
 def _memories(gpu_count: int, catalog: Catalog = BUILTIN_CATALOG) -> list[Decimal]:
     values = set()
     for model in catalog:
-        capacity = Decimal(model.memory_gb * gpu_count)
+        # The boundaries that decide: 85 % of the usable GiB of a GPU or slice (gpucore.usable_memory).
+        capacity = usable_gib(model) * HEADROOM_RATIO * gpu_count
         values.add(capacity)
-        values.update(Decimal(p.memory_gb * gpu_count) for p in model.mig_profiles)
+        values.update(usable_gib(model, p) * HEADROOM_RATIO * gpu_count for p in model.mig_profiles)
         values.update((capacity / tenants).quantize(STEP) for tenants in range(2, 9))
     return sorted({m for limit in values for m in (limit - STEP, limit, limit + STEP) if m > 0})
 
@@ -119,7 +121,7 @@ def test_answers_for_offers_as_data_are_the_callbacks_as_the_pools_change(
 def test_a_set_of_offers_is_the_callback_of_that_set() -> None:
     # A plain set, a frozenset and a callback of the same offers give the same answer.
     offers, inputs = STATES[1]
-    profile = {"workload_type": "realtime_inference", "gpu_memory_gb": Decimal(9)}
+    profile = {"workload_type": "realtime_inference", "gpu_memory_gb": Decimal(8)}
     answers = [
         recommend(WorkloadProfile(**profile), BUILTIN_CATALOG, offered=offered, **inputs).to_dict()
         for offered in (_callback(offers), set(offers), offers)
@@ -128,12 +130,14 @@ def test_a_set_of_offers_is_the_callback_of_that_set() -> None:
         recommend(WorkloadProfile(**profile), BUILTIN_CATALOG, pools=NodePools(offers=offers, **inputs)).to_dict()
     )
     assert answers[0] == answers[1] == answers[2] == answers[3]
-    # The lightest offered slice that holds 9 GB, although 1g.10gb is not one the framework recommends unasked.
+    # The lightest offered slice that holds 8 GiB (9.75 x 0.85 = 8.29), although 1g.10gb is not one the framework
+    # recommends unasked.
     assert (answers[0]["gpu_model"], answers[0]["mig_profile"]) == ("A100-40GB", "1g.10gb")
 
 
 def test_an_offered_slice_the_framework_never_recommends_unasked_is_the_lightest_that_holds_the_memory() -> None:
-    # An operator's A100-40GB pool of 2g.13gb slices (not recommendable): 13 GB fits one, 13.000001 GB needs a 3g.20gb.
+    # An operator's A100-40GB pool of 2g.13gb slices (not recommendable, not measured: 95 % of 13 = 12.35 GiB usable):
+    # 10.4975 GiB (85 % of it) fits one, 10.497501 GiB needs a 3g.20gb.
     a100 = BUILTIN_CATALOG.get("A100-40GB")
     odd = MigProfile("2g.13gb", memory_gb=13, compute_slices=2, memory_slices=3, max_instances=2, recommendable=False)
     catalog = Catalog(
@@ -146,7 +150,7 @@ def test_an_offered_slice_the_framework_never_recommends_unasked_is_the_lightest
             fresh = _answer(catalog, memory, _callback(offers), {}, given)
             assert _answer(catalog, memory, offers, {}, given) == fresh, f"{memory} GB"
     chosen = [
-        _answer(catalog, Decimal(m), offers, {}, {"workload_type": "batch_inference"}) for m in ("13", "13.000001")
+        _answer(catalog, Decimal(m), offers, {}, {"workload_type": "batch_inference"}) for m in ("10.4975", "10.497501")
     ]
     assert [answer["mig_profile"] for answer in chosen] == ["2g.13gb", "3g.20gb"]
 

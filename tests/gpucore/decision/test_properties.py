@@ -8,6 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucore.decision import BUILTIN_CATALOG, DEFAULT_TIERS_BY_SLUG, ProfileError, WorkloadProfile, recommend
+from gpucore.decision.throughput import work_tflops
+from gpucore.usable_memory import usable_gib
 from gpucore.vocabulary import IsolationFloor, Strategy, WorkloadType
 
 D, M, TS = Strategy.DEDICATED, Strategy.MIG, Strategy.TIME_SLICING
@@ -42,14 +44,19 @@ pools = st.one_of(
 
 
 def fits(item, profile):
-    """Whether an allocation holds the memory the profile asks for, by the rules of the guide (Part 2.2)."""
+    """Whether an allocation holds the memory the profile asks for, by the rules of the guide (Part 2.2), within 85 %
+    of the usable memory (the memory-pressure line)."""
     model = BUILTIN_CATALOG.get(item.gpu_model)
     memory, n = profile.gpu_memory_gb, item.quantity
     if item.strategy is D:
-        return memory <= model.memory_gb * n
+        return memory <= _holds(model) * n
     if item.strategy is M:
-        return model.profile(item.mig_profile).memory_gb * n >= memory
-    return memory * item.time_slice_replicas <= model.memory_gb * n
+        return _holds(model, model.profile(item.mig_profile)) * n >= memory
+    return memory * item.time_slice_replicas <= _holds(model) * n
+
+
+def _holds(model, mig=None):
+    return usable_gib(model, mig) * Decimal("0.85")
 
 
 def forbidden(strategy, profile):
@@ -79,7 +86,7 @@ def run(profile, price_book, pool):
         assert list(caught.value.errors) == ["replicas"]
         return None
     candidates = [BUILTIN_CATALOG.get(profile.gpu_model)] if profile.gpu_model else list(BUILTIN_CATALOG)
-    if all(profile.gpu_memory_gb > m.memory_gb * profile.gpu_count for m in candidates):
+    if all(profile.gpu_memory_gb > _holds(m) * profile.gpu_count for m in candidates):
         with pytest.raises(ProfileError) as caught:
             recommend(profile, BUILTIN_CATALOG, rates=price_book, time_slice_replicas=pool)
         assert list(caught.value.errors) == ["gpu_memory_gb"]
@@ -122,7 +129,7 @@ def test_invariants(profile, price_book, pool):
     # MIG: the smallest recommendable profile that holds the memory.
     if result.strategy is M:
         model = BUILTIN_CATALOG.get(result.gpu_model)
-        fitting = [p for p in model.recommendable_profiles() if p.memory_gb >= profile.gpu_memory_gb]
+        fitting = [p for p in model.recommendable_profiles() if _holds(model, p) >= profile.gpu_memory_gb]
         assert result.mig_profile == fitting[0].name
 
     # Cost never exceeds the same profile on dedicated GPUs of the same model; the saving is never negative.
@@ -150,11 +157,21 @@ def test_invariants(profile, price_book, pool):
     permitted = [a.permitted for a in result.alternatives]
     assert permitted == sorted(permitted, reverse=True)
 
-    # With no model named, no permitted alternative of the same strategy is cheaper.
+    # With no model named, no permitted alternative of the same strategy is cheaper: per month, or for training and
+    # HPC per unit of work (monthly cost / the model's throughput).
     if not profile.gpu_model and result.estimated_monthly_cost is not None:
+        per_work = profile.workload_type in (WorkloadType.TRAINING, WorkloadType.HPC_SIMULATION)
         for alternative in result.alternatives:
             if alternative.strategy is result.strategy and alternative.estimated_monthly_cost is not None:
-                assert alternative.estimated_monthly_cost >= result.estimated_monthly_cost
+                if per_work:
+                    chosen, other = (
+                        work_tflops(BUILTIN_CATALOG.get(name), profile.workload_type)
+                        for name in (result.gpu_model, alternative.gpu_model)
+                    )
+                    if chosen and other:
+                        assert alternative.estimated_monthly_cost / other >= result.estimated_monthly_cost / chosen
+                else:
+                    assert alternative.estimated_monthly_cost >= result.estimated_monthly_cost
 
     json.dumps(result.to_dict())
 
@@ -165,10 +182,10 @@ def test_profile_round_trips_through_json(profile):
     assert WorkloadProfile.from_mapping(json.loads(json.dumps(profile.to_dict()))) == profile
 
 
-@pytest.mark.parametrize("memory", [Decimal("0.01"), Decimal(10), Decimal(141)])
+@pytest.mark.parametrize("memory", [Decimal("0.01"), Decimal(10), Decimal("119.34")])
 def test_every_workload_type_gets_an_answer_on_every_model_that_can_hold_it(memory):
     for model in BUILTIN_CATALOG:
-        if memory > model.memory_gb:
+        if memory > _holds(model):
             continue
         for workload_type in WorkloadType:
             result = recommend(WorkloadProfile(workload_type, memory, gpu_model=model.name), BUILTIN_CATALOG)

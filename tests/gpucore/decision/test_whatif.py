@@ -31,7 +31,7 @@ def run(offers=OFFERS, **fields):
 
 
 def test_every_offered_pair_is_priced_for_the_duration():
-    options = run(workload_type="batch_inference", gpu_memory_gb=4, duration_hours=10)
+    options = run(workload_type="batch_inference", gpu_memory_gb=3, duration_hours=10)
     assert set(options) == {("A100-40GB", D), ("A100-40GB", M), ("H100-80GB", D), ("T4", TS)}
     assert options[("H100-80GB", D)].duration_cost == Decimal("68.80")  # 6.88 x 10
     assert options[("T4", TS)].duration_cost == Decimal("0.526") / 4 * 10
@@ -80,5 +80,5 @@ def test_reference_inputs_are_checked():
 
 
 def test_several_time_sliced_pools_give_the_share_that_fits():
-    options = run(workload_type="development", gpu_memory_gb=8, time_slice_replicas={"T4": [4, 2]})
+    options = run(workload_type="development", gpu_memory_gb=6, time_slice_replicas={"T4": [4, 2]})
     assert options[("T4", TS)].time_slice_replicas == 2
