@@ -7,13 +7,17 @@ from gpucore.manifests import render_workload_objects
 from tests.gpucore.manifests.cases import context, validate
 
 
-def workload(objects):
-    [obj] = [o for o in objects if o["kind"] in ("Deployment", "Job")]
-    return obj
+def pod_template(objects):
+    """The pod template of the one workload: a Deployment's or Job's, or a JobSet's (multi-pod training) job's."""
+    [obj] = [o for o in objects if o["kind"] in ("Deployment", "Job", "JobSet")]
+    if obj["kind"] == "JobSet":
+        [replicated] = obj["spec"]["replicatedJobs"]
+        return replicated["template"]["spec"]["template"]
+    return obj["spec"]["template"]
 
 
 def container(objects):
-    return workload(objects)["spec"]["template"]["spec"]["containers"][0]
+    return pod_template(objects)["spec"]["containers"][0]
 
 
 def test_inference_host_memory_is_at_least_the_models_gpu_memory():
@@ -48,7 +52,7 @@ def test_home_and_caches_are_on_a_writable_volume():
         assert env["TORCH_HOME"] == "/home/portal/.cache/torch"
         assert env["XDG_CACHE_HOME"] == "/home/portal/.cache"
         assert {"name": "home", "mountPath": "/home/portal"} in main["volumeMounts"]
-        volumes = workload(objects)["spec"]["template"]["spec"]["volumes"]
+        volumes = pod_template(objects)["spec"]["volumes"]
         assert {"name": "home", "emptyDir": {}} in volumes
 
 
