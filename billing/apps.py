@@ -10,3 +10,8 @@ class BillingConfig(AppConfig):
         from billing.api.scoping import register_billing_visibility
 
         register_billing_visibility()
+
+        from allocations.clusters.queue_observation import request_preempted
+        from billing.reclaim.notices import notify_preempted
+
+        request_preempted.connect(notify_preempted, dispatch_uid="billing.notify_preempted")
