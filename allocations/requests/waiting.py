@@ -16,7 +16,7 @@ from django.db.models import Count, IntegerField, OuterRef, Q, Subquery, Sum, Va
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, RequestStatus
+from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, RequestEvent, RequestStatus
 from gpucore.waiting import WAITING_STATUSES, Holding, PoolOutlook, QueueCondition, Waiting, WaitingInputs, waiting_for
 
 PoolKey = tuple[int, str]
@@ -125,6 +125,12 @@ def waiting_by_request(requests: Iterable[GpuRequest], *, now: datetime | None =
 def _conditions(request: GpuRequest) -> tuple[QueueCondition, ...]:
     kept = request.queue_conditions or []
     return tuple(QueueCondition.from_mapping(item) for item in kept if isinstance(item, dict))
+
+
+def last_preemption(events: Iterable[RequestEvent]) -> RequestEvent | None:
+    """The newest preemption notice among a request's events (already read for its page), or None."""
+    notices = [event for event in events if (event.details or {}).get("notice") == "preempted"]
+    return max(notices, key=lambda event: (event.at, event.pk)) if notices else None
 
 
 def request_waiting(request: GpuRequest, *, now: datetime | None = None) -> Waiting | None:
