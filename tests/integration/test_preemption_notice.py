@@ -22,8 +22,8 @@ from tests.integration.k8s_emulator import EmulatedCluster
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
 ADMITTED = [
-    {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "lastTransitionTime": "2026-11-10T08:00:00Z"},
-    {"type": "Admitted", "status": "True", "reason": "Admitted", "lastTransitionTime": "2026-11-10T08:00:00Z"},
+    {"type": kind, "status": "True", "reason": kind, "lastTransitionTime": "2026-11-10T08:00:00Z"}
+    for kind in ("QuotaReserved", "Admitted")
 ]
 PREEMPTED = [
     {"type": "QuotaReserved", "status": "False", "reason": "Pending", "lastTransitionTime": "2026-11-10T09:30:00Z"},
@@ -68,9 +68,7 @@ def workload(request: GpuRequest, conditions: list[dict[str, str]]) -> dict[str,
         "metadata": {
             "name": f"job-gpr-{request.pk}-3f1a2",
             "namespace": request.team.namespace,
-            "ownerReferences": [
-                {"apiVersion": "batch/v1", "kind": "Job", "name": f"gpr-{request.pk}", "uid": "0d1e", "controller": True}
-            ],
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": f"gpr-{request.pk}", "uid": "0d1e"}],
         },
         "spec": {"queueName": "default", "podSets": []},
         "status": {"conditions": conditions},
