@@ -12,3 +12,8 @@ class BillingConfig(AppConfig):
 
         register_billing_visibility()
         register_request_list_values()
+
+        from allocations.clusters.queue_observation import request_preempted
+        from billing.reclaim.notices import notify_preempted
+
+        request_preempted.connect(notify_preempted, dispatch_uid="billing.notify_preempted")

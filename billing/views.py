@@ -29,6 +29,7 @@ from billing.costs.dashboard_query import GROUPS, DashboardQuery, DashboardQuery
 from billing.costs.report_pdf import report_pdf
 from billing.costs.reports import live_report_payload, month_reports, report_csv
 from billing.costs.visibility import cost_teams_visible_to, monthly_reports_visible_to, user_can_view_all_costs
+from billing.costs.waste import report_waste
 from billing.utilization.selectors import capacity_forecast, platform_utilization, pool_forecasts
 from gpucore.exports import csv_text
 from gpucore.months import MonthError, add_months, parse_month, quarter_label
@@ -87,7 +88,8 @@ def _report_payload(request: HttpRequest, slug: str, year: int, month: int) -> d
 def report_detail(request: HttpRequest, team: str, year: int, month: int) -> HttpResponse:
     """One team's month: every line with its rate, hours and measured utilization; CSV and PDF downloads."""
     payload = _report_payload(request, team, year, month)
-    return render(request, "billing/report_detail.html", {"report": payload, "year": year, "month": month})
+    context = {"report": payload, "year": year, "month": month, "waste": report_waste(payload)}
+    return render(request, "billing/report_detail.html", context)
 
 
 @login_required

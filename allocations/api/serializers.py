@@ -30,6 +30,7 @@ from allocations.models import (
     Team,
     WorkloadType,
 )
+from allocations.requests.waiting import request_waiting
 from gpucore.decision import ProfileError, WorkloadProfile
 from gpucore.profile import MAX_GPU_MEMORY_GB, MAX_GPUS_PER_REPLICA, MAX_NUMBER, MAX_REPLICAS
 from infra.scoping import visible_to
@@ -299,6 +300,40 @@ class GpuRequestSerializer(serializers.ModelSerializer):
     def get_spec(self, obj: GpuRequest) -> dict[str, Any]:
         # The spec is stored as the framework wrote it at submission; it is shown as frozen, never recomputed.
         return obj.spec
+
+
+class WaitingSerializer(serializers.Serializer):
+    """Where a request that is not running waits, and until when (DESIGN.md "Waiting")."""
+
+    stage = serializers.ChoiceField(choices=["approval", "capacity", "kueue", "provisioning"])
+    position = serializers.IntegerField(
+        allow_null=True, help_text="Its place in the approval queue, oldest first (1: next); null past approval."
+    )
+    ahead_gpu_units = serializers.IntegerField(
+        allow_null=True, help_text="Units of the same pool and resource asked for by requests ahead of it."
+    )
+    eta = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When enough of the pool frees as current allocations expire (capacity); null when unknown.",
+    )
+    reasons = serializers.ListField(child=serializers.CharField())
+
+
+class GpuRequestDetailSerializer(GpuRequestSerializer):
+    """One request as its detail answers it: every field of the list's items, and ``waiting``."""
+
+    waiting = serializers.SerializerMethodField(
+        help_text="Where the request waits and until when; null once it runs (or ended, or is a draft)."
+    )
+
+    class Meta(GpuRequestSerializer.Meta):
+        fields = [*GpuRequestSerializer.Meta.fields, "waiting"]
+        read_only_fields = fields
+
+    @extend_schema_field(WaitingSerializer(allow_null=True))
+    def get_waiting(self, obj: GpuRequest) -> dict[str, Any] | None:
+        waiting = request_waiting(obj)
+        return waiting.to_dict() if waiting is not None else None
 
 
 # Both refer to the request's status enum (named in SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]): spectacular would

@@ -38,6 +38,8 @@ from allocations.clusters.placement import place
 from allocations.models import AllocationExtension, GpuRequest
 from allocations.requests import extension_services, idempotency, reclaim_services, services
 from allocations.requests.filtersets import GpuRequestFilterSet
+from allocations.requests.waiting import request_waiting
+from gpucore.waiting import WAITING_STATUSES
 from infra.api_pagination import COUNT_LIMIT, KeysetPageNumberPagination
 from infra.filtering import FilterBackend
 from infra.renderers import FastJSONRenderer, KubernetesYamlRenderer
@@ -139,7 +141,7 @@ MANIFESTS_NOT_RENDERED = (
 
 
 def _action_schema(summary: str, ok: int) -> Callable[[Any], Any]:
-    responses = {ok: api.GpuRequestSerializer, 400: FIELD_ERRORS, 404: ERROR, 409: ERROR, **AUTH_ERRORS}
+    responses = {ok: api.GpuRequestDetailSerializer, 400: FIELD_ERRORS, 404: ERROR, 409: ERROR, **AUTH_ERRORS}
     return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[COMMENT_BODY])
 
 
@@ -185,8 +187,13 @@ def _replayed(stored: tuple[int, str] | None) -> Response:
     ),
     retrieve=extend_schema(
         summary="One request",
+        description=(
+            "Every field of the list's items and `waiting`: where a request that is not running waits (the approval "
+            "queue, capacity, Kueue or provisioning), its place in the approval queue, the units ahead of it and an "
+            "ETA from the pool's current allocations' expiries; null once it runs."
+        ),
         parameters=_FIELD_SELECTION,
-        responses={200: api.GpuRequestSerializer, 404: ERROR, **AUTH_ERRORS},
+        responses={200: api.GpuRequestDetailSerializer, 404: ERROR, **AUTH_ERRORS},
     ),
 )
 @extend_schema(tags=["requests"])
@@ -220,26 +227,46 @@ class GpuRequestViewSet(
         lookup_url_kwarg = self.lookup_url_kwarg or self.lookup_field
         row = get_object_or_404(rows, **{self.lookup_field: self.kwargs[lookup_url_kwarg]})
         self.check_object_permissions(request, row)
-        return Response(serialize_gpu_requests([row], self._answered_fields())[0])
+        answer = serialize_gpu_requests([row], self._column_fields())[0]
+        if "waiting" in self._answered_fields():
+            answer["waiting"] = self._waiting(row)
+        return Response(answer)
+
+    def _waiting(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        """The detail's ``waiting``: read only for a request that is not running yet (its status says so)."""
+        if "status" in row and row["status"] not in WAITING_STATUSES:
+            return None
+        obj = self.get_queryset().select_related("node_pool__cluster").get(pk=row["id"])
+        waiting = request_waiting(obj)
+        return waiting.to_dict() if waiting is not None else None
 
     def read_page(self, queryset: QuerySet[GpuRequest]) -> QuerySet:
         """The rows of a page (the pagination calls it on the page's slice) or of the detail: the columns of the
         fields answered, as dicts."""
-        return gpu_request_values(queryset, self._answered_fields())
+        return gpu_request_values(queryset, self._column_fields())
+
+    def _every_field(self) -> list[str]:
+        """Every field the action answers: the detail adds ``waiting`` to the list's."""
+        serializer = api.GpuRequestDetailSerializer if self.action == "retrieve" else api.GpuRequestSerializer
+        return list(serializer.Meta.fields)
 
     def _answered_fields(self) -> list[str]:
         """The fields the list or detail answers: those asked for, else all of them."""
         if not hasattr(self, "_answered"):
             chosen = self._selected_fields()
-            self._answered = list(api.GpuRequestSerializer.Meta.fields) if chosen is None else chosen
+            self._answered = self._every_field() if chosen is None else chosen
         return self._answered
+
+    def _column_fields(self) -> list[str]:
+        """The answered fields read from the request's columns (not ``waiting``, which is worked out)."""
+        return [name for name in self._answered_fields() if name != "waiting"]
 
     def _selected_fields(self) -> list[str] | None:
         """The fields ``?brief=``, ``?fields=`` and ``?omit=`` ask for on list and detail; None for all of them."""
         if self.action not in ("list", "retrieve"):
             return None
         params = self.request.query_params
-        every = list(api.GpuRequestSerializer.Meta.fields)
+        every = self._every_field()
         chosen: list[str] | None = None
         if params.get("brief", "").lower() in ("1", "true", "yes"):
             chosen = list(api.GpuRequestSerializer.BRIEF_FIELDS)
@@ -262,8 +289,9 @@ class GpuRequestViewSet(
 
     def _answer(self, request_obj: GpuRequest, code: int = status.HTTP_200_OK) -> Response:
         # Re-read through the selector: the services refresh the row and drop the related objects it had.
-        fresh = self.get_queryset().get(pk=request_obj.pk)
-        return Response(api.GpuRequestSerializer(fresh, context=self.get_serializer_context()).data, status=code)
+        fresh = self.get_queryset().select_related("node_pool__cluster").get(pk=request_obj.pk)
+        answer = api.GpuRequestDetailSerializer(fresh, context=self.get_serializer_context()).data
+        return Response(answer, status=code)
 
     def _comment(self, request: Request) -> str:
         body = api.CommentSerializer(data=request.data)
@@ -293,7 +321,7 @@ class GpuRequestViewSet(
             )
         ],
         responses={
-            201: api.GpuRequestSerializer,
+            201: api.GpuRequestDetailSerializer,
             400: FIELD_ERRORS,
             422: OpenApiResponse(ERROR, description="The Idempotency-Key was first sent with another body."),
             **AUTH_ERRORS,

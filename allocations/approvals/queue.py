@@ -23,6 +23,7 @@ from allocations.approvals.pending_queues import (
 from allocations.models import AllocationExtension, GpuRequest, Team
 from allocations.requests.extension_services import extension_decide_refusal
 from allocations.requests.services import approve_refusal
+from allocations.requests.waiting import waiting_by_request
 from allocations.selectors import User
 from allocations.teams.quotas import quota_fit, quota_headroom_by_request
 
@@ -82,6 +83,8 @@ def approval_queue_rows(*, user: User, requests: Iterable[GpuRequest]) -> list[d
     may not review it (their own), if so."""
     requests = list(requests)
     headroom_by_request = quota_headroom_by_request(requests=requests)
+    # Their place in the queue and, where their pool is full, when enough of it frees.
+    waiting = waiting_by_request(requests)
     rows = []
     for request in requests:
         # The approval's own quota rule: a tier-3 request over its nominal quota fits by borrowing, others do not.
@@ -95,6 +98,7 @@ def approval_queue_rows(*, user: User, requests: Iterable[GpuRequest]) -> list[d
                 "quota_refusal": fit.refusal,
                 "quota_refusal_short": fit.short_refusal,
                 "review_refusal": approve_refusal(user=user, request=request),
+                "waiting": waiting[request.pk],
             }
         )
     return rows

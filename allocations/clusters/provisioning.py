@@ -20,6 +20,7 @@ from django.utils import timezone
 from allocations.clusters.gateways.base import ApplyResult, ClusterGateway, PermanentGatewayError, WorkloadStatus
 from allocations.clusters.kai_queues import kai_queue_contexts, kai_queues_for
 from allocations.clusters.mig_layouts import mig_node_configs_of_cluster
+from allocations.clusters.queue_observation import read_queue_conditions, record_preemption
 from allocations.clusters.workloads import cluster_gateway
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import (
@@ -247,8 +248,9 @@ class Outcome:
     detail: str = ""
 
 
-def _observe(request: GpuRequest, status: WorkloadStatus) -> Outcome:
-    """Record what the cluster says, and move provisioning -> active once the workload runs.
+def _observe(request: GpuRequest, status: WorkloadStatus, queue_conditions: list[dict[str, str]] | None) -> Outcome:
+    """Record what the cluster says (and Kueue, where it queues), and move provisioning -> active once the workload
+    runs; a new preemption of tier-3 work is written and its owner told.
 
     Raises InvalidTransition when the request ended (released, expired) since it was read.
     """
@@ -257,10 +259,14 @@ def _observe(request: GpuRequest, status: WorkloadStatus) -> Outcome:
         if current.status not in (RequestStatus.PROVISIONING, RequestStatus.ACTIVE):
             raise InvalidTransition(current, RequestStatus.ACTIVE)
         request.status = current.status
-        return _record_observation(request, status)
+        if queue_conditions is not None:
+            record_preemption(request=request, previous=current.queue_conditions or [], current=queue_conditions)
+        return _record_observation(request, status, queue_conditions)
 
 
-def _record_observation(request: GpuRequest, status: WorkloadStatus) -> Outcome:
+def _record_observation(
+    request: GpuRequest, status: WorkloadStatus, queue_conditions: list[dict[str, str]] | None = None
+) -> Outcome:
     now = timezone.now()
     if status.phase in RUNNING_PHASES:
         detail = status.message or "Running."
@@ -269,6 +275,8 @@ def _record_observation(request: GpuRequest, status: WorkloadStatus) -> Outcome:
     else:
         detail = status.message or status.phase
     updates: dict[str, Any] = {"observed_phase": status.phase, "observed_at": now, "status_detail": detail}
+    if queue_conditions is not None:
+        updates["queue_conditions"] = queue_conditions
     if status.finished_at is not None:
         return _end_finished(request, status, updates)
     if request.status == RequestStatus.PROVISIONING and status.phase in RUNNING_PHASES:
@@ -352,12 +360,13 @@ def gpu_request_provision(*, request_id: int, task_id: str = "", gateway: Cluste
     try:
         result = gateway.apply(objects)
         status = gateway.workload_status(namespace=request.team.namespace, request_id=request.pk)
+        queue_conditions = read_queue_conditions(gateway, request)
     except PermanentGatewayError as exc:
         return _fail(request, f"The cluster refused the objects: {exc}")
     if result.drifted and request.status == RequestStatus.ACTIVE:
         logger.info("request %s: re-applied drifted objects %s", request.pk, ", ".join(map(str, result.drifted)))
     try:
-        return _observe(request, status)
+        return _observe(request, status, queue_conditions)
     except InvalidTransition:
         pass
     # A release or expiry committed while we applied: its teardown may already have run, so take back what this

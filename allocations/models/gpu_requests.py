@@ -128,6 +128,11 @@ class GpuRequest(models.Model):
     manifests_rendered_at = models.DateTimeField(null=True, blank=True)
     observed_phase = models.CharField(max_length=20, blank=True, help_text="Workload phase last seen on the cluster.")
     observed_at = models.DateTimeField(null=True, blank=True)
+    queue_conditions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The Kueue Workload's conditions last read (type, status, reason, message), on a Kueue cluster.",
+    )
     expiry_notified_at = models.DateTimeField(null=True, blank=True)
     # Idle reclaim: the last warning, the owner's last "keep" (idle hours count again from it), the suspension.
     idle_warned_at = models.DateTimeField(null=True, blank=True)

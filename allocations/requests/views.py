@@ -39,6 +39,7 @@ from allocations.requests.services import (
     gpu_request_release,
     gpu_request_submit,
 )
+from allocations.requests.waiting import last_preemption, request_waiting
 from allocations.selectors import teams_of, user_reads_every_team
 from allocations.view_helpers import error_text, require_platform_admin, visible_request
 from gpucore.decision import ProfileError, WorkloadProfile
@@ -205,6 +206,8 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "comment_form": CommentForm(),
         "extension_rows": gpu_request_extension_rows(user=request.user, request=gpu_request),
         "live": gpu_request_live_status(request=gpu_request),
+        "waiting": request_waiting(gpu_request),
+        "preemption": last_preemption(gpu_request.events.all()),
         "manifests_yaml": gpu_request_manifests_yaml(request=gpu_request),
     }
     if gpu_request.status in ON_CLUSTER_STATUSES:

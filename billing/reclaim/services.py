@@ -12,8 +12,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from django.conf import settings
-from django.core.mail import send_mail
 from django.utils import timezone
 
 from allocations.clusters.gateways.base import GatewayError
@@ -21,8 +19,7 @@ from allocations.clusters.suspension import NothingToSuspend
 from allocations.idle_policy import reclaim_enabled, reclaim_thresholds
 from allocations.models import GpuRequest
 from allocations.requests.reclaim_services import gpu_request_idle_warn, gpu_request_suspend
-from billing.costs.budget_alerts import ChatDeliveryError, chat_send, lead_emails
-from billing.models import TeamBudget
+from billing.reclaim.notices import tell_owner
 from billing.reclaim.readings import device_readings, idle_since, last_resumed, reclaim_candidates, window_start
 from gpucore.idle_reclaim import ReclaimAction, ReclaimDecision, decide
 
@@ -103,15 +100,4 @@ def idle_message(request: GpuRequest, decision: ReclaimDecision) -> tuple[str, s
 def notify_idle(request: GpuRequest, decision: ReclaimDecision) -> None:
     """Email the requester and the team's leads, and post to the team's chat; an outage is logged, never raised."""
     subject, body = idle_message(request, decision)
-    recipients = sorted({*lead_emails(request.team), *([request.requester.email] if request.requester.email else [])})
-    if recipients:
-        try:
-            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
-        except OSError:
-            logger.exception("Could not email the idle notice of request %s", request.pk)
-    budget = TeamBudget.objects.filter(team=request.team).exclude(chat_webhook_url="").first()
-    if budget is not None:
-        try:
-            chat_send(url=budget.chat_webhook_url, title=subject.removeprefix("[GPU Portal] "), body=body)
-        except ChatDeliveryError:
-            logger.warning("Could not post the idle notice of request %s to the team's chat", request.pk)
+    tell_owner(request, subject=subject, body=body)

@@ -17,6 +17,7 @@ from allocations.models import Cluster, GpuRequest, Team
 from billing.costs.budget import request_budget_effect, spec_budget_effect
 from billing.costs.budget_services import user_may_edit_budget
 from billing.costs.month_spend import team_budget_states, team_month_to_date, teams_month_to_date
+from billing.costs.waste import team_month_waste
 from billing.costs.whatif import price_basis
 from billing.utilization.request_utilization import request_utilization_context
 from billing.utilization.selectors import team_utilization_context
@@ -87,6 +88,12 @@ def request_troubleshooting_panel(context: template.Context, gpu_request: GpuReq
 def cluster_troubleshooting_panel(context: template.Context, cluster: Cluster) -> dict[str, Any]:
     """The guide's hardware-vs-software tree on what the cluster's GPUs showed in the last day."""
     return cluster_triage_context(user=context["request"].user, cluster=cluster)
+
+
+@register.inclusion_tag("billing/_waste.html")
+def team_waste_panel(team: Team) -> dict[str, Any]:
+    """The team's month so far per request: GPU-hours held vs busy and the cost of the idle part."""
+    return {"waste": team_month_waste(team=team), "waste_id": "team-waste", "waste_title": "Held vs busy this month"}
 
 
 @register.inclusion_tag("billing/_team_utilization.html", takes_context=True)

@@ -100,6 +100,8 @@ def gateway_calls() -> tuple[set[Triple], set[str]]:
             exercised.add("workload_status")
             gateway.workload_events(namespace=namespace, request_id=request_id)  # the request page's "Use it" card
             exercised.add("workload_events")
+            gateway.queued_workload(namespace=namespace, request_id=request_id)  # waiting in Kueue, preemption
+            exercised.add("queued_workload")
             gateway.delete([obj for obj in objects if is_request_owned(obj)])
             exercised.add("delete")
         gateway.list_gpu_nodes()
@@ -141,6 +143,7 @@ def test_the_calls_include_the_reads_that_only_some_paths_make(gateway_calls) ->
     assert {("", "pods", "list"), ("", "events", "list"), ("", "nodes", "list")} <= triples
     assert {("", "nodes", "get"), ("", "nodes", "patch"), ("", "pods/eviction", "create")} <= triples
     assert {("batch", "jobs", "get"), ("apps", "deployments", "get")} <= triples
+    assert ("kueue.x-k8s.io", "workloads", "list") in triples
     assert ("", "namespaces", "create") in triples
 
 

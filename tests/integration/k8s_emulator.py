@@ -83,6 +83,7 @@ KUEUE_KINDS: dict[str, tuple[str, str, str, bool]] = {
     "LocalQueue": ("kueue.x-k8s.io", "v1beta2", "localqueues", True),
     "WorkloadPriorityClass": ("kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", False),
     "Topology": ("kueue.x-k8s.io", "v1beta2", "topologies", False),
+    "Workload": ("kueue.x-k8s.io", "v1beta2", "workloads", True),
 }
 # The Prometheus Operator's CRDs, served with Kueue's (a cluster with a monitoring namespace has them).
 PROMETHEUS_OPERATOR_KINDS: dict[str, tuple[str, str, str, bool]] = {

@@ -108,6 +108,15 @@ class WorkloadEvent:
 
 
 @dataclass(frozen=True)
+class QueuedWorkload:
+    """A request's Kueue Workload: its name and conditions (QuotaReserved, Admitted, Evicted, Preempted, ...), each a
+    dict of ``type``, ``status``, ``reason``, ``message`` and ``lastTransitionTime`` as the cluster wrote them."""
+
+    name: str
+    conditions: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class NodeInventory:
     """One GPU node: its labels (GPU Feature Discovery), taints, and allocatable GPU resources."""
 
@@ -139,6 +148,10 @@ class ClusterGateway(Protocol):
 
     def workload_events(self, *, namespace: str, request_id: int, limit: int = 10) -> tuple[WorkloadEvent, ...]:
         """The newest events about the request's objects (``gpr-<id>`` and ``gpr-<id>-*``), newest first."""
+        ...
+
+    def queued_workload(self, *, namespace: str, request_id: int) -> QueuedWorkload | None:
+        """The Kueue Workload of the request's objects, or None (no Kueue, none yet, or the cluster cannot be seen)."""
         ...
 
 

@@ -22,6 +22,7 @@ from allocations.clusters.gateways.base import (
     NodeInventory,
     ObjectRef,
     PermanentGatewayError,
+    QueuedWorkload,
     TransientGatewayError,
     WorkloadEvent,
     WorkloadStatus,
@@ -123,6 +124,10 @@ class GitOpsGateway:
     def list_gpu_nodes(self) -> tuple[NodeInventory, ...]:
         """No nodes: a GitOps tree cannot see the cluster."""
         return ()
+
+    def queued_workload(self, *, namespace: str, request_id: int) -> QueuedWorkload | None:
+        """A tree cannot see Kueue's Workloads."""
+        return None
 
     def workload_events(self, *, namespace: str, request_id: int, limit: int = 10) -> tuple[WorkloadEvent, ...]:
         """No events: a GitOps tree cannot see the cluster."""

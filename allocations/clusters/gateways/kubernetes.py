@@ -27,6 +27,7 @@ from allocations.clusters.gateways.base import (
     NodeInventory,
     ObjectRef,
     PermanentGatewayError,
+    QueuedWorkload,
     TransientGatewayError,
     WorkloadEvent,
     WorkloadStatus,
@@ -40,6 +41,7 @@ from allocations.clusters.gateways.kubernetes_readings import (
     mig_instances,
     node_inventory,
     pod_status,
+    queued_workload_of,
     summarize,
     timestamp_of,
 )
@@ -48,6 +50,7 @@ from gpucore.manifests.jobset import JOBSET_API_VERSION
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
+KUEUE_WORKLOADS = "kueue.x-k8s.io/v1beta2"
 T = TypeVar("T")
 
 # (apiVersion, kind) -> (plural, namespaced) for what the renderer emits and the gateway reads; any other kind is
@@ -243,6 +246,13 @@ class KubernetesGateway:
             )
         found.sort(key=lambda item: timestamp_of(item.last_seen), reverse=True)
         return tuple(found[:limit])
+
+    def queued_workload(self, *, namespace: str, request_id: int) -> QueuedWorkload | None:
+        """The namespace's Kueue Workload owned by ``gpr-<id>`` (its Job or JobSet) or one of its pods; None when
+        Kueue is not installed (no Workload API) or it has made none yet."""
+        path = f"/apis/{KUEUE_WORKLOADS}/namespaces/{quote(namespace, safe='')}/workloads"
+        listing = self._call("GET", path, what=f"Kueue Workloads in {namespace}", missing_ok=True)
+        return queued_workload_of((listing or {}).get("items") or [], workload_name(request_id))
 
     def list_gpu_nodes(self) -> tuple[NodeInventory, ...]:
         """Nodes advertising ``nvidia.com/gpu``, ``nvidia.com/gpu.shared`` or ``nvidia.com/mig-*``, or labelled as GPU

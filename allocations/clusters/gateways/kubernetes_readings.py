@@ -15,6 +15,7 @@ from allocations.clusters.gateways.base import (
     NodeInventory,
     PermanentGatewayError,
     PodStatus,
+    QueuedWorkload,
     TransientGatewayError,
     WorkloadStatus,
 )
@@ -204,3 +205,23 @@ def holds_gpus(pod_spec: Mapping[str, Any]) -> bool:
             if any(key.startswith(("nvidia.com/gpu", MIG_RESOURCE_PREFIX)) for key in amounts):
                 return True
     return False
+
+
+def queued_workload_of(workloads: list[dict[str, Any]], owner: str) -> QueuedWorkload | None:
+    """The Workload among ``workloads`` owned by ``owner`` (``gpr-<id>``) or by one of its pods (``gpr-<id>-*``),
+    the newest if several; its conditions as plain dicts of text."""
+    owned = []
+    for item in workloads:
+        refs = (item.get("metadata") or {}).get("ownerReferences") or []
+        if any(ref.get("name") == owner or str(ref.get("name", "")).startswith(f"{owner}-") for ref in refs):
+            owned.append(item)
+    if not owned:
+        return None
+    newest = max(owned, key=lambda item: str((item.get("metadata") or {}).get("creationTimestamp") or ""))
+    keys = ("type", "status", "reason", "message", "lastTransitionTime")
+    conditions = tuple(
+        {key: str(condition.get(key) or "") for key in keys}
+        for condition in (newest.get("status") or {}).get("conditions") or []
+        if isinstance(condition, dict)
+    )
+    return QueuedWorkload(name=str(newest["metadata"].get("name", "")), conditions=conditions)

@@ -14,7 +14,7 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
-from allocations.api.serializers import GpuRequestSerializer
+from allocations.api.serializers import GpuRequestDetailSerializer, GpuRequestSerializer
 from allocations.models import GpuRequest
 from allocations.selectors import APPROVERS_GROUP, gpu_requests_visible_to
 from tests.factories import ROLES, GpuRequestFactory
@@ -49,11 +49,11 @@ def requests(demo_org):
     return made
 
 
-def _documented(user, fields=None) -> list[dict]:
-    """What GpuRequestSerializer documents for the user's visible requests, newest first, as a client reads it (the
+def _documented(user, fields=None, serializer=GpuRequestSerializer) -> list[dict]:
+    """What ``serializer`` documents for the user's visible requests, newest first, as a client reads it (the
     fields in the order asked for: the brief's own order)."""
     visible = gpu_requests_visible_to(user=user).order_by("-created_at", "-id")
-    rows = json.loads(JSONRenderer().render(GpuRequestSerializer(visible, many=True, fields=fields).data))
+    rows = json.loads(JSONRenderer().render(serializer(visible, many=True, fields=fields).data))
     return rows if fields is None else [{name: row[name] for name in fields} for row in rows]
 
 
@@ -130,8 +130,8 @@ def test_the_detail_answers_the_documented_request_or_404(client_as, demo_org, r
     if query == "?brief=true":
         fields = GpuRequestSerializer.BRIEF_FIELDS
     elif query:
-        fields = [name for name in GpuRequestSerializer.Meta.fields if _kept(query, name)]
-    documented = {row["id"]: row for row in _documented(demo_org.user(role), fields)}
+        fields = [name for name in GpuRequestDetailSerializer.Meta.fields if _kept(query, name)]
+    documented = {row["id"]: row for row in _documented(demo_org.user(role), fields, GpuRequestDetailSerializer)}
     for obj in (requests[0], requests[1], requests[2]):  # two of one team, one of the other
         response = client.get(f"{URL}{obj.pk}/{query}")
         if obj.pk in documented:

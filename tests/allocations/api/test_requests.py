@@ -11,7 +11,7 @@ from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
-from allocations.api.serializers import GpuRequestSerializer
+from allocations.api.serializers import GpuRequestDetailSerializer, GpuRequestSerializer
 from allocations.models import GpuRequest, RequestStatus
 from infra.api_pagination import COUNT_LIMIT
 from tests.factories import ROLES, GpuRequestFactory
@@ -235,10 +235,17 @@ def test_list_query_count_does_not_grow_with_rows(
 
 
 @pytest.mark.parametrize("query", ["", "?brief=true", "?omit=spec"])
-def test_detail_query_count(client_as, demo_org, django_assert_max_num_queries, query):
-    obj = GpuRequestFactory(team=demo_org.team, requester=demo_org.member, cluster=demo_org.cluster)
+@pytest.mark.parametrize(
+    ("status", "budget"),
+    # A request that waits costs three more: itself with its pool, its place in the approval queue, its pool's holdings.
+    [(RequestStatus.ACTIVE, 4), (RequestStatus.PENDING_APPROVAL, 7)],
+)
+def test_detail_query_count(client_as, demo_org, django_assert_max_num_queries, query, status, budget):
+    obj = GpuRequestFactory(
+        team=demo_org.team, requester=demo_org.member, cluster=demo_org.cluster, node_pool=demo_org.pool, status=status
+    )
 
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(budget):
         response = client_as("member").get(f"{URL}{obj.pk}/{query}")
 
     assert response.status_code == 200
@@ -363,11 +370,14 @@ def test_list_and_detail_answer_exactly_what_the_serializer_documents(client_as,
     for obj in (full, bare):
         obj = GpuRequest.objects.get(pk=obj.pk)
         documented = _rendered(GpuRequestSerializer(obj).data)
-        assert client.get(f"{URL}{obj.pk}/").json() == documented
+        detail = _rendered(GpuRequestDetailSerializer(obj).data)
+        assert client.get(f"{URL}{obj.pk}/").json() == detail
         assert listed[obj.pk] == documented
         # The same types and key order too (70.0, not 70), as a client's json.dumps shows them.
-        assert json.dumps(client.get(f"{URL}{obj.pk}/").json()) == json.dumps(documented)
+        assert json.dumps(client.get(f"{URL}{obj.pk}/").json()) == json.dumps(detail)
         assert json.dumps(listed[obj.pk]) == json.dumps(documented)
+        # The detail is the list's item and where the request waits.
+        assert list(detail) == [*documented, "waiting"] and detail["waiting"]["stage"] == "approval"
         assert client.get(f"{URL}{obj.pk}/?fields=id,team,expires_at,gpu_memory_gb").json() == {
             name: documented[name] for name in ("id", "team", "expires_at", "gpu_memory_gb")
         }

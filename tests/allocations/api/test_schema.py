@@ -75,8 +75,14 @@ def test_field_selection_answers_are_documented_as_partial_and_the_rest_stay_str
     }
     assert answers == {
         ("/api/v1/requests/", "get"): "#/components/schemas/PaginatedGpuRequestSelectableList",
-        ("/api/v1/requests/{id}/", "get"): "#/components/schemas/GpuRequestSelectable",
+        ("/api/v1/requests/{id}/", "get"): "#/components/schemas/GpuRequestDetailSelectable",
     }
     assert "required" not in components["GpuRequestSelectable"]
+    assert "required" not in components["GpuRequestDetailSelectable"]
     assert components["GpuRequestSelectable"]["properties"] == components["GpuRequest"]["properties"]
+    assert components["GpuRequestDetailSelectable"]["properties"] == components["GpuRequestDetail"]["properties"]
     assert "activated_at" in components["GpuRequest"]["required"]  # the full answer (submit, actions) stays strict
+    # The detail adds where a request waits; the list's items do not carry it.
+    detail = components["GpuRequestDetail"]["properties"]
+    assert set(detail) - set(components["GpuRequest"]["properties"]) == {"waiting"}
+    assert "waiting" in components["GpuRequestDetail"]["required"]

@@ -1,0 +1,497 @@
+"""Fleet replay: a simulated month of a GPU fleet, driven through the portal's real code paths, without and with the
+idle reclaim, side by side.
+
+A fleet of ``--gpus`` dedicated H100s (8-GPU nodes, four pools on one GitOps cluster) and eight teams. Requests of
+every workload type arrive over ``--days`` days (a seeded Poisson process, ``--requests`` in all), each with a
+utilization profile by type: notebooks in working sessions with idle stretches of hours between them, batch bursts,
+real-time inference with diurnal traffic, training at steady high use. Every hour of simulated time (time-machine
+moves the clock) the replay runs what production runs:
+
+- arrivals submit through ``gpu_request_submit`` (the decision framework, quota, events);
+- an approver approves the oldest pending requests through ``gpu_request_approve`` (quota and pool capacity checked;
+  a request that does not fit waits), and provisioning applies it through the GitOps gateway (Celery eager);
+- the hour that ended is written as DCGM rollups for every running device (a few notebook hours left incomplete, as
+  a Prometheus outage leaves them) and the daily and monthly totals are refreshed (``refresh_usage_aggregates``);
+- expiry (``gpu_requests_expire``) ends requests at their duration;
+- with reclaim on, the hourly pass (``idle_reclaim_run``) warns and suspends idle notebooks; an owner who is warned
+  and means to work within the warning period presses keep (``gpu_request_keep``), and an owner who comes back to
+  a suspended notebook resumes it (``gpu_request_resume``, which waits when the pool is full).
+
+Printed, for "no reclaim" and "reclaim on": GPU-hours held (billing's held spans, ``month_chargeback``), busy (the
+rollups' utilization), reclaimed (suspended notebook hours within their requested life), median and p95 wait to
+start, cost per team, false reclaims (a suspension whose justifying hours were busy or incomplete, or whose owner
+was working in the hour it was suspended: must be 0), and the share of the idle notebook GPU-hours of the no-reclaim
+run that reclaim gave back (target >= 1/3).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpu_portal .venv/bin/python benchmarks/fleet_replay.py \\
+        [--gpus 512] [--requests 2000] [--days 30] [--seed 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+START = datetime(2026, 10, 1, tzinfo=UTC)
+TEAMS = ["vision", "nlp", "speech", "recsys", "robotics", "search", "ads", "health"]
+# (workload type, share of arrivals, SLA tier, GPUs per replica choices, duration hours range)
+MIX = [
+    ("development", 0.45, "tier3_development", (1, 1, 1, 2), (24, 120)),
+    ("batch_inference", 0.2, "tier2_batch", (1, 2), (4, 24)),
+    ("realtime_inference", 0.15, "tier1_realtime", (1,), (72, 240)),
+    ("training", 0.2, "tier2_batch", (2, 4, 8), (12, 96)),
+]
+IDLE_UTIL = 1.5  # % a notebook shows between sessions (the kernel alive, nobody computing)
+INCOMPLETE_SHARE = 0.03  # notebook hours that a scrape gap leaves incomplete
+
+
+@dataclass
+class Planned:
+    """One request of the replay: when it arrives, what it asks, and its utilization per hour of its life."""
+
+    index: int
+    team: str
+    workload_type: str
+    tier: str
+    gpus: int
+    arrive_hour: int
+    duration_hours: int
+    busy: list[float]  # utilization % per hour of life (index 0: its first hour running)
+    incomplete: set[int] = field(default_factory=set)
+    request_id: int | None = None
+
+    @property
+    def replicas(self) -> int:
+        """Real-time inference runs two replicas (tier 1's availability needs them); the rest one."""
+        return 2 if self.workload_type == "realtime_inference" else 1
+
+
+def profile(rng: random.Random, workload_type: str, hours: int, start_hour: int) -> list[float]:
+    """Utilization per hour by workload type."""
+    if workload_type == "development":
+        out, busy_left, idle_left = [], rng.randint(1, 4), 0
+        for _ in range(hours):
+            if busy_left:
+                out.append(rng.uniform(25, 70))
+                busy_left -= 1
+                if not busy_left:
+                    idle_left = rng.choice([1, 2, 3, 10, 14, 16, 20, 40])  # a break, a night, a weekend
+            else:
+                out.append(IDLE_UTIL)
+                idle_left -= 1
+                if not idle_left:
+                    busy_left = rng.randint(2, 6)
+        return out
+    if workload_type == "batch_inference":
+        return [rng.uniform(60, 95) if rng.random() < 0.7 else rng.uniform(8, 20) for _ in range(hours)]
+    if workload_type == "realtime_inference":
+        return [15 + 50 * max(0.0, math.sin(((start_hour + h) % 24 - 6) / 24 * 2 * math.pi)) for h in range(hours)]
+    return [rng.uniform(85, 98) for _ in range(hours)]
+
+
+def _draw(pick: float) -> tuple[str, str, tuple[int, ...], tuple[int, int]]:
+    """The workload type (with its tier, GPU choices and duration range) a draw in [0, 1) falls on."""
+    for workload_type, share, tier, gpu_choices, durations in MIX:
+        if pick < share:
+            return workload_type, tier, gpu_choices, durations
+        pick -= share
+    workload_type, _, tier, gpu_choices, durations = MIX[-1]
+    return workload_type, tier, gpu_choices, durations
+
+
+def plan(*, requests: int, days: int, seed: int) -> list[Planned]:
+    rng = random.Random(seed)
+    hours = days * 24
+    out = []
+    for index in range(requests):
+        workload_type, tier, gpu_choices, (low, high) = _draw(rng.random())
+        arrive = min(int(rng.random() * hours * 0.9), hours - 2)
+        duration = rng.randint(low, high)
+        item = Planned(
+            index=index,
+            team=TEAMS[index % len(TEAMS)],
+            workload_type=workload_type,
+            tier=tier,
+            gpus=rng.choice(gpu_choices),
+            arrive_hour=arrive,
+            duration_hours=duration,
+            busy=profile(rng, workload_type, duration + hours, arrive),
+        )
+        if workload_type == "development":
+            item.incomplete = {h for h in range(duration + hours) if rng.random() < INCOMPLETE_SHARE}
+        out.append(item)
+    return sorted(out, key=lambda p: (p.arrive_hour, p.index))
+
+
+def setup_django(suffix: str) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.test")
+    if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+        sys.exit("benchmarks/fleet_replay.py runs on PostgreSQL: set DATABASE_URL=postgres://...")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection
+
+    settings.DATABASES["default"]["TEST"]["NAME"] = f"bench_fleet_{suffix}_{settings.DATABASES['default']['NAME']}"
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    settings.PORTAL_GITOPS_ROOT = tempfile.mkdtemp(prefix="fleet-replay-")
+    settings.IDLE_RECLAIM_ENABLED = True
+
+
+def build_fleet(gpus: int) -> dict:
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from allocations.models import Cluster, GpuModel, Membership, NodePool, Quota, Role, Team
+    from allocations.selectors import APPROVERS_GROUP
+
+    users = get_user_model()
+    cluster = Cluster.objects.create(name="fleet", backend="gitops", gitops_path="fleet")
+    model = GpuModel.objects.get(name="H100-80GB")
+    nodes = max(1, gpus // 8 // 4)
+    for n in range(4):
+        NodePool.objects.create(cluster=cluster, name=f"h100-{n}", gpu_model=model, node_count=nodes, gpus_per_node=8)
+    approver = users.objects.create_user("approver", "approver@example.com", "x")
+    approver.groups.add(Group.objects.get(name=APPROVERS_GROUP))
+    owners = {}
+    for slug in TEAMS:
+        team = Team.objects.create(slug=slug, name=slug.title())
+        # Quota is not what binds here: the fleet's capacity is.
+        Quota.objects.create(team=team, resource_name="nvidia.com/gpu", limit=100_000)
+        owner = users.objects.create_user(f"{slug}-owner", f"{slug}@example.com", "x")
+        Membership.objects.create(user=owner, team=team, role=Role.LEAD)
+        owners[slug] = (team, owner)
+    return {"cluster": cluster, "approver": approver, "owners": owners, "gpus": nodes * 8 * 4}
+
+
+@dataclass
+class Outcome:
+    label: str
+    held_gpu_hours: Decimal = Decimal(0)
+    busy_gpu_hours: float = 0.0
+    reclaimed_gpu_hours: float = 0.0
+    idle_notebook_gpu_hours: float = 0.0
+    waits_h: list[float] = field(default_factory=list)
+    never_started: int = 0
+    cost_by_team: dict[str, Decimal] = field(default_factory=dict)
+    false_reclaims: int = 0
+    suspensions: int = 0
+    keeps: int = 0
+    resumes: int = 0
+    seconds: float = 0.0
+
+
+def replay(planned: list[Planned], fleet: dict, *, days: int, reclaim: bool, label: str) -> Outcome:
+    import time_machine
+    from django.core.exceptions import ValidationError
+    from django.db.models import Sum
+
+    from allocations.clusters.provisioning import gpu_requests_expire
+    from allocations.lifecycle import InvalidTransition
+    from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, NodePool, RequestEvent, RequestStatus
+    from allocations.requests.reclaim_services import gpu_request_keep, gpu_request_resume
+    from allocations.requests.services import gpu_request_approve, gpu_request_submit
+    from billing.costs.chargeback import month_chargeback
+    from billing.metering.aggregates import refresh_usage_aggregates
+    from billing.models import UtilizationRollup
+    from billing.reclaim.services import idle_reclaim_run
+
+    started = time.perf_counter()
+    outcome = Outcome(label=label)
+    cluster, approver = fleet["cluster"], fleet["approver"]
+    capacity = {pool.pk: pool.gpu_total for pool in NodePool.objects.filter(cluster=cluster)}
+    by_id: dict[int, Planned] = {}
+    arrivals = list(planned)
+    life_start: dict[int, datetime] = {}  # when its requested life began (first activation)
+    hours = days * 24
+    for hour in range(hours + 1):
+        now = START + timedelta(hours=hour, minutes=10)
+        with time_machine.travel(now, tick=False):
+            # 1. arrivals
+            while arrivals and arrivals[0].arrive_hour <= hour:
+                item = arrivals.pop(0)
+                team, owner = fleet["owners"][item.team]
+                request = gpu_request_submit(
+                    acting_user=owner,
+                    team=team,
+                    name=f"{item.workload_type[:8]}-{item.index}",
+                    profile_data={
+                        "workload_type": item.workload_type,
+                        "gpu_memory_gb": 70,
+                        "gpu_count": item.gpus,
+                        "replicas": item.replicas,
+                        "sla_tier": item.tier,
+                        "gpu_model": "H100-80GB",
+                        "duration_hours": item.duration_hours,
+                        "isolation_required": True,
+                    },
+                )
+                item.request_id = request.pk
+                by_id[request.pk] = item
+            # 2. the approver: oldest first, what fits the pool now (the service checks again)
+            held = dict(
+                GpuRequest.objects.filter(status__in=QUOTA_HOLDING_STATUSES)
+                .values_list("node_pool_id")
+                .annotate(units=Sum("resource_units"))
+            )
+            pending = GpuRequest.objects.filter(status=RequestStatus.PENDING_APPROVAL).order_by("submitted_at", "pk")
+            for request in pending.select_related("team", "node_pool", "sla_tier"):
+                pool = request.node_pool_id
+                if held.get(pool, 0) + request.resource_units > capacity.get(pool, 0):
+                    continue
+                try:
+                    gpu_request_approve(request=request, acting_user=approver)
+                except ValidationError:
+                    continue
+                held[pool] = held.get(pool, 0) + request.resource_units
+            # 3. the hour that ended, as rollups of every running device
+            if hour:
+                write_hour(hour - 1, by_id, life_start, cluster, UtilizationRollup)
+                refresh_usage_aggregates(
+                    cluster_id=cluster.pk,
+                    start=START + timedelta(hours=hour - 1),
+                    end=START + timedelta(hours=hour),
+                )
+            for request_id, activated in GpuRequest.objects.filter(
+                activated_at__isnull=False, pk__in=[pk for pk in by_id if pk not in life_start]
+            ).values_list("pk", "activated_at"):
+                life_start[request_id] = activated
+            # 4. expiry, then the reclaim pass and the owners' answers
+            gpu_requests_expire(now=now)
+            if reclaim:
+                result = idle_reclaim_run()
+                for request_id in result.warned:
+                    item = by_id[request_id]
+                    if working_soon(item, life_start[request_id], now, within_hours=3):
+                        try:
+                            request = GpuRequest.objects.get(pk=request_id)
+                            gpu_request_keep(request=request, acting_user=owner_of(fleet, item))
+                            outcome.keeps += 1
+                        except (ValidationError, InvalidTransition):
+                            pass
+                for request_id in result.suspended:
+                    outcome.suspensions += 1
+                    if false_reclaim(by_id[request_id], life_start[request_id], now, request_id, RequestEvent):
+                        outcome.false_reclaims += 1
+                for request in GpuRequest.objects.filter(status=RequestStatus.SUSPENDED).select_related("team"):
+                    item = by_id[request.pk]
+                    if busy_at(item, life_start[request.pk], now):
+                        try:
+                            gpu_request_resume(request=request, acting_user=owner_of(fleet, item))
+                            outcome.resumes += 1
+                        except (ValidationError, InvalidTransition):
+                            pass  # the pool is full: the owner tries again next hour
+    end = START + timedelta(hours=hours)
+    measure(outcome, by_id, life_start, end, month_chargeback, UtilizationRollup, RequestEvent, GpuRequest)
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def owner_of(fleet: dict, item: Planned):
+    return fleet["owners"][item.team][1]
+
+
+def life_hour(start: datetime, moment: datetime) -> int:
+    return int((moment - start).total_seconds() // 3600)
+
+
+def busy_at(item: Planned, start: datetime, moment: datetime) -> bool:
+    h = life_hour(start, moment)
+    return 0 <= h < len(item.busy) and item.busy[h] >= 5
+
+
+def working_soon(item: Planned, start: datetime, now: datetime, *, within_hours: int) -> bool:
+    """The owner, warned at ``now``, plans to work on the notebook in the next hours: they press keep."""
+    return any(busy_at(item, start, now + timedelta(hours=k)) for k in range(within_hours + 1))
+
+
+def false_reclaim(item: Planned, start: datetime, now: datetime, request_id: int, events) -> bool:
+    """Suspended on a busy or incomplete hour, or while its owner was working."""
+    event = events.objects.filter(request_id=request_id, to_status="suspended").order_by("-at").first()
+    for reading in (event.details or {}).get("readings", []):
+        h = life_hour(start, datetime.fromisoformat(reading["hour"]))
+        if h in item.incomplete or (0 <= h < len(item.busy) and item.busy[h] >= 5):
+            return True
+    return busy_at(item, start, now)
+
+
+def write_hour(hour: int, by_id: dict[int, Planned], life_start: dict, cluster, rollups) -> None:
+    """The rollups of one ended hour: one per GPU of every request running through it."""
+    from allocations.models import GpuRequest, RequestStatus
+
+    begin = START + timedelta(hours=hour)
+    running = GpuRequest.objects.filter(status=RequestStatus.ACTIVE, activated_at__lte=begin).values_list(
+        "pk", "resource_units", "team_id", "team__namespace"
+    )
+    rows = []
+    for request_id, units, team_id, namespace in running:
+        item = by_id.get(request_id)
+        start = life_start.get(request_id)
+        if item is None or start is None:
+            continue
+        h = life_hour(start, begin)
+        util = item.busy[h] if 0 <= h < len(item.busy) else IDLE_UTIL
+        complete = h not in item.incomplete
+        for gpu in range(units):
+            rows.append(
+                rollups(
+                    cluster=cluster,
+                    hour=begin,
+                    gpu_uuid=f"GPU-{request_id:06d}-{gpu:02d}",
+                    namespace=namespace,
+                    pod=f"gpr-{request_id}-0",
+                    team_id=team_id,
+                    request_id=request_id,
+                    gpu_model_name="NVIDIA H100 80GB HBM3",
+                    sample_count=60 if complete else 41,
+                    avg_utilization_pct=util,
+                    peak_utilization_pct=min(100.0, util * 1.2),
+                    avg_memory_used_mib=30_000 if util >= 5 else 900,
+                    peak_memory_used_mib=40_000 if util >= 5 else 1_000,
+                    energy_kwh=0.7 * (0.15 + util / 100),
+                    is_complete=complete,
+                    pulled_at=begin + timedelta(hours=1),
+                )
+            )
+    rollups.objects.bulk_create(rows, batch_size=2000)
+
+
+def measure(outcome: Outcome, by_id, life_start, end, month_chargeback, rollups, events, requests) -> None:
+    from django.db.models import F, FloatField, Sum
+
+    charge = month_chargeback(month=START.date(), now=end, share_idle=False)
+    for slug, team in sorted(charge.teams.items()):
+        outcome.cost_by_team[slug] = team.amount
+        outcome.held_gpu_hours += sum((line.allocated_gpu_hours for line in team.lines), Decimal(0))
+    weighted = rollups.objects.aggregate(
+        weighted=Sum(F("avg_utilization_pct") * F("sample_count"), output_field=FloatField())
+    )["weighted"]
+    outcome.busy_gpu_hours = float(weighted or 0) / 6000  # utilization % x minutes -> busy GPU-hours
+    # Idle notebook GPU-hours held: complete or not, hours of a running notebook under 5 %.
+    idle = rollups.objects.filter(request__workload_type="development", avg_utilization_pct__lt=5).aggregate(
+        minutes=Sum("sample_count")
+    )["minutes"]
+    outcome.idle_notebook_gpu_hours = float(idle or 0) / 60
+    # Reclaimed: suspended hours within the request's life (until it would have ended anyway).
+    for request_id, item in by_id.items():
+        start = life_start.get(request_id)
+        if start is None:
+            continue
+        life_end = min(end, start + timedelta(hours=item.duration_hours))
+        suspended_at = None
+        for event in events.objects.filter(request_id=request_id).order_by("at", "pk"):
+            if event.to_status == "suspended" and event.from_status != "suspended":
+                suspended_at = event.at
+            elif event.from_status == "suspended" and suspended_at is not None:
+                outcome.reclaimed_gpu_hours += item.gpus * max(
+                    0.0, (min(event.at, life_end) - suspended_at).total_seconds() / 3600
+                )
+                suspended_at = None
+        if suspended_at is not None:
+            outcome.reclaimed_gpu_hours += item.gpus * max(0.0, (life_end - suspended_at).total_seconds() / 3600)
+    for request_id, submitted, activated in requests.objects.filter(pk__in=list(by_id)).values_list(
+        "pk", "submitted_at", "activated_at"
+    ):
+        first = life_start.get(request_id) or activated
+        if first is None:
+            outcome.never_started += 1
+        else:
+            outcome.waits_h.append(max(0.0, (first - submitted).total_seconds() / 3600))
+
+
+def p95(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def reset() -> None:
+    """Every request and rollup gone (the fleet, teams and users stay); the kept values with them."""
+    from django.core.cache import cache
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "TRUNCATE allocations_gpurequest, billing_utilizationrollup, billing_dailyusage, billing_monthlyusage "
+            "RESTART IDENTITY CASCADE"
+        )
+    cache.clear()  # TRUNCATE sends no signals: new cache tokens make every kept value stale
+
+
+def _row(name: str, off: Outcome, on: Outcome, show) -> tuple[str, str, str]:
+    return name, show(off), show(on)
+
+
+def print_table(off: Outcome, on: Outcome, gpus: int, requests: int, days: int) -> None:
+    rows = [
+        _row("GPU-hours held", off, on, lambda o: f"{o.held_gpu_hours:,.0f}"),
+        _row("GPU-hours busy", off, on, lambda o: f"{o.busy_gpu_hours:,.0f}"),
+        _row("GPU-hours reclaimed", off, on, lambda o: f"{o.reclaimed_gpu_hours:,.0f}"),
+        _row("idle notebook GPU-hours held", off, on, lambda o: f"{o.idle_notebook_gpu_hours:,.0f}"),
+        _row("wait to start, median (h)", off, on, lambda o: f"{statistics.median(o.waits_h or [0]):.1f}"),
+        _row("wait to start, p95 (h)", off, on, lambda o: f"{p95(o.waits_h):.1f}"),
+        _row("requests never started", off, on, lambda o: str(o.never_started)),
+        _row("suspensions / keeps / resumes", off, on, lambda o: f"{o.suspensions} / {o.keeps} / {o.resumes}"),
+        _row("false reclaims", off, on, lambda o: str(o.false_reclaims)),
+    ]
+    for slug in sorted(set(off.cost_by_team) | set(on.cost_by_team)):
+        rows.append(
+            (
+                f"cost {slug} (USD)",
+                f"{off.cost_by_team.get(slug, Decimal(0)):,.2f}",
+                f"{on.cost_by_team.get(slug, Decimal(0)):,.2f}",
+            )
+        )
+    total_off, total_on = sum(off.cost_by_team.values(), Decimal(0)), sum(on.cost_by_team.values(), Decimal(0))
+    rows.append(("cost, all teams (USD)", f"{total_off:,.2f}", f"{total_on:,.2f}"))
+    rows.append(("replay time (s)", f"{off.seconds:.0f}", f"{on.seconds:.0f}"))
+    print(f"\nFleet replay: {gpus} GPUs, {requests} requests, {days} days ({START:%Y-%m}), PostgreSQL")
+    width = max(len(r[0]) for r in rows)
+    print(f"{'':{width}}  {'no reclaim':>16}  {'reclaim on':>16}")
+    for name, a, b in rows:
+        print(f"{name:{width}}  {a:>16}  {b:>16}")
+    share = on.reclaimed_gpu_hours / off.idle_notebook_gpu_hours if off.idle_notebook_gpu_hours else 0.0
+    verdict = "pass" if share >= 1 / 3 and on.false_reclaims == 0 else "FAIL"
+    print(
+        f"\nReclaimed {on.reclaimed_gpu_hours:,.0f} of the {off.idle_notebook_gpu_hours:,.0f} idle notebook GPU-hours "
+        f"held without reclaim: {share:.0%} (target >= 33 %), false reclaims {on.false_reclaims} (target 0): {verdict}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gpus", type=int, default=512)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    setup_django("replay")
+    import logging
+
+    logging.disable(logging.WARNING)
+    planned = plan(requests=args.requests, days=args.days, seed=args.seed)
+    fleet = build_fleet(args.gpus)
+    off = replay(planned, fleet, days=args.days, reclaim=False, label="no reclaim")
+    reset()
+    for item in planned:
+        item.request_id = None
+    on = replay(planned, fleet, days=args.days, reclaim=True, label="reclaim on")
+    print_table(off, on, fleet["gpus"], args.requests, args.days)
+
+
+if __name__ == "__main__":
+    main()
