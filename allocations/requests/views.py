@@ -18,8 +18,9 @@ from django.views.decorators.http import require_GET, require_POST
 from allocations.clusters.placement import place
 from allocations.clusters.workloads import ON_CLUSTER_STATUSES, gpu_request_access, gpu_request_workload_unread
 from allocations.lifecycle import InvalidTransition
-from allocations.models import GpuRequest, RequestStatus
+from allocations.models import GpuRequest, RequestStatus, RequestTemplate
 from allocations.reference_data import catalog_from_db, tiers_by_slug
+from allocations.request_templates.selectors import request_template_form_initial, request_templates_offered
 from allocations.requests.filtersets import GpuRequestFilterSet
 from allocations.requests.forms import CommentForm, GpuRequestForm, RecommendationPreviewForm
 from allocations.requests.listing import (
@@ -60,6 +61,9 @@ def request_new(request: HttpRequest) -> HttpResponse:
     initial = {**_initial_from_query(request), "submission_token": uuid.uuid4()}
     if request.method == "GET" and request.GET.get("from"):
         initial.update(_clone_initial(request))
+    chosen_template = None
+    if request.method == "GET" and request.GET.get("template"):
+        chosen_template = _template_initial(request, initial)
     form = GpuRequestForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
         token = str(form.cleaned_data.get("submission_token") or "")
@@ -87,7 +91,12 @@ def request_new(request: HttpRequest) -> HttpResponse:
             )
             return redirect("allocations:request-detail", pk=gpu_request.pk)
     status = 400 if request.method == "POST" else 200
-    context = {"form": form, "has_teams": form.fields["team"].queryset.exists()}
+    context = {
+        "form": form,
+        "has_teams": form.fields["team"].queryset.exists(),
+        "templates": list(request_templates_offered(user=request.user)),
+        "chosen_template": chosen_template,
+    }
     return render(request, "allocations/request_form.html", context, status=status)
 
 
@@ -153,6 +162,16 @@ def _clone_initial(request: HttpRequest) -> dict[str, object]:
         raise Http404("No such request in your teams.") from exc
     messages.info(request, f"Pre-filled from request #{source}: check the values, then submit.")
     return initial
+
+
+def _template_initial(request: HttpRequest, initial: dict[str, object]) -> RequestTemplate:
+    """``?template=<id>``: the form pre-filled from a template offered to the user; 404 for any other."""
+    source = request.GET["template"]
+    template = request_templates_offered(user=request.user).filter(pk=int(source)).first() if source.isdigit() else None
+    if template is None:
+        raise Http404("No such template among those offered to your teams.")
+    initial.update(request_template_form_initial(template))
+    return template
 
 
 def _initial_from_query(request: HttpRequest) -> dict[str, str]:
