@@ -23,7 +23,8 @@ DEMO_TEMPLATES: list[tuple[str | None, str, str, dict[str, object], str, list[st
     (
         None,
         "LLM inference 7B",
-        "Serve a 7B model in fp16 (about 14 GB of weights plus KV cache) behind an API with a latency target, on 2 replicas (tier 1 needs two).",
+        "Serve a 7B model in fp16 (about 14 GB of weights plus KV cache) behind an API, on 2 replicas "
+        "(tier 1 needs two).",
         {
             "workload_type": "realtime_inference",
             "gpu_memory_gb": 24,
