@@ -6,6 +6,7 @@ from allocations.approvals import views as approval_views
 from allocations.clusters import views as cluster_views
 from allocations.clusters import workload_views
 from allocations.mig_plans import views as mig_views
+from allocations.quota_requests import views as quota_views
 from allocations.requests import extension_views, search_views
 from allocations.requests import views as request_views
 from allocations.teams import views as team_views
@@ -37,6 +38,10 @@ urlpatterns = [
     path(
         "teams/<slug:slug>/members/<int:user_id>/remove/", team_views.team_member_remove_view, name="team-member-remove"
     ),
+    path("quotas/", quota_views.quota_list, name="quota-list"),
+    path("quotas/<int:pk>/", quota_views.quota_edit, name="quota-edit"),
+    path("quotas/<int:pk>/increase/", quota_views.quota_increase_new, name="quota-increase-new"),
+    path("quotas/increases/<int:pk>/decide/", quota_views.quota_increase_decision, name="quota-increase-decide"),
     path("clusters/", cluster_views.cluster_list, name="cluster-list"),
     path("clusters/<slug:name>/", cluster_views.cluster_detail, name="cluster-detail"),
     path("clusters/<slug:name>/sync/", cluster_views.cluster_sync, name="cluster-sync"),

@@ -19,6 +19,7 @@ from allocations.clusters.placement import place
 from allocations.clusters.workloads import ON_CLUSTER_STATUSES, gpu_request_access, gpu_request_workload_unread
 from allocations.lifecycle import InvalidTransition
 from allocations.models import GpuRequest, RequestStatus, RequestTemplate
+from allocations.quota_requests.selectors import quota_next_steps
 from allocations.reference_data import catalog_from_db, tiers_by_slug
 from allocations.request_templates.selectors import request_template_form_initial, request_templates_offered
 from allocations.requests.filtersets import GpuRequestFilterSet
@@ -96,6 +97,7 @@ def request_new(request: HttpRequest) -> HttpResponse:
         "has_teams": form.fields["team"].queryset.exists(),
         "templates": list(request_templates_offered(user=request.user)),
         "chosen_template": chosen_template,
+        "quota_steps": _quota_next_steps(request, form),
     }
     return render(request, "allocations/request_form.html", context, status=status)
 
@@ -162,6 +164,22 @@ def _clone_initial(request: HttpRequest) -> dict[str, object]:
         raise Http404("No such request in your teams.") from exc
     messages.info(request, f"Pre-filled from request #{source}: check the values, then submit.")
     return initial
+
+
+def _quota_next_steps(request: HttpRequest, form: GpuRequestForm) -> dict[str, object] | None:
+    """After a quota refusal: the quota, whether the user may ask for more (and how many), borrow, or wait."""
+    if form.quota_refusal is None:
+        return None
+    quota_id, shortfall = form.quota_refusal
+    steps = quota_next_steps(user=request.user, quota_id=quota_id)
+    if steps is None:
+        return None
+    tier = form.cleaned_data.get("sla_tier")
+    return {
+        "steps": steps,
+        "shortfall": shortfall,
+        "borrow": steps.borrowing_limit > 0 and not (tier and tier.preemptible),
+    }
 
 
 def _template_initial(request: HttpRequest, initial: dict[str, object]) -> RequestTemplate:
