@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 
 from allocations.home_pages import home_overview
 from billing.costs.budget_overview import team_budget_rows
+from billing.costs.lead_home import lead_overview, lead_teams
 from billing.costs.month_spend import home_costs
 from billing.utilization.selectors import fleet_alerts_needing_action
 from portal.health import readiness
@@ -36,6 +37,7 @@ def home(request: HttpRequest) -> HttpResponse:
         month_costs=costs["month_costs"],
         currency=costs["currency"],
         fleet_alerts=fleet_alerts_needing_action(user=request.user),
+        lead_rows=lead_overview(teams=lead_teams(context["team_rows"])),
     )
     if costs["month_costs"] is not None:  # Finance and platform admins: every team's month, worst first
         rows = team_budget_rows(user=request.user, so_far=costs["so_far"], actions=False)

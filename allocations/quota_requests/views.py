@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from allocations.models import Quota, QuotaRequestStatus
 from allocations.quota_requests.forms import QuotaDecisionForm, QuotaEditForm, QuotaIncreaseForm
 from allocations.quota_requests.selectors import (
+    UnitPrice,
     quota_increase_ask_refusal,
     quota_increase_decide_refusal,
     quota_increases_visible_to,
@@ -51,10 +52,19 @@ def quota_list(request: HttpRequest) -> HttpResponse:
         increases = increases.filter(team__slug=team_slug)
     approver = user_is_approver(user)
     own_teams = set(teams_of(user).values_list("pk", flat=True))
+    # One price per pool, cluster and resource: the pending asks of many teams share them.
+    prices: dict[tuple[int | None, int | None, str], UnitPrice] = {}
+
+    def unit_price(quota: Quota) -> UnitPrice:
+        key = (quota.node_pool_id, quota.cluster_id, quota.resource_name)
+        if key not in prices:
+            prices[key] = quota_unit_monthly_price(quota)
+        return prices[key]
+
     pending = [
         {
             "increase": increase,
-            "cost": quota_unit_monthly_price(increase.quota).times(increase.units_added),
+            "cost": unit_price(increase.quota).times(increase.units_added),
             "decide": quota_increase_decide_refusal(user=user, increase=increase) is None,
         }
         for increase in increases.filter(status=QuotaRequestStatus.PENDING).order_by("created_at")
