@@ -9,6 +9,7 @@ from allocations.mig_plans import views as mig_views
 from allocations.quota_requests import views as quota_views
 from allocations.requests import extension_views, search_views
 from allocations.requests import views as request_views
+from allocations.teams import member_picker
 from allocations.teams import views as team_views
 
 app_name = "allocations"
@@ -34,6 +35,7 @@ urlpatterns = [
     path("teams/", team_views.team_list, name="team-list"),
     path("teams/<slug:slug>/", team_views.team_detail, name="team-detail"),
     path("teams/<slug:slug>/members/", team_views.team_member_add_view, name="team-member-add"),
+    path("teams/<slug:slug>/members/candidates/", member_picker.team_member_candidates, name="team-member-candidates"),
     path("teams/<slug:slug>/members/<int:user_id>/role/", team_views.team_member_role_view, name="team-member-role"),
     path(
         "teams/<slug:slug>/members/<int:user_id>/remove/", team_views.team_member_remove_view, name="team-member-remove"
