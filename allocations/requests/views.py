@@ -72,7 +72,9 @@ def request_new(request: HttpRequest) -> HttpResponse:
         if earlier is not None:
             # The same page posted again (a double click, a reload, a replay): no second request.
             if earlier:
-                messages.info(request, f"This form was already submitted as request #{earlier}.")
+                messages.info(
+                    request, f"This form was already submitted as request #{earlier}.", extra_tags="request-submitted"
+                )
                 return redirect("allocations:request-detail", pk=earlier)
             messages.info(request, "This form is already being submitted; your requests are listed here.")
             return redirect("allocations:request-list")
@@ -89,6 +91,7 @@ def request_new(request: HttpRequest) -> HttpResponse:
                 request,
                 f"Request #{gpu_request.pk} “{gpu_request.name}” was submitted: "
                 f"{gpu_request.get_status_display().lower()}.",
+                extra_tags="request-submitted",  # the page clears the browser's saved draft of the form
             )
             return redirect("allocations:request-detail", pk=gpu_request.pk)
     status = 400 if request.method == "POST" else 200
@@ -98,6 +101,8 @@ def request_new(request: HttpRequest) -> HttpResponse:
         "templates": list(request_templates_offered(user=request.user)),
         "chosen_template": chosen_template,
         "quota_steps": _quota_next_steps(request, form),
+        # The browser's saved draft fills a fresh form only: not one re-rendered with errors, cloned or templated.
+        "draft_mode": "restore" if request.method == "GET" and not set(request.GET) & {"from", "template"} else "keep",
     }
     return render(request, "allocations/request_form.html", context, status=status)
 
