@@ -53,7 +53,7 @@ def test_a_refusal_offers_to_ask_for_the_missing_units(demo_org: DemoOrg, pool_q
     html = response.content.decode()
     assert "2 in use, 6 asked, 2 available" in html
     assert f'href="/quotas/{pool_quota.pk}/increase/?units=4"' in html and "(to 8)" in html
-    assert " running</a> (2)" in html  # waiting: what holds the quota now
+    assert " running</a> (2 units" in html  # waiting: what holds the quota now
 
 
 def test_a_lead_asks_and_an_approver_grants(demo_org: DemoOrg, pool_quota: Quota) -> None:
