@@ -7,6 +7,7 @@ from allocations.clusters import views as cluster_views
 from allocations.clusters import workload_views
 from allocations.mig_plans import views as mig_views
 from allocations.quota_requests import views as quota_views
+from allocations.request_templates import views as template_views
 from allocations.requests import extension_views, search_views
 from allocations.requests import views as request_views
 from allocations.teams import member_picker
@@ -25,6 +26,9 @@ urlpatterns = [
     path("requests/<int:pk>/resume/", request_views.request_resume, name="request-resume"),
     path("requests/<int:pk>/keep/", request_views.request_keep, name="request-keep"),
     path("requests/<int:pk>/extend/", extension_views.request_extend, name="request-extend"),
+    path("requests/<int:pk>/save-template/", template_views.template_from_request, name="request-save-template"),
+    path("templates/", template_views.template_list, name="template-list"),
+    path("templates/<int:pk>/delete/", template_views.template_delete, name="template-delete"),
     path("requests/<int:pk>/status/", request_views.request_status, name="request-status"),
     path("requests/<int:pk>/workload/", workload_views.request_workload, name="request-workload"),
     path("requests/<int:pk>/manifests.yaml", request_views.request_manifests_download, name="request-manifests"),

@@ -6,7 +6,7 @@ import shlex
 
 from django.db.models import Q, QuerySet
 
-from allocations.models import RequestTemplate, Role, Team
+from allocations.models import GpuRequest, RequestTemplate, Role, Team
 from allocations.selectors import User, membership_role, teams_of, teams_visible_to, user_is_platform_admin
 
 
@@ -68,3 +68,26 @@ def request_template_request_values(template: RequestTemplate) -> dict[str, obje
     if template.command:
         values["command"] = list(template.command)
     return values
+
+
+def request_template_values_of(request: GpuRequest) -> dict[str, object]:
+    """A request's profile, purpose, image and command as a template's values (``request_template_save``)."""
+    profile: dict[str, object] = {
+        "workload_type": request.workload_type,
+        "gpu_memory_gb": float(request.gpu_memory_gb),
+        "gpu_count": request.gpu_count,
+        "replicas": request.replicas,
+        "latency_sensitive": request.latency_sensitive,
+        "isolation_required": request.isolation_required,
+    }
+    optional = {
+        "latency_p99_ms": request.latency_p99_ms,
+        "expected_utilization_pct": request.expected_utilization_pct,
+        "duration_hours": request.duration_hours,
+    }
+    profile.update({name: float(value) for name, value in optional.items() if value is not None})
+    if request.sla_tier_id:
+        profile["sla_tier"] = request.sla_tier.slug
+    if request.gpu_model_requested:
+        profile["gpu_model"] = request.gpu_model_requested
+    return {"profile": profile, "purpose": request.purpose, "image": request.image, "command": list(request.command)}

@@ -12,6 +12,7 @@ from allocations.models import (
     ExtensionStatus,
     GpuRequest,
     RequestStatus,
+    Role,
 )
 from allocations.requests.extension_services import extend_refusal, extension_decide_refusal
 from allocations.requests.reclaim_services import keep_refusal, resume_refusal
@@ -47,6 +48,8 @@ def gpu_request_actions(
         # Any request of the user's teams, whatever its status: cloning only pre-fills a form, and submitting it is
         # checked like any new request.
         "clone": role is not None,
+        # A team's leads save its requests as the team's templates.
+        "save_template": role == Role.LEAD,
         "reapply": reapply_refusal(user=user, request=request) is None,
         # Idle reclaim: bring a suspended notebook back, or keep a running one from being suspended.
         "resume": resume_refusal(user=user, request=request, role=role) is None,

@@ -115,3 +115,49 @@ def test_the_demo_templates_each_make_a_request_on_the_demo_pools(settings, djan
             assert set(errors) == {"__all__"} and "quota" in str(errors).lower(), errors
             continue
         assert made.workload_type in WorkloadType.values
+
+
+def test_a_lead_saves_a_request_as_a_team_template_and_deletes_it(demo_org: DemoOrg) -> None:
+    request = gpu_request_submit(
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="detector",
+        profile_data={"workload_type": "training", "gpu_memory_gb": 40, "duration_hours": 12},
+        command=["python", "train.py"],
+    )
+    detail = reverse("allocations:request-detail", args=[request.pk])
+    lead = client_for(demo_org.team_lead)
+    assert 'id="save-template"' in lead.get(detail).content.decode()
+    assert 'id="save-template"' not in client_for(demo_org.member).get(detail).content.decode()
+
+    saved = lead.post(reverse("allocations:request-save-template", args=[request.pk]), {"name": "Detector run"})
+
+    assert saved.status_code == 302
+    template = RequestTemplate.objects.get(name="Detector run")
+    assert template.team == demo_org.team and template.command == ["python", "train.py"]
+    assert template.profile["gpu_memory_gb"] == 40 and template.profile["duration_hours"] == 12
+    listing = lead.get(reverse("allocations:template-list")).content.decode()
+    assert f"?template={template.pk}" in listing and "Delete" in listing
+    refused = client_for(demo_org.member).post(reverse("allocations:template-delete", args=[template.pk]))
+    assert refused.status_code == 403
+    assert (
+        client_for(demo_org.outsider).post(reverse("allocations:template-delete", args=[template.pk])).status_code
+        == 404
+    )
+    lead.post(reverse("allocations:template-delete", args=[template.pk]))
+    assert not RequestTemplate.objects.filter(pk=template.pk).exists()
+
+
+def test_a_member_cannot_save_a_template(demo_org: DemoOrg) -> None:
+    request = gpu_request_submit(
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="detector",
+        profile_data={"workload_type": "training", "gpu_memory_gb": 40},
+    )
+
+    response = client_for(demo_org.member).post(
+        reverse("allocations:request-save-template", args=[request.pk]), {"name": "mine"}
+    )
+
+    assert response.status_code == 403 and not RequestTemplate.objects.exists()
