@@ -30,10 +30,11 @@ class TemplateNameForm(forms.Form):
 def template_list(request: HttpRequest) -> HttpResponse:
     """The templates offered to the user's teams, each with Use (and Delete for those who manage it)."""
     templates = list(request_templates_offered(user=request.user).order_by("team__name", "name"))
-    rows = [
-        {"template": t, "manage": request_template_manage_refusal(user=request.user, team=t.team) is None}
-        for t in templates
-    ]
+    manages: dict[int | None, bool] = {}  # by team: one check per team, not per template
+    for template in templates:
+        if template.team_id not in manages:
+            manages[template.team_id] = request_template_manage_refusal(user=request.user, team=template.team) is None
+    rows = [{"template": t, "manage": manages[t.team_id]} for t in templates]
     return render(request, "allocations/template_list.html", {"rows": rows})
 
 

@@ -140,7 +140,13 @@ def test_pages_of_a_lead_and_the_team(new_page) -> None:
     page.locator("#member-candidates option").first.wait_for(state="attached")
     assert page.locator("#member-candidates option").first.get_attribute("value") == "bob"
     shoot(page, "team-page-lead")
-    page.goto("/requests/")
     first = GpuRequest.objects.filter(team__slug="vision").order_by("-id").first()
     page.goto(f"/requests/{first.pk}/")
     assert page.locator("#clone-request").count() == 1
+    page.click("#save-template summary")
+    page.fill("#template-name", "From the e2e test")
+    shoot(page, "request-detail-save-template")
+    page.click("#save-template button[type=submit]")
+    page.wait_for_url(re.compile(r"/templates/$"))
+    assert "From the e2e test" in page.locator("#template-list").inner_text()
+    shoot(page, "template-list")

@@ -72,6 +72,7 @@ PAGES = {
     "approval_queue": ("/approvals/", "approver"),
     "quotas": ("/quotas/", "approver"),  # with each quota's edit form and the pending increases' cost
     "quotas_member": ("/quotas/", "member"),
+    "template_list": ("/templates/", "team_lead"),  # with the Delete the lead may use
     "team_list": ("/teams/", "approver"),
     "team_page": ("/teams/vision/", "member"),
     "team_page_lead": ("/teams/vision/", "team_lead"),  # with the lead's member controls
