@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from allocations.models import WorkloadType
 from allocations.request_templates.selectors import (
     request_template_manage_refusal,
     request_template_values_of,
@@ -34,8 +35,21 @@ def template_list(request: HttpRequest) -> HttpResponse:
     for template in templates:
         if template.team_id not in manages:
             manages[template.team_id] = request_template_manage_refusal(user=request.user, team=template.team) is None
-    rows = [{"template": t, "manage": manages[t.team_id]} for t in templates]
+    rows = [{"template": t, "manage": manages[t.team_id], "summary": _summary(t.profile)} for t in templates]
     return render(request, "allocations/template_list.html", {"rows": rows})
+
+
+def _summary(profile: dict[str, object]) -> str:
+    """One line of a template's profile: workload, memory, GPUs x replicas, hours."""
+    kind = profile.get("workload_type")
+    parts = [WorkloadType(kind).label if kind in WorkloadType.values else str(kind)]
+    parts.append(f"{float(str(profile.get('gpu_memory_gb') or 0)):g} GB per replica")
+    gpus, replicas = profile.get("gpu_count") or 1, profile.get("replicas") or 1
+    if gpus != 1 or replicas != 1:
+        parts.append(f"{gpus} GPU{'s' if gpus != 1 else ''} x {replicas} replica{'s' if replicas != 1 else ''}")
+    if profile.get("duration_hours"):
+        parts.append(f"{float(str(profile['duration_hours'])):g} h")
+    return " · ".join(parts)
 
 
 @login_required
