@@ -112,7 +112,11 @@ def quota_update(
     if not user_is_approver(acting_user):
         raise PermissionDenied("Only platform approvers change quotas.")
     with transaction.atomic():
-        quota = Quota.objects.select_for_update().select_related("team", "cluster", "node_pool").get(pk=quota.pk)
+        quota = (
+            Quota.objects.select_for_update(of=("self",))
+            .select_related("team", "cluster", "node_pool")
+            .get(pk=quota.pk)
+        )
         before = audit_snapshot(quota)
         quota.limit = limit
         if borrowing_limit is not UNCHANGED:
