@@ -42,7 +42,8 @@ PAGES = {
         "/quotas/",
         "/templates/",
     ],
-    "dave": ["/", "/teams/vision/", "/requests/{vision-notebook}/", "/quotas/?team=vision", "/templates/"],  # Computer Vision's lead
+    # Computer Vision's lead
+    "dave": ["/", "/teams/vision/", "/requests/{vision-notebook}/", "/quotas/?team=vision", "/templates/"],
     "bob": ["/", "/requests/{embedding-batch}/", "/teams/nlp/"],  # a member of Natural Language
     "finance": ["/", "/billing/dashboards/", "/billing/reports/", "/billing/reports/nlp/{month}/"],
     "carol": [  # platform approver and admin
