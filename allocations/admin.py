@@ -396,3 +396,7 @@ class AllocationExtensionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+# Registered on import: the admin pages of templates and quota increase requests.
+from allocations import admin_presets  # noqa: E402, F401

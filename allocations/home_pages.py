@@ -3,10 +3,10 @@ approvers and admins the pending approvals and every pool's capacity."""
 
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch, Window
+from django.db.models import Count, OuterRef, Prefetch, Subquery, Window
 
 from allocations.clusters.pages import node_pool_capacity_rows
-from allocations.models import NodePool, Quota, RequestStatus
+from allocations.models import Membership, NodePool, Quota, RequestStatus
 from allocations.selectors import User, teams_of, user_is_approver, visible_requests
 from allocations.teams.quota_usage import units_allocated_by_pool, with_units_held
 
@@ -31,7 +31,11 @@ def home_overview(*, user: User) -> dict[str, object]:
     """What the home page shows: the user's teams with quota use, their own requests and their teams' latest."""
     # The teams, then their quotas with cluster and pool joined and what is held against each: two queries.
     quotas = with_units_held(Quota.objects.select_related("cluster", "node_pool__cluster"))
-    teams = list(teams_of(user).prefetch_related(Prefetch("quotas", queryset=quotas)))
+    # The user's role in each team rides along (a lead's home adds the team's spend and waiting items).
+    role = Membership.objects.filter(user_id=user.pk, team=OuterRef("pk")).order_by().values("role")[:1]
+    teams = list(
+        teams_of(user).annotate(viewer_role=Subquery(role)).prefetch_related(Prefetch("quotas", queryset=quotas))
+    )
     team_rows = [
         {
             "team": team,

@@ -6,8 +6,11 @@ from allocations.approvals import views as approval_views
 from allocations.clusters import views as cluster_views
 from allocations.clusters import workload_views
 from allocations.mig_plans import views as mig_views
+from allocations.quota_requests import views as quota_views
+from allocations.request_templates import views as template_views
 from allocations.requests import extension_views, list_views, search_views
 from allocations.requests import views as request_views
+from allocations.teams import member_picker
 from allocations.teams import views as team_views
 
 app_name = "allocations"
@@ -26,6 +29,9 @@ urlpatterns = [
     path("requests/<int:pk>/resume/", request_views.request_resume, name="request-resume"),
     path("requests/<int:pk>/keep/", request_views.request_keep, name="request-keep"),
     path("requests/<int:pk>/extend/", extension_views.request_extend, name="request-extend"),
+    path("requests/<int:pk>/save-template/", template_views.template_from_request, name="request-save-template"),
+    path("templates/", template_views.template_list, name="template-list"),
+    path("templates/<int:pk>/delete/", template_views.template_delete, name="template-delete"),
     path("requests/<int:pk>/status/", request_views.request_status, name="request-status"),
     path("requests/<int:pk>/workload/", workload_views.request_workload, name="request-workload"),
     path("requests/<int:pk>/manifests.yaml", request_views.request_manifests_download, name="request-manifests"),
@@ -36,10 +42,15 @@ urlpatterns = [
     path("teams/", team_views.team_list, name="team-list"),
     path("teams/<slug:slug>/", team_views.team_detail, name="team-detail"),
     path("teams/<slug:slug>/members/", team_views.team_member_add_view, name="team-member-add"),
+    path("teams/<slug:slug>/members/candidates/", member_picker.team_member_candidates, name="team-member-candidates"),
     path("teams/<slug:slug>/members/<int:user_id>/role/", team_views.team_member_role_view, name="team-member-role"),
     path(
         "teams/<slug:slug>/members/<int:user_id>/remove/", team_views.team_member_remove_view, name="team-member-remove"
     ),
+    path("quotas/", quota_views.quota_list, name="quota-list"),
+    path("quotas/<int:pk>/", quota_views.quota_edit, name="quota-edit"),
+    path("quotas/<int:pk>/increase/", quota_views.quota_increase_new, name="quota-increase-new"),
+    path("quotas/increases/<int:pk>/decide/", quota_views.quota_increase_decision, name="quota-increase-decide"),
     path("clusters/", cluster_views.cluster_list, name="cluster-list"),
     path("clusters/<slug:name>/", cluster_views.cluster_detail, name="cluster-detail"),
     path("clusters/<slug:name>/sync/", cluster_views.cluster_sync, name="cluster-sync"),

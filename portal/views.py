@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 
 from allocations.home_pages import home_overview
 from billing.costs.budget_overview import team_budget_rows
+from billing.costs.lead_home import lead_overview, lead_teams
 from billing.costs.month_spend import home_costs
 from billing.costs.waste import month_reclaimable_gpu_hours
 from billing.utilization.selectors import fleet_alerts_needing_action
@@ -38,6 +39,7 @@ def home(request: HttpRequest) -> HttpResponse:
         currency=costs["currency"],
         fleet_alerts=fleet_alerts_needing_action(user=request.user),
         reclaimable=month_reclaimable_gpu_hours() if context.get("platform") else None,
+        lead_rows=lead_overview(teams=lead_teams(context["team_rows"])),
     )
     if costs["month_costs"] is not None:  # Finance and platform admins: every team's month, worst first
         rows = team_budget_rows(user=request.user, so_far=costs["so_far"], actions=False)

@@ -3,7 +3,17 @@
 
 from __future__ import annotations
 
-from allocations.models import AllocationExtension, Cluster, GpuRequest, NodePool, Team
+from allocations.models import (
+    AllocationExtension,
+    Cluster,
+    GpuRequest,
+    NodePool,
+    QuotaIncreaseRequest,
+    RequestTemplate,
+    Team,
+)
+from allocations.quota_requests.selectors import quota_increases_visible_to
+from allocations.request_templates.selectors import request_templates_visible_to
 from allocations.selectors import (
     allocation_extensions_visible_to,
     clusters_visible_to,
@@ -21,3 +31,5 @@ def register_allocations_visibility() -> None:
     register_visibility(Team, teams_visible_to)
     register_visibility(Cluster, clusters_visible_to)
     register_visibility(NodePool, node_pools_visible_to)
+    register_visibility(RequestTemplate, request_templates_visible_to)
+    register_visibility(QuotaIncreaseRequest, quota_increases_visible_to)

@@ -27,9 +27,11 @@ from allocations.models import (
     Membership,
     Quota,
     RequestEvent,
+    RequestTemplate,
     Team,
     WorkloadType,
 )
+from allocations.request_templates.selectors import request_template_request_values
 from allocations.requests.waiting import request_waiting
 from gpucore.decision import ProfileError, WorkloadProfile
 from gpucore.profile import MAX_GPU_MEMORY_GB, MAX_GPUS_PER_REPLICA, MAX_NUMBER, MAX_REPLICAS
@@ -146,6 +148,31 @@ class GpuRequestCreateSerializer(ProfileInputSerializer):
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
     image = serializers.CharField(required=False, allow_blank=True, max_length=255, default="")
     command = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False, default=list)
+    template = serializers.IntegerField(
+        required=False,
+        help_text="A template's id (GET /api/v1/templates/): its values fill in the fields this body leaves out.",
+    )
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, Mapping) or data.get("template") in (None, ""):
+            return super().to_internal_value(data)
+        template = self._template(data["template"])
+        body = {key: data[key] for key in data if key != "template"}
+        validated = super().to_internal_value({**request_template_request_values(template), **body})
+        if template.team_id is not None and validated["team"].pk != template.team_id:
+            raise serializers.ValidationError(
+                {"template": [f"This template is team {template.team.slug}'s; choose that team or another template."]}
+            )
+        return validated
+
+    def _template(self, value: Any) -> RequestTemplate:
+        user = self.context["request"].user
+        template = None
+        if str(value).isdigit():
+            template = visible_to(user, RequestTemplate).filter(pk=int(value)).first()
+        if template is None:
+            raise serializers.ValidationError({"template": [f"No template {value!r} among those offered to you."]})
+        return template
 
 
 class CommentSerializer(serializers.Serializer):

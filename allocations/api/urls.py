@@ -3,7 +3,16 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from allocations.api import cluster_manifests, clusters, extensions, mig_plans, teams, views
+from allocations.api import (
+    cluster_manifests,
+    clusters,
+    extensions,
+    mig_plans,
+    quota_increases,
+    request_templates,
+    teams,
+    views,
+)
 
 router = DefaultRouter()
 router.include_root_view = False
@@ -13,6 +22,8 @@ router.include_format_suffixes = False
 router.register("recommendations", views.RecommendationViewSet, basename="recommendation")
 router.register("requests", views.GpuRequestViewSet, basename="gpu-request")
 router.register("teams", teams.TeamViewSet, basename="team")
+router.register("templates", request_templates.RequestTemplateViewSet, basename="request-template")
+router.register("quota-increases", quota_increases.QuotaIncreaseViewSet, basename="quota-increase")
 router.register("extensions", extensions.AllocationExtensionViewSet, basename="allocation-extension")
 router.register("clusters", clusters.ClusterViewSet, basename="cluster")
 router.register(r"clusters/(?P<cluster_name>[^/]+)/node-pools", clusters.NodePoolViewSet, basename="node-pool")

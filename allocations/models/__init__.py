@@ -41,6 +41,8 @@ from allocations.models.mig_plans import (
     MigPlanStatus,
     NodeStep,
 )
+from allocations.models.quota_requests import QuotaIncreaseRequest, QuotaRequestStatus
+from allocations.models.request_templates import RequestTemplate
 from allocations.models.teams import Membership, Quota, SlaTier, Team
 from allocations.models.validators import dns_label_validator, resource_name_validator
 
@@ -75,8 +77,11 @@ __all__ = [
     "NodePool",
     "NodeStep",
     "Quota",
+    "QuotaIncreaseRequest",
+    "QuotaRequestStatus",
     "RequestEvent",
     "RequestStatus",
+    "RequestTemplate",
     "Role",
     "SavedListColumns",
     "SharingMode",

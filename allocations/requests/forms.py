@@ -102,6 +102,8 @@ class GpuRequestForm(forms.Form):
     # Offered once the team already has an open request of the name typed (the service's refusal on ``name``).
     submit_duplicate = forms.BooleanField(required=False, label="Submit another request of this name anyway")
     offer_duplicate = False
+    # (quota id, units short) of a quota refusal, for its next steps.
+    quota_refusal: tuple[int, int] | None = None
 
     def __init__(self, *args: Any, user: AbstractBaseUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -168,6 +170,9 @@ class GpuRequestForm(forms.Form):
         if not hasattr(error, "error_dict"):
             self.add_error(None, error)
             return
+        # A quota that refused: the page offers the next steps (ask for more, borrow, wait).
+        refusal = next((e for e in error.error_dict.get("quota", []) if getattr(e, "quota_id", None)), None)
+        self.quota_refusal = (refusal.quota_id, refusal.shortfall) if refusal is not None else None
         # A second open request of the same name: the next post may confirm it.
         self.offer_duplicate = any(e.code == OPEN_DUPLICATE for e in error.error_dict.get("name", []))
         for field, messages in error.message_dict.items():

@@ -9,10 +9,10 @@ from functools import lru_cache
 
 from allocations.models import (
     POLLING_STATUSES,
-    TERMINAL_STATUSES,
     ExtensionStatus,
     GpuRequest,
     RequestStatus,
+    Role,
 )
 from allocations.requests.extension_services import extend_refusal, extension_decide_refusal
 from allocations.requests.reclaim_services import keep_refusal, resume_refusal
@@ -45,8 +45,11 @@ def gpu_request_actions(
             approver and request.status == RequestStatus.PENDING_APPROVAL and request.requester_id == user.pk
         ),
         "extend": extend_refusal(user=user, request=request, role=role) is None,
-        # Cloning only pre-fills a form; submitting it is checked like any new request (the user's own teams).
-        "clone": request.status in CLONABLE_STATUSES and role is not None,
+        # Any request of the user's teams, whatever its status: cloning only pre-fills a form, and submitting it is
+        # checked like any new request.
+        "clone": role is not None,
+        # A team's leads save its requests as the team's templates.
+        "save_template": role == Role.LEAD,
         "reapply": reapply_refusal(user=user, request=request) is None,
         # Idle reclaim: bring a suspended notebook back, or keep a running one from being suspended.
         "resume": resume_refusal(user=user, request=request, role=role) is None,
@@ -54,8 +57,6 @@ def gpu_request_actions(
     }
 
 
-# Requests the detail page offers to clone into a new form: those that will not run again (rejected, ended, failed).
-CLONABLE_STATUSES = frozenset({*TERMINAL_STATUSES, RequestStatus.FAILED})
 CLONE_NAME_SUFFIX = " (copy)"
 
 

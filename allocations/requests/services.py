@@ -259,7 +259,8 @@ def require_quota_fits(request: GpuRequest, *, team: Team) -> bool:
             may_borrow=borrow,
         )
     except QuotaExceeded as exc:
-        raise ValidationError({"quota": exc.messages}) from exc
+        # The error itself, not its text: it names the quota that refused (the form offers the next steps).
+        raise ValidationError({"quota": [exc]}) from exc
     request.borrowed = any(item.borrowed for item in headroom)
     return request.borrowed
 

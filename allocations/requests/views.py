@@ -18,8 +18,10 @@ from django.views.decorators.http import require_GET, require_POST
 from allocations.clusters.placement import place
 from allocations.clusters.workloads import ON_CLUSTER_STATUSES, gpu_request_access, gpu_request_workload_unread
 from allocations.lifecycle import InvalidTransition
-from allocations.models import CANCELLABLE_STATUSES, RELEASABLE_STATUSES, GpuRequest, RequestStatus
+from allocations.models import CANCELLABLE_STATUSES, RELEASABLE_STATUSES, GpuRequest, RequestStatus, RequestTemplate
+from allocations.quota_requests.selectors import quota_next_steps
 from allocations.reference_data import catalog_from_db, tiers_by_slug
+from allocations.request_templates.selectors import request_template_form_initial, request_templates_offered
 from allocations.requests.forms import CommentForm, GpuRequestForm, RecommendationPreviewForm
 from allocations.requests.list_columns import attach_batch_values, column_choices, header_cells
 from allocations.requests.list_views import request_list_rows
@@ -56,6 +58,9 @@ def request_new(request: HttpRequest) -> HttpResponse:
     initial = {**_initial_from_query(request), "submission_token": uuid.uuid4()}
     if request.method == "GET" and request.GET.get("from"):
         initial.update(_clone_initial(request))
+    chosen_template = None
+    if request.method == "GET" and request.GET.get("template"):
+        chosen_template = _template_initial(request, initial)
     form = GpuRequestForm(request.POST or None, user=request.user, initial=initial)
     if request.method == "POST" and form.is_valid():
         token = str(form.cleaned_data.get("submission_token") or "")
@@ -63,7 +68,9 @@ def request_new(request: HttpRequest) -> HttpResponse:
         if earlier is not None:
             # The same page posted again (a double click, a reload, a replay): no second request.
             if earlier:
-                messages.info(request, f"This form was already submitted as request #{earlier}.")
+                messages.info(
+                    request, f"This form was already submitted as request #{earlier}.", extra_tags="request-submitted"
+                )
                 return redirect("allocations:request-detail", pk=earlier)
             messages.info(request, "This form is already being submitted; your requests are listed here.")
             return redirect("allocations:request-list")
@@ -80,10 +87,19 @@ def request_new(request: HttpRequest) -> HttpResponse:
                 request,
                 f"Request #{gpu_request.pk} “{gpu_request.name}” was submitted: "
                 f"{gpu_request.get_status_display().lower()}.",
+                extra_tags="request-submitted",  # the page clears the browser's saved draft of the form
             )
             return redirect("allocations:request-detail", pk=gpu_request.pk)
     status = 400 if request.method == "POST" else 200
-    context = {"form": form, "has_teams": form.fields["team"].queryset.exists()}
+    context = {
+        "form": form,
+        "has_teams": form.fields["team"].queryset.exists(),
+        "templates": list(request_templates_offered(user=request.user)),
+        "chosen_template": chosen_template,
+        "quota_steps": _quota_next_steps(request, form),
+        # The browser's saved draft fills a fresh form only: not one re-rendered with errors, cloned or templated.
+        "draft_mode": "restore" if request.method == "GET" and not set(request.GET) & {"from", "template"} else "keep",
+    }
     return render(request, "allocations/request_form.html", context, status=status)
 
 
@@ -149,6 +165,32 @@ def _clone_initial(request: HttpRequest) -> dict[str, object]:
         raise Http404("No such request in your teams.") from exc
     messages.info(request, f"Pre-filled from request #{source}: check the values, then submit.")
     return initial
+
+
+def _quota_next_steps(request: HttpRequest, form: GpuRequestForm) -> dict[str, object] | None:
+    """After a quota refusal: the quota, whether the user may ask for more (and how many), borrow, or wait."""
+    if form.quota_refusal is None:
+        return None
+    quota_id, shortfall = form.quota_refusal
+    steps = quota_next_steps(user=request.user, quota_id=quota_id)
+    if steps is None:
+        return None
+    tier = form.cleaned_data.get("sla_tier")
+    return {
+        "steps": steps,
+        "shortfall": shortfall,
+        "borrow": steps.borrowing_limit > 0 and not (tier and tier.preemptible),
+    }
+
+
+def _template_initial(request: HttpRequest, initial: dict[str, object]) -> RequestTemplate:
+    """``?template=<id>``: the form pre-filled from a template offered to the user; 404 for any other."""
+    source = request.GET["template"]
+    template = request_templates_offered(user=request.user).filter(pk=int(source)).first() if source.isdigit() else None
+    if template is None:
+        raise Http404("No such template among those offered to your teams.")
+    initial.update(request_template_form_initial(template))
+    return template
 
 
 def _initial_from_query(request: HttpRequest) -> dict[str, str]:

@@ -35,10 +35,15 @@ class QuotaHeadroom:
 class QuotaExceeded(ValidationError):
     """The allocation would take the team over a quota; the message names the quota, limit, use and ask."""
 
-    def __init__(self, message: str, code: str, short: str = "") -> None:
+    def __init__(
+        self, message: str, code: str, short: str = "", quota: Quota | None = None, shortfall: int = 0
+    ) -> None:
         super().__init__(message, code=code)
         # The reason alone, for a page that already shows the numbers (the approval queue).
         self.short = short
+        # The quota that refused and by how many units: the refusal's next steps (ask for more, borrow, wait).
+        self.quota_id = quota.pk if quota is not None else None
+        self.shortfall = shortfall
 
 
 def _new_request(*, team: Team, resource_name: str, node_pool: NodePool | None) -> dict[str, object]:
@@ -127,14 +132,16 @@ def _judge(*, team: Team, resource_name: str, item: QuotaHeadroom, units: int, b
         f"Quota exceeded: team {team.slug} may hold {quota.limit} {resource_name} ({quota.scope_label}); "
         f"{item.in_use} in use, {units} asked, {item.available} available"
     )
+    refused = {"quota": quota, "shortfall": item.in_use + units - quota.limit}
     if not (quota.in_cohort and quota.borrowing_limit):
-        raise QuotaExceeded(f"{intro}.", code="quota_exceeded", short="No borrowing on this quota.")
+        raise QuotaExceeded(f"{intro}.", code="quota_exceeded", short="No borrowing on this quota.", **refused)
     if not borrow:
         raise QuotaExceeded(
             f"{intro}. Only preemptible (tier 3) requests may borrow beyond the nominal quota "
             f"(up to {quota.borrowing_limit} more, from other teams' unused quota).",
             code="quota_exceeded",
             short=f"Only tier 3 may borrow (up to {quota.borrowing_limit} more).",
+            **refused,
         )
     admission = admit(_member(quota, item.in_use), cohort_members(quota=quota), units, may_borrow=True)
     if not admission.fits:
@@ -143,6 +150,7 @@ def _judge(*, team: Team, resource_name: str, item: QuotaHeadroom, units: int, b
             f"now with what other teams lend.",
             code="quota_exceeded",
             short=f"Even borrowing, {admission.available} can be admitted now.",
+            **refused,
         )
     return QuotaHeadroom(quota=quota, in_use=item.in_use, borrowed=admission.borrowed)
 

@@ -88,12 +88,12 @@ def test_nobody_clones_another_teams_request(demo_org: DemoOrg, rejected) -> Non
     assert outsider.get(reverse("allocations:request-new") + "?from=abc").status_code == 400
 
 
-def test_a_pending_request_offers_no_clone_and_asks_before_cancelling(demo_org: DemoOrg) -> None:
+def test_a_pending_request_offers_a_clone_and_asks_before_cancelling(demo_org: DemoOrg) -> None:
     request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="train", profile_data=PROFILE)
 
     html = client_for(demo_org.member).get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
 
-    assert 'id="clone-request"' not in html
+    assert f'href="/requests/new/?from={request.pk}"' in html
     assert f'data-confirm="Cancel request #{request.pk} “train”?' in html
     assert "js/confirm.js" in html
 

@@ -39,14 +39,18 @@ PAGES = {
         "/billing/reports/vision/{month}/",
         "/account/tokens/",
         "/search/?q=res",
+        "/quotas/",
+        "/templates/",
     ],
-    "dave": ["/", "/teams/vision/", "/requests/{vision-notebook}/"],  # Computer Vision's lead
+    # Computer Vision's lead
+    "dave": ["/", "/teams/vision/", "/requests/{vision-notebook}/", "/quotas/?team=vision", "/templates/"],
     "bob": ["/", "/requests/{embedding-batch}/", "/teams/nlp/"],  # a member of Natural Language
     "finance": ["/", "/billing/dashboards/", "/billing/idle/", "/billing/reports/", "/billing/reports/nlp/{month}/"],
     "carol": [  # platform approver and admin
         "/",
         "/approvals/",
         "/approvals/?team=vision",
+        "/quotas/",
         "/requests/",
         "/requests/{bert-finetune}/",
         "/requests/{resnet50-training}/",

@@ -16,7 +16,18 @@ from rest_framework.views import APIView
 from allocations.api.mig_plans import MigPlanPreviewView
 from allocations.api.permissions import IsActivePortalUser
 from allocations.api.views import RecommendationViewSet
-from allocations.models import AllocationExtension, Cluster, GpuModel, GpuRequest, NodePool, RequestStatus, Team
+from allocations.models import (
+    AllocationExtension,
+    Cluster,
+    GpuModel,
+    GpuRequest,
+    NodePool,
+    Quota,
+    QuotaIncreaseRequest,
+    RequestStatus,
+    RequestTemplate,
+    Team,
+)
 from billing.api.reports import PriceBookView
 from billing.api.whatif import WhatIfView
 from billing.models import MonthlyReport
@@ -93,7 +104,21 @@ def _other_objects(org: DemoOrg) -> dict[type, dict[str, object]]:
     extension = AllocationExtension.objects.create(request=theirs, requested_by=org.outsider, hours=1, reason="more")
     token = api_token_create(acting_user=org.outsider, name="laptop", expires_in_days=30).token
     cluster = {"name": org.cluster.name, "cluster_name": org.cluster.name, "pool": org.pool.name}
+    template = RequestTemplate.objects.create(
+        name="theirs", team=org.other_team, profile={"workload_type": "training", "gpu_memory_gb": 8}
+    )
+    their_quota = Quota.objects.get(team=org.other_team)
+    increase = QuotaIncreaseRequest.objects.create(
+        team=org.other_team,
+        quota=their_quota,
+        limit_when_asked=4,
+        requested_limit=6,
+        reason="r",
+        requested_by=org.outsider,
+    )
     return {
+        RequestTemplate: {"pk": template.pk},
+        QuotaIncreaseRequest: {"pk": increase.pk},
         GpuRequest: {"pk": theirs.pk},
         AllocationExtension: {"pk": extension.pk},
         Team: {"slug": org.other_team.slug},
@@ -104,7 +129,7 @@ def _other_objects(org: DemoOrg) -> dict[type, dict[str, object]]:
 
 
 # Per-team objects are 404 for a member of another team; clusters and pools (approvers only) are 403 or 404.
-PER_TEAM = {GpuRequest, AllocationExtension, Team, ApiToken, MonthlyReport}
+PER_TEAM = {GpuRequest, AllocationExtension, Team, ApiToken, MonthlyReport, RequestTemplate, QuotaIncreaseRequest}
 
 
 def _object_routes() -> list[ApiRoute]:

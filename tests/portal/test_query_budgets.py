@@ -34,8 +34,10 @@ from allocations.models import (
     MigPlan,
     NodePool,
     Quota,
+    QuotaIncreaseRequest,
     RequestEvent,
     RequestStatus,
+    RequestTemplate,
     Role,
     SharingMode,
     SlaTier,
@@ -68,6 +70,9 @@ PAGES = {
     "request_status": ("/requests/{request}/status/", "member"),
     "request_workload": ("/requests/{request}/workload/", "member"),  # its pods and events, for the refresh
     "approval_queue": ("/approvals/", "approver"),
+    "quotas": ("/quotas/", "approver"),  # with each quota's edit form and the pending increases' cost
+    "quotas_member": ("/quotas/", "member"),
+    "template_list": ("/templates/", "team_lead"),  # with the Delete the lead may use
     "team_list": ("/teams/", "approver"),
     "team_page": ("/teams/vision/", "member"),
     "team_page_lead": ("/teams/vision/", "team_lead"),  # with the lead's member controls
@@ -90,6 +95,7 @@ PAGES = {
     "request_events_api": ("/api/v1/requests/{request}/events/", "member"),
     "request_extensions_api": ("/api/v1/requests/{request}/extensions/", "member"),
     "teams_api": ("/api/v1/teams/", "member"),
+    "templates_api": ("/api/v1/templates/", "member"),
     "team_detail_api": ("/api/v1/teams/vision/", "member"),
     "team_usage_api": ("/api/v1/teams/vision/usage/?month={month}", "member"),
     "team_budget_api": ("/api/v1/teams/vision/budget/", "team_lead"),
@@ -192,9 +198,25 @@ class Rows:
         clusters = Cluster.objects.bulk_create(
             Cluster(name=f"cluster-{n}", gitops_path=f"cluster-{n}") for n in numbers
         )
-        NodePool.objects.bulk_create(
+        pools = NodePool.objects.bulk_create(
             [NodePool(cluster=c, name="h100", gpu_model=h100, node_count=2, gpus_per_node=8) for c in clusters]
             + [NodePool(cluster=org.cluster, name=f"pool-{n}", gpu_model=h100, node_count=1) for n in numbers]
+        )
+        # The team's quotas on the new pools, each with an increase waiting; the team's request templates.
+        pool_quotas = Quota.objects.bulk_create(
+            Quota(team=org.team, node_pool=pool, resource_name="nvidia.com/gpu", limit=2) for pool in pools[count:]
+        )
+        QuotaIncreaseRequest.objects.bulk_create(
+            QuotaIncreaseRequest(
+                team=org.team, quota=q, limit_when_asked=2, requested_limit=4, reason="more", requested_by=org.member
+            )
+            for q in pool_quotas
+        )
+        RequestTemplate.objects.bulk_create(
+            RequestTemplate(
+                team=org.team, name=f"preset-{n}", profile={"workload_type": "training", "gpu_memory_gb": 8}
+            )
+            for n in numbers
         )
 
         # Tokens, audit events, MIG plans of the MIG pool, closed reports of earlier months.

@@ -27,6 +27,7 @@ from allocations.models import (
     SharingMode,
     Team,
 )
+from allocations.request_templates.demo import seed_demo_request_templates
 from allocations.requests.services import (
     gpu_request_approve,
     gpu_request_reject,
@@ -193,6 +194,7 @@ class Command(BaseCommand):
             teams = self._teams(users)
             pools = self._cluster()
             self._quotas(teams, pools)
+            seed_demo_request_templates(teams)
         books = self._price_book()  # before the requests, so their frozen costs use it
         # The demo's own history notifies nobody (the console backend would print every email).
         with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):

@@ -1,0 +1,152 @@
+"""A team lead's home: for each team they lead, this month's spend by member and by request, what waits for a
+decision from the team (requests, extensions, quota increases), and the allocations that idle most."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from allocations.models import (
+    AllocationExtension,
+    ExtensionStatus,
+    GpuRequest,
+    QuotaIncreaseRequest,
+    QuotaRequestStatus,
+    RequestStatus,
+    Role,
+    Team,
+)
+from billing.costs.chargeback import month_chargeback
+from billing.metering.selectors import rollup_usage_aggregates, weighted_utilization_pct
+from billing.models import UtilizationRollup
+from gpucore.pricing import to_cents
+
+TOP_ROWS = 5
+IDLE_WINDOW_DAYS = 7
+# Below this mean utilization over the window an allocation counts as idling.
+IDLE_BELOW_PCT = 20.0
+
+
+def lead_teams(team_rows: list[dict[str, Any]]) -> list[Team]:
+    """The teams of the home's rows the user leads (``viewer_role`` from ``home_overview``)."""
+    return [row["team"] for row in team_rows if getattr(row["team"], "viewer_role", None) == Role.LEAD]
+
+
+def lead_overview(*, teams: list[Team], now: datetime | None = None) -> list[dict[str, Any]]:
+    """Per led team: spend by member and by request this month, waiting items, and the top idle holdings."""
+    if not teams:
+        return []
+    now = now or timezone.now()
+    month = now.astimezone(UTC).date().replace(day=1)
+    chargeback = month_chargeback(month=month, now=now, for_teams=teams)
+    by_request: dict[int, dict[str, Decimal]] = defaultdict(lambda: {"amount": Decimal(0), "gpu_hours": Decimal(0)})
+    for team in teams:
+        charge = chargeback.teams.get(team.slug)
+        for line in charge.lines if charge else []:
+            if line.allocation.request_id is not None:
+                by_request[line.allocation.request_id]["amount"] += line.amount
+                by_request[line.allocation.request_id]["gpu_hours"] += line.allocated_gpu_hours
+    requests = {
+        row["pk"]: row
+        for row in GpuRequest.objects.filter(team__in=teams)
+        .filter(pk__in=list(by_request) or [0])
+        .values("pk", "name", "team_id", "status", "requester__username", "requester__first_name")
+    }
+    waiting = _waiting(teams)
+    idle = _idle(teams, now=now, spend=by_request)
+    answers = []
+    for team in teams:
+        rows = [
+            {**requests[pk], "amount": to_cents(spend["amount"]), "gpu_hours": spend["gpu_hours"]}
+            for pk, spend in by_request.items()
+            if pk in requests and requests[pk]["team_id"] == team.pk
+        ]
+        rows.sort(key=lambda row: row["amount"], reverse=True)
+        members: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            who = members.setdefault(
+                row["requester__username"],
+                {
+                    "username": row["requester__username"],
+                    "name": row["requester__first_name"],
+                    "amount": Decimal(0),
+                    "requests": 0,
+                },
+            )
+            who["amount"] += row["amount"]
+            who["requests"] += 1
+        total = sum((row["amount"] for row in rows), Decimal(0))
+        answers.append(
+            {
+                "team": team,
+                "total": total,
+                "currency": settings.PORTAL_CURRENCY,
+                "by_member": sorted(members.values(), key=lambda m: m["amount"], reverse=True),
+                "by_request": rows[:TOP_ROWS],
+                "more_requests": max(len(rows) - TOP_ROWS, 0),
+                "waiting": waiting[team.pk],
+                "idle": idle[team.pk],
+            }
+        )
+    return answers
+
+
+def _waiting(teams: list[Team]) -> dict[int, dict[str, list[Any]]]:
+    """The team's requests and extensions waiting for an approver, and its pending quota increases."""
+    waiting: dict[int, dict[str, list[Any]]] = {
+        team.pk: {"requests": [], "extensions": [], "quotas": []} for team in teams
+    }
+    for request in (
+        GpuRequest.objects.filter(team__in=teams, status=RequestStatus.PENDING_APPROVAL)
+        .select_related("requester")
+        .only("pk", "name", "team_id", "submitted_at", "created_at", "requester__username")
+        .order_by("submitted_at", "id")
+    ):
+        waiting[request.team_id]["requests"].append(request)
+    for extension in AllocationExtension.objects.filter(
+        request__team__in=teams, status=ExtensionStatus.PENDING
+    ).select_related("request"):
+        waiting[extension.request.team_id]["extensions"].append(extension)
+    for increase in QuotaIncreaseRequest.objects.filter(
+        team__in=teams, status=QuotaRequestStatus.PENDING
+    ).select_related("quota"):
+        waiting[increase.team_id]["quotas"].append(increase)
+    return waiting
+
+
+def _idle(teams: list[Team], *, now: datetime, spend: dict[int, dict[str, Decimal]]) -> dict[int, list[dict[str, Any]]]:
+    """The team's running allocations measured under ``IDLE_BELOW_PCT`` over the last week, the costliest idle first
+    (this month's charge times the unused share)."""
+    since = now - timedelta(days=IDLE_WINDOW_DAYS)
+    rows = (
+        UtilizationRollup.objects.filter(
+            team__in=teams, hour__gte=since, request__status=RequestStatus.ACTIVE, request__isnull=False
+        )
+        .values("request_id", "request__name", "request__team_id", "request__requester__username")
+        .annotate(**rollup_usage_aggregates())
+        .order_by()
+    )
+    idle: dict[int, list[dict[str, Any]]] = {team.pk: [] for team in teams}
+    for row in rows:
+        utilization = weighted_utilization_pct(row)
+        if utilization is None or utilization >= IDLE_BELOW_PCT:
+            continue
+        amount = spend.get(row["request_id"], {}).get("amount", Decimal(0))
+        idle[row["request__team_id"]].append(
+            {
+                "pk": row["request_id"],
+                "name": row["request__name"],
+                "requester": row["request__requester__username"],
+                "utilization_pct": utilization,
+                "idle_amount": to_cents(amount * Decimal(str(1 - utilization / 100))),
+            }
+        )
+    for items in idle.values():
+        items.sort(key=lambda item: item["idle_amount"], reverse=True)
+        del items[TOP_ROWS:]
+    return idle
