@@ -13,10 +13,15 @@ from allocations.selectors import (
 )
 from allocations.teams.quota_usage import quota_usage_by_quota
 from allocations.teams.services import team_members_refusal
+from infra.pagination import BoundedCountPaginator
+
+# Active allocations a team page shows at once; more are paged (a team can hold thousands).
+ALLOCATIONS_PER_PAGE = 25
 
 
-def team_overview(*, user: User, slug: str) -> dict[str, object]:
-    """A team page: members and roles, quota use per resource, active allocations; Team.DoesNotExist if not visible."""
+def team_overview(*, user: User, slug: str, allocations_page: str | None = None) -> dict[str, object]:
+    """A team page: members and roles, quota use per resource, a page of its active allocations (``allocations_page``,
+    the ``?page=`` asked for); Team.DoesNotExist if not visible."""
     team = teams_visible_to(user).get(slug=slug)
     memberships = team.memberships.select_related("user").order_by("role", "user__username")
     quota_rows = list(team.quotas.select_related("cluster", "node_pool__cluster"))
@@ -43,7 +48,9 @@ def team_overview(*, user: User, slug: str) -> dict[str, object]:
         "team": team,
         "memberships": memberships,
         "quotas": quotas,
-        "allocations": allocations,
+        "allocations": BoundedCountPaginator(allocations, ALLOCATIONS_PER_PAGE, count_with_page=True).get_page(
+            allocations_page
+        ),
         "role": membership_role(user=user, team=team),
         # Leads manage members; the last lead's row offers neither removal nor stepping down (the service refuses).
         "can_manage_members": team_members_refusal(user=user, team=team) is None,

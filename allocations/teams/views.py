@@ -25,7 +25,7 @@ from allocations.view_helpers import error_text
 def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """A team: members and roles, quota bars per resource, active allocations and the monthly budget."""
     try:
-        context = team_overview(user=request.user, slug=slug)
+        context = team_overview(user=request.user, slug=slug, allocations_page=request.GET.get("page"))
     except Team.DoesNotExist as exc:
         raise Http404("No such team among yours.") from exc
     return render(request, "allocations/team_detail.html", context)

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from allocations.models import GpuRequest, Quota, RequestStatus
 from allocations.requests.services import gpu_request_submit
+from allocations.teams.pages import ALLOCATIONS_PER_PAGE
 from infra.pagination import COUNT_LIMIT
 from tests.factories import DemoOrg, GpuRequestFactory, MembershipFactory, UserFactory
 
@@ -330,6 +331,23 @@ def test_team_page_shows_members_quota_use_and_active_allocations(demo_org: Demo
     assert "3 / 8" in html
     assert "live-one" in html and "gone" not in html
     assert "<strong>1,500.0</strong> GPU-hour budget" in html
+
+
+def test_team_page_pages_its_active_allocations(demo_org: DemoOrg) -> None:
+    for n in range(ALLOCATIONS_PER_PAGE + 2):
+        GpuRequestFactory(
+            team=demo_org.team, requester=demo_org.member, name=f"held-{n:02d}", status=RequestStatus.ACTIVE
+        )
+    url = reverse("allocations:team-detail", kwargs={"slug": "vision"})
+    first = client_for(demo_org.member).get(url).content.decode()
+    second = client_for(demo_org.member).get(url, {"page": 2}).content.decode()
+    shown_first = {f"held-{n:02d}" for n in range(ALLOCATIONS_PER_PAGE + 2) if f">held-{n:02d}<" in first}
+    shown_second = {f"held-{n:02d}" for n in range(ALLOCATIONS_PER_PAGE + 2) if f">held-{n:02d}<" in second}
+    assert len(shown_first) == ALLOCATIONS_PER_PAGE
+    assert len(shown_second) == 2
+    assert not shown_first & shown_second
+    assert f"{ALLOCATIONS_PER_PAGE + 2} allocations, newest first" in first
+    assert "page=2" in first
 
 
 def test_unknown_team_is_404(demo_org: DemoOrg) -> None:
