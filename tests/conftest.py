@@ -131,10 +131,17 @@ _DATA_MIGRATIONS = (
     ("billing.migrations.0002_cost_price_books_reports", ("seed_finance_group",)),
     ("billing.migrations.0007_usage_aggregates", ("backfill_usage_aggregates",)),
     ("billing.migrations.0011_finance_reads_teams_and_requests", ("grant_finance_reads",)),
+    ("billing.migrations.0013_usage_totals_peak_memory", ("backfill_peak_memory",)),
 )
-# Migrations whose RunPython moves live rows between tables (the sessions, into a table of their own and back): a
-# flushed database has none to move, so they are not replayed.
-_ROW_MOVES = ("portal.migrations.0002_user_session", "portal.migrations.0003_sessions_back_to_django")
+# Migrations whose RunPython moves live rows between tables (the sessions, into a table of their own and back; DRF's
+# plain keys into hashed tokens) or converts a table in place (the hourly rollups into monthly partitions): a
+# flushed database has none to move and its tables are already converted, so they are not replayed.
+_ROW_MOVES = (
+    "portal.migrations.0002_user_session",
+    "portal.migrations.0003_sessions_back_to_django",
+    "portal.tokens.migrations.0002_migrate_legacy_keys",
+    "billing.migrations.0012_partition_hourly_tables_by_month",
+)
 
 
 if TYPE_CHECKING:

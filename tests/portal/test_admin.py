@@ -65,6 +65,7 @@ def test_saving_a_cluster_with_an_empty_secret_box_keeps_the_reference(admin_cli
         "prometheus_url": "",
         "prometheus_auth_secret_ref": "",
         "scheduler": "default",
+        "device_api": "device-plugin",
         # The operator settings as the form shows them (their defaults).
         "monitoring_labels": "{}",
         "gpu_operator_namespace": "gpu-operator",
