@@ -9,10 +9,12 @@ DEMO_TEMPLATES: list[tuple[str | None, str, str, dict[str, object], str, list[st
     (
         None,
         "Jupyter notebook, T4 share, 8 h",
-        "Interactive development on a time-sliced T4 for a working day; preemptible, so it may borrow.",
+        "Interactive development on a quarter of a time-sliced T4 for a working day: the share offers 3.75 GiB "
+        "(15 GiB usable / 4), so the notebook keeps its peak at 3 GiB (3.53 GiB with headroom); preemptible, so it "
+        "may borrow.",
         {
             "workload_type": "development",
-            "gpu_memory_gb": 4,
+            "gpu_memory_gb": 3,
             "gpu_model": "T4",
             "sla_tier": "tier3_development",
             "duration_hours": 8,
@@ -39,10 +41,11 @@ DEMO_TEMPLATES: list[tuple[str | None, str, str, dict[str, object], str, list[st
     (
         None,
         "Multi-node training",
-        "Distributed training on 2 nodes of 8 dedicated GPUs (torchrun/NCCL); 640 GB per replica is 80 GB a GPU.",
+        "Distributed training on 2 nodes of 8 dedicated GPUs (torchrun/NCCL); 480 GiB per replica is 60 GiB a GPU "
+        "(70.59 GiB with headroom), which an 80 GB GPU's 79.25 GiB usable holds.",
         {
             "workload_type": "training",
-            "gpu_memory_gb": 640,
+            "gpu_memory_gb": 480,
             "gpu_count": 8,
             "replicas": 2,
             "sla_tier": "tier2_batch",

@@ -121,7 +121,7 @@ def test_a_quota_refusal_offers_the_next_steps(new_page) -> None:
     page.goto("/requests/new/")
     page.fill("#id_name", "too-big")
     page.select_option("#id_workload_type", "training")
-    page.fill("#id_gpu_memory_gb", "640")
+    page.fill("#id_gpu_memory_gb", "480")
     page.fill("#id_gpu_count", "8")
     page.fill("#id_replicas", "2")
     page.click("button:has-text('Submit for approval')")
