@@ -22,6 +22,7 @@ from tests.integration.test_broker_restart import EphemeralRedis
 
 pytestmark = [
     pytest.mark.integration,
+    pytest.mark.postgres,  # gunicorn and the test share one database
     pytest.mark.redis_server,
     pytest.mark.django_db(transaction=True),
 ]
