@@ -26,9 +26,10 @@ from allocations.requests.held_intervals import held_span_rows
 from billing.costs.selectors import catalog_fallback_rates, price_periods
 from billing.metering.selectors import usage_by_request
 from billing.models import ImportedUsage, MonthlyReport, ReportStatus
-from gpucore.chargeback import Allocation, Chargeback, PricePeriod, compute_chargeback
+from gpucore.chargeback import Allocation, Chargeback, PricePeriod, TeamCharge, compute_chargeback
 from gpucore.manifests import AllocationSpec
 from gpucore.month_curves import MonthCurves
+from infra.reference_cache import MONTH_HELD, MONTH_PRICES, ROLLUPS, cached
 
 
 def next_month(month: date) -> date:
@@ -283,3 +284,21 @@ def build_month_curves(*, month: date, teams: list[Team] | None, share_idle: boo
     return MonthCurves.of_chargeback(
         priced.chargeback, capacity_gpus=priced.capacity, periods=priced.periods, fallback_rates=priced.fallback_rates
     )
+
+
+def team_month_charge(*, team: Team, now: datetime | None = None, share_idle: bool | None = None) -> TeamCharge:
+    """The team's charge for the month so far, as the team page's waste table and a lead's home show it.
+
+    Pricing every allocation of the month takes a second for a team holding thousands, so the answer is kept in the
+    reference cache for the hour it was first asked in (while prices, what the teams held and the rollups are
+    unchanged): these panels show the month as of that first view."""
+    now = now or timezone.now()
+    month = now.astimezone(UTC).date().replace(day=1)
+
+    def build() -> TeamCharge:
+        charge = month_chargeback(month=month, now=now, share_idle=share_idle, for_teams=[team])
+        return charge.teams.get(team.slug) or TeamCharge(team.slug)
+
+    hour = now.astimezone(UTC).strftime("%Y-%m-%dT%H")
+    key = f"team-month-charge:{team.pk}:{share_idle}:{hour}"
+    return cached((MONTH_PRICES, MONTH_HELD, ROLLUPS), key, build, shared=True)

@@ -4,7 +4,7 @@ decision from the team (requests, extensions, quota increases), and the allocati
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -21,7 +21,7 @@ from allocations.models import (
     Role,
     Team,
 )
-from billing.costs.chargeback import month_chargeback
+from billing.costs.chargeback import team_month_charge
 from billing.metering.selectors import rollup_usage_aggregates, weighted_utilization_pct
 from billing.models import UtilizationRollup
 from gpucore.pricing import to_cents
@@ -42,12 +42,10 @@ def lead_overview(*, teams: list[Team], now: datetime | None = None) -> list[dic
     if not teams:
         return []
     now = now or timezone.now()
-    month = now.astimezone(UTC).date().replace(day=1)
-    chargeback = month_chargeback(month=month, now=now, for_teams=teams)
+    charges = {team.slug: team_month_charge(team=team, now=now) for team in teams}
     by_request: dict[int, dict[str, Decimal]] = defaultdict(lambda: {"amount": Decimal(0), "gpu_hours": Decimal(0)})
     for team in teams:
-        charge = chargeback.teams.get(team.slug)
-        for line in charge.lines if charge else []:
+        for line in charges[team.slug].lines:
             if line.allocation.request_id is not None:
                 by_request[line.allocation.request_id]["amount"] += line.amount
                 by_request[line.allocation.request_id]["gpu_hours"] += line.allocated_gpu_hours

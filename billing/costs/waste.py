@@ -13,10 +13,9 @@ from django.utils import timezone
 
 from allocations.idle_policy import reclaim_thresholds
 from allocations.models import Team, WorkloadType
-from billing.costs.chargeback import month_bounds, month_chargeback
+from billing.costs.chargeback import month_bounds, team_month_charge
 from billing.costs.reports import live_report_payload
 from billing.models import UtilizationRollup
-from gpucore.chargeback import TeamCharge
 from gpucore.waste import ChargedHours, Waste, waste_by_request
 from infra.reference_cache import ROLLUPS, cached
 
@@ -41,8 +40,8 @@ def team_month_waste(*, team: Team, now: datetime | None = None) -> dict[str, An
     """The team's waste this month so far: its chargeback up to now (its own allocations only), line by line."""
     now = now or timezone.now()
     month = now.astimezone(UTC).date().replace(day=1)
-    charge = month_chargeback(month=month, now=now, share_idle=False, for_teams=[team]).teams.get(team.slug)
-    payload = live_report_payload(team=team, month=month, charge=charge or TeamCharge(team.slug))
+    charge = team_month_charge(team=team, now=now, share_idle=False)
+    payload = live_report_payload(team=team, month=month, charge=charge)
     return {**report_waste(payload), "month": month}
 
 

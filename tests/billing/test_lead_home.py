@@ -99,3 +99,19 @@ def test_a_members_home_has_no_lead_panel(demo_org: DemoOrg, lead_team) -> None:
 
     assert response.context["lead_rows"] == []
     assert 'id="lead-home-vision"' not in response.content.decode()
+
+
+def test_the_teams_month_charge_is_kept_for_the_hour_until_what_it_priced_changes(
+    demo_org: DemoOrg, django_assert_num_queries
+) -> None:
+    from billing.costs.chargeback import team_month_charge
+
+    load_book({"H100-80GB": "2.00"}, effective_from="2026-01-01")
+    running(demo_org, requester=demo_org.member, name="held")
+    now = timezone.now()
+    first = team_month_charge(team=demo_org.team, now=now)
+    assert first.lines
+    with django_assert_num_queries(0):
+        assert team_month_charge(team=demo_org.team, now=now + timedelta(seconds=30)) == first
+    running(demo_org, requester=demo_org.team_lead, name="another")  # what the team holds changed: priced again
+    assert len(team_month_charge(team=demo_org.team, now=now).lines) == len(first.lines) + 1
