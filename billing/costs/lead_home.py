@@ -4,7 +4,7 @@ decision from the team (requests, extensions, quota increases), and the allocati
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -25,6 +25,7 @@ from billing.costs.chargeback import team_month_charge
 from billing.metering.selectors import rollup_usage_aggregates, weighted_utilization_pct
 from billing.models import UtilizationRollup
 from gpucore.pricing import to_cents
+from infra.reference_cache import MONTH_HELD, MONTH_PRICES, ROLLUPS, cached
 
 TOP_ROWS = 5
 IDLE_WINDOW_DAYS = 7
@@ -42,27 +43,40 @@ def lead_overview(*, teams: list[Team], now: datetime | None = None) -> list[dic
     if not teams:
         return []
     now = now or timezone.now()
-    charges = {team.slug: team_month_charge(team=team, now=now) for team in teams}
-    by_request: dict[int, dict[str, Decimal]] = defaultdict(lambda: {"amount": Decimal(0), "gpu_hours": Decimal(0)})
-    for team in teams:
-        for line in charges[team.slug].lines:
-            if line.allocation.request_id is not None:
-                by_request[line.allocation.request_id]["amount"] += line.amount
-                by_request[line.allocation.request_id]["gpu_hours"] += line.allocated_gpu_hours
-    requests = {
-        row["pk"]: row
-        for row in GpuRequest.objects.filter(team__in=teams)
-        .filter(pk__in=list(by_request) or [0])
-        .values("pk", "name", "team_id", "status", "requester__username", "requester__first_name")
-    }
+    spends = {team.pk: team_month_spend(team=team, now=now) for team in teams}
     waiting = _waiting(teams)
-    idle = _idle(teams, now=now, spend=by_request)
-    answers = []
-    for team in teams:
+    idle = _idle(teams, now=now, spend={pk: row for spend in spends.values() for pk, row in spend["spend"].items()})
+    return [
+        {
+            "team": team,
+            "total": spends[team.pk]["total"],
+            "currency": settings.PORTAL_CURRENCY,
+            "by_member": spends[team.pk]["by_member"],
+            "by_request": spends[team.pk]["by_request"],
+            "more_requests": spends[team.pk]["more_requests"],
+            "waiting": waiting[team.pk],
+            "idle": idle[team.pk],
+        }
+        for team in teams
+    ]
+
+
+def team_month_spend(*, team: Team, now: datetime) -> dict[str, Any]:
+    """The team's spend this month by member and by request (the top ones), and each request's amount: read from its
+    month charge and its requests, kept for the hour as the charge is (a team may hold thousands)."""
+
+    def build() -> dict[str, Any]:
+        spend: dict[int, dict[str, Decimal]] = defaultdict(lambda: {"amount": Decimal(0), "gpu_hours": Decimal(0)})
+        for line in team_month_charge(team=team, now=now).lines:
+            if line.allocation.request_id is not None:
+                spend[line.allocation.request_id]["amount"] += line.amount
+                spend[line.allocation.request_id]["gpu_hours"] += line.allocated_gpu_hours
+        requests = GpuRequest.objects.filter(team=team, pk__in=list(spend) or [0]).values(
+            "pk", "name", "team_id", "status", "requester__username", "requester__first_name"
+        )
         rows = [
-            {**requests[pk], "amount": to_cents(spend["amount"]), "gpu_hours": spend["gpu_hours"]}
-            for pk, spend in by_request.items()
-            if pk in requests and requests[pk]["team_id"] == team.pk
+            {**row, "amount": to_cents(spend[row["pk"]]["amount"]), "gpu_hours": spend[row["pk"]]["gpu_hours"]}
+            for row in requests
         ]
         rows.sort(key=lambda row: row["amount"], reverse=True)
         members: dict[str, dict[str, Any]] = {}
@@ -78,20 +92,16 @@ def lead_overview(*, teams: list[Team], now: datetime | None = None) -> list[dic
             )
             who["amount"] += row["amount"]
             who["requests"] += 1
-        total = sum((row["amount"] for row in rows), Decimal(0))
-        answers.append(
-            {
-                "team": team,
-                "total": total,
-                "currency": settings.PORTAL_CURRENCY,
-                "by_member": sorted(members.values(), key=lambda m: m["amount"], reverse=True),
-                "by_request": rows[:TOP_ROWS],
-                "more_requests": max(len(rows) - TOP_ROWS, 0),
-                "waiting": waiting[team.pk],
-                "idle": idle[team.pk],
-            }
-        )
-    return answers
+        return {
+            "total": sum((row["amount"] for row in rows), Decimal(0)),
+            "by_member": sorted(members.values(), key=lambda m: m["amount"], reverse=True),
+            "by_request": rows[:TOP_ROWS],
+            "more_requests": max(len(rows) - TOP_ROWS, 0),
+            "spend": dict(spend),
+        }
+
+    hour = now.astimezone(UTC).strftime("%Y-%m-%dT%H")
+    return cached((MONTH_PRICES, MONTH_HELD, ROLLUPS), f"lead-spend:{team.pk}:{hour}", build, shared=True)
 
 
 def _waiting(teams: list[Team]) -> dict[int, dict[str, list[Any]]]:
