@@ -9,6 +9,7 @@ from allocations.api import (
     extensions,
     mig_plans,
     quota_increases,
+    recommendations,
     request_templates,
     teams,
     views,
@@ -19,7 +20,7 @@ router.include_root_view = False
 # No format suffixes (`/events.json`): the viewsets' actions take no `format` argument (a suffix answered 500);
 # clients choose the format with the Accept header or `?format=`. tests/portal/test_api_format_suffixes.py.
 router.include_format_suffixes = False
-router.register("recommendations", views.RecommendationViewSet, basename="recommendation")
+router.register("recommendations", recommendations.RecommendationViewSet, basename="recommendation")
 router.register("requests", views.GpuRequestViewSet, basename="gpu-request")
 router.register("teams", teams.TeamViewSet, basename="team")
 router.register("templates", request_templates.RequestTemplateViewSet, basename="request-template")

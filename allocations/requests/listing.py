@@ -3,8 +3,6 @@ sortable columns."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
@@ -51,17 +49,6 @@ REQUEST_LIST_SORTS: dict[str, tuple[str, ...]] = {
     "created": ("created_at", "id"),
 }
 REQUEST_LIST_DEFAULT_SORT = "-created"
-REQUEST_LIST_COLUMNS: list[tuple[str, str | None]] = [
-    ("#", "id"),
-    ("Name", "name"),
-    ("Team", "team"),
-    ("Requester", "requester"),
-    ("Workload", "workload"),
-    ("Allocation", None),
-    ("Tier", "tier"),
-    ("Status", "status"),
-    ("Created", "created"),
-]
 
 
 def request_list_ordering(sort: str) -> list[str]:
@@ -71,21 +58,3 @@ def request_list_ordering(sort: str) -> list[str]:
         raise ValueError(f"sort: Sort by one of {', '.join(REQUEST_LIST_SORTS)} (with a leading - for descending).")
     direction = "-" if sort.startswith("-") else ""
     return [direction + field for field in REQUEST_LIST_SORTS[key]]
-
-
-def request_list_columns(*, sort: str, query: list[tuple[str, str]]) -> list[dict[str, str | None]]:
-    """The list's header cells: label, the link that sorts by the column (flipping it when it is the current one)
-    with the other filters kept (``query``: the URL's name/value pairs), and ``aria-sort`` for the current column."""
-    columns: list[dict[str, str | None]] = []
-    kept = [(name, value) for name, value in query if name not in ("sort", "page")]
-    descending = sort.startswith("-")
-    for label, key in REQUEST_LIST_COLUMNS:
-        if key is None:
-            columns.append({"label": label, "href": None, "aria_sort": None})
-            continue
-        current = sort.removeprefix("-") == key
-        next_sort = (key if descending else f"-{key}") if current else key
-        aria_sort = ("descending" if descending else "ascending") if current else None
-        href = "?" + urlencode([*kept, ("sort", next_sort)])
-        columns.append({"label": label, "href": href, "aria_sort": aria_sort})
-    return columns

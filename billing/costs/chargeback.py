@@ -10,11 +10,11 @@ instead (``closed_reports``) is decided here too.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db.models import F, Max, QuerySet, Sum
@@ -30,6 +30,8 @@ from gpucore.chargeback import Allocation, Chargeback, PricePeriod, TeamCharge, 
 from gpucore.manifests import AllocationSpec
 from gpucore.month_curves import MonthCurves
 from infra.reference_cache import MONTH_HELD, MONTH_PRICES, ROLLUPS, cached
+
+_T = TypeVar("_T")
 
 
 def next_month(month: date) -> date:
@@ -299,6 +301,11 @@ def team_month_charge(*, team: Team, now: datetime | None = None, share_idle: bo
         charge = month_chargeback(month=month, now=now, share_idle=share_idle, for_teams=[team])
         return charge.teams.get(team.slug) or TeamCharge(team.slug)
 
+    return kept_for_the_hour(f"team-month-charge:{team.pk}:{share_idle}", now, build)
+
+
+def kept_for_the_hour(key: str, now: datetime, build: Callable[[], _T]) -> _T:
+    """``build()`` for the month so far, kept in the reference cache for the hour of ``now`` while what a month's
+    charge is priced from (prices, what the teams held, the rollups) is unchanged."""
     hour = now.astimezone(UTC).strftime("%Y-%m-%dT%H")
-    key = f"team-month-charge:{team.pk}:{share_idle}:{hour}"
-    return cached((MONTH_PRICES, MONTH_HELD, ROLLUPS), key, build, shared=True)
+    return cached((MONTH_PRICES, MONTH_HELD, ROLLUPS), f"{key}:{hour}", build, shared=True)

@@ -4,7 +4,7 @@ decision from the team (requests, extensions, quota increases), and the allocati
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -21,11 +21,10 @@ from allocations.models import (
     Role,
     Team,
 )
-from billing.costs.chargeback import team_month_charge
+from billing.costs.chargeback import kept_for_the_hour, team_month_charge
 from billing.metering.selectors import rollup_usage_aggregates, weighted_utilization_pct
 from billing.models import UtilizationRollup
 from gpucore.pricing import to_cents
-from infra.reference_cache import MONTH_HELD, MONTH_PRICES, ROLLUPS, cached
 
 TOP_ROWS = 5
 IDLE_WINDOW_DAYS = 7
@@ -100,8 +99,7 @@ def team_month_spend(*, team: Team, now: datetime) -> dict[str, Any]:
             "spend": dict(spend),
         }
 
-    hour = now.astimezone(UTC).strftime("%Y-%m-%dT%H")
-    return cached((MONTH_PRICES, MONTH_HELD, ROLLUPS), f"lead-spend:{team.pk}:{hour}", build, shared=True)
+    return kept_for_the_hour(f"lead-spend:{team.pk}", now, build)
 
 
 def _waiting(teams: list[Team]) -> dict[int, dict[str, list[Any]]]:

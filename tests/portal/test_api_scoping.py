@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from allocations.api.mig_plans import MigPlanPreviewView
 from allocations.api.permissions import IsActivePortalUser
-from allocations.api.views import RecommendationViewSet
+from allocations.api.recommendations import RecommendationViewSet
 from allocations.models import (
     AllocationExtension,
     Cluster,
