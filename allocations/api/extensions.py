@@ -15,8 +15,9 @@ from rest_framework.filters import OrderingFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
+from allocations.api.extension_serializers import AllocationExtensionSerializer
+from allocations.api.serializers import CommentSerializer
 from allocations.models import AllocationExtension
 from allocations.requests import extension_services
 from infra.filtering import FilterBackend
@@ -24,8 +25,14 @@ from infra.scoping import ScopedViewMixin
 
 
 def _extension_decision_schema(summary: str) -> Callable[[Any], Any]:
-    responses = {200: api.AllocationExtensionSerializer, 400: FIELD_ERRORS, 404: ERROR, 409: ERROR, **AUTH_ERRORS}
-    return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[COMMENT_BODY])
+    responses = {
+        200: AllocationExtensionSerializer,
+        400: FIELD_ERRORS,
+        404: ERROR,
+        409: ERROR,
+        **AUTH_ERRORS,
+    }
+    return extend_schema(summary=summary, request=CommentSerializer, responses=responses, examples=[COMMENT_BODY])
 
 
 @extend_schema_view(
@@ -33,14 +40,15 @@ def _extension_decision_schema(summary: str) -> Callable[[Any], Any]:
         summary="Extensions of the requests you may see (approvers: all), newest first",
         description="`?status=pending` lists what waits for a decision.",
         responses={
-            200: api.AllocationExtensionSerializer(many=True),
+            200: AllocationExtensionSerializer(many=True),
             400: FIELD_ERRORS,
             404: ERROR,
             **AUTH_ERRORS,
         },
     ),
     retrieve=extend_schema(
-        summary="One extension", responses={200: api.AllocationExtensionSerializer, 404: ERROR, **AUTH_ERRORS}
+        summary="One extension",
+        responses={200: AllocationExtensionSerializer, 404: ERROR, **AUTH_ERRORS},
     ),
 )
 @extend_schema(tags=["extensions"])
@@ -49,7 +57,7 @@ class AllocationExtensionViewSet(
 ):
     """Extensions of allocations: list, read, and an approver's decision (approve, reject)."""
 
-    serializer_class = api.AllocationExtensionSerializer
+    serializer_class = AllocationExtensionSerializer
     filter_backends = [FilterBackend, OrderingFilter]
     filterset_fields = ["status"]
     lookup_value_regex = r"[^/]+"  # a malformed id is a JSON 404 from get_object
@@ -59,13 +67,13 @@ class AllocationExtensionViewSet(
 
     def _decide(self, request: Request, *, approve: bool) -> Response:
         extension = self.get_object()
-        body = api.CommentSerializer(data=request.data)
+        body = CommentSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         extension_services.allocation_extension_decide(
             extension=extension, acting_user=request.user, approve=approve, comment=body.validated_data["comment"]
         )
         fresh = self.get_queryset().get(pk=extension.pk)
-        return Response(api.AllocationExtensionSerializer(fresh, context=self.get_serializer_context()).data)
+        return Response(AllocationExtensionSerializer(fresh, context=self.get_serializer_context()).data)
 
     @_extension_decision_schema("Approve a pending extension (platform approvers; never of your own request)")
     @action(detail=True, methods=["post"], filter_backends=[])

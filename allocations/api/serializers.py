@@ -8,7 +8,6 @@ the core and answers its ``ProfileError`` in DRF's ``{"field": ["message"]}`` sh
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -19,13 +18,8 @@ from rest_framework.fields import SkipField, get_error_detail
 from rest_framework.settings import api_settings
 
 from allocations.models import (
-    MAX_EXTENSION_HOURS,
-    AllocationExtension,
     Cluster,
-    ExtensionStatus,
     GpuRequest,
-    Membership,
-    Quota,
     RequestEvent,
     RequestTemplate,
     Team,
@@ -369,7 +363,7 @@ _STATUS_REF = {"$ref": "#/components/schemas/RequestStatusEnum"}
 
 
 @extend_schema_field(_STATUS_REF)
-class _EventStatusField(serializers.CharField):
+class EventStatusField(serializers.CharField):
     """A request status in an event."""
 
 
@@ -383,7 +377,7 @@ class RequestEventSerializer(serializers.ModelSerializer):
 
     actor = serializers.CharField(source="actor_label", read_only=True)
     from_status = _EventFromStatusField(read_only=True)
-    to_status = _EventStatusField(read_only=True)
+    to_status = EventStatusField(read_only=True)
 
     class Meta:
         model = RequestEvent
@@ -392,126 +386,3 @@ class RequestEventSerializer(serializers.ModelSerializer):
 
 
 # --- Teams out --------------------------------------------------------------------------------------------------------
-
-
-class TeamMemberSerializer(serializers.ModelSerializer):
-    """A member of a team and their role."""
-
-    username = serializers.CharField(source="user.username", read_only=True)
-
-    class Meta:
-        model = Membership
-        fields = ["username", "role"]
-        read_only_fields = fields
-
-
-class QuotaSerializer(serializers.ModelSerializer):
-    """One quota of a team with what the team holds against it now."""
-
-    cluster = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
-    node_pool = serializers.StringRelatedField(read_only=True, allow_null=True, help_text="cluster/pool")
-    scope = serializers.CharField(source="scope_label", read_only=True)
-    used = serializers.SerializerMethodField()
-    nominal = serializers.IntegerField(read_only=True, help_text="Kueue's nominalQuota: held without borrowing.")
-
-    class Meta:
-        model = Quota
-        fields = [
-            "id",
-            "resource_name",
-            "cluster",
-            "node_pool",
-            "scope",
-            "limit",
-            "nominal",
-            "borrowing_limit",
-            "lending_limit",
-            "used",
-        ]
-        read_only_fields = fields
-        extra_kwargs = {
-            "limit": {"help_text": "The nominal quota (same as nominal)."},
-            "borrowing_limit": {"help_text": "Units preemptible (tier 3) requests may borrow beyond it; null: none."},
-            "lending_limit": {"help_text": "The most of the unused quota other teams may borrow; null: all."},
-        }
-
-    def get_used(self, obj: Quota) -> int:
-        return int(self.context.get("quota_usage", {}).get(obj.pk, 0))
-
-
-class TeamSerializer(serializers.ModelSerializer):
-    """A team with its members and its quotas (limit and units in use)."""
-
-    members = TeamMemberSerializer(source="memberships", many=True, read_only=True)
-    quotas = QuotaSerializer(many=True, read_only=True)
-
-    class Meta:
-        model = Team
-        fields = ["slug", "name", "namespace", "cost_center", "monthly_gpu_hour_budget", "members", "quotas"]
-        read_only_fields = fields
-
-
-# --- Allocation extensions --------------------------------------------------------------------------------------------
-
-
-class AllocationExtensionCreateSerializer(serializers.Serializer):
-    """The body of ``extend``: how many hours to add to the allocation, and why."""
-
-    hours = serializers.DecimalField(
-        max_digits=5,
-        decimal_places=2,
-        min_value=Decimal("0.01"),
-        max_value=MAX_EXTENSION_HOURS,
-        coerce_to_string=False,
-        help_text="Hours to add: more than 0, at most 720 (30 days), to the hundredth.",
-    )
-    reason = serializers.CharField(max_length=5000, help_text="Why the allocation needs more time (approvers see it).")
-
-
-@extend_schema_field({"type": "string", "enum": list(ExtensionStatus.values)})
-class _ExtensionStatusField(serializers.CharField):
-    """An extension's status: pending, approved or rejected."""
-
-
-class AllocationExtensionSerializer(serializers.ModelSerializer):
-    """An extension of a request: the hours asked for and why, its status and decision, and the request's expiry now."""
-
-    request = serializers.PrimaryKeyRelatedField(read_only=True)
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    status = _ExtensionStatusField(read_only=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
-    request_status = _EventStatusField(source="request.status", read_only=True)
-    request_expires_at = serializers.DateTimeField(
-        source="request.expires_at",
-        read_only=True,
-        allow_null=True,
-        help_text="The request's expiry now (null before it runs when it has only a duration).",
-    )
-    request_duration_hours = serializers.DecimalField(
-        source="request.duration_hours",
-        max_digits=8,
-        decimal_places=2,
-        read_only=True,
-        allow_null=True,
-        coerce_to_string=False,
-    )
-
-    class Meta:
-        model = AllocationExtension
-        fields = [
-            "id",
-            "request",
-            "requested_by",
-            "hours",
-            "reason",
-            "status",
-            "decided_by",
-            "decided_at",
-            "decision_comment",
-            "created_at",
-            "request_status",
-            "request_expires_at",
-            "request_duration_hours",
-        ]
-        read_only_fields = fields
-        extra_kwargs = {"hours": {"coerce_to_string": False}}

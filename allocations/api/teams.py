@@ -11,8 +11,8 @@ from rest_framework.filters import OrderingFilter, SearchFilter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, ERROR, FIELD_ERRORS, ServiceApiMixin
+from allocations.api.team_serializers import TeamSerializer
 from allocations.models import Team
 from allocations.selectors import with_members_and_quotas
 from allocations.teams.quota_usage import quota_usage_by_quota
@@ -22,15 +22,15 @@ from infra.scoping import ScopedViewMixin
 @extend_schema_view(
     list=extend_schema(
         summary="Teams you may see, with members and quota use",
-        responses={200: api.TeamSerializer(many=True), 400: FIELD_ERRORS, 404: ERROR, **AUTH_ERRORS},
+        responses={200: TeamSerializer(many=True), 400: FIELD_ERRORS, 404: ERROR, **AUTH_ERRORS},
     ),
-    retrieve=extend_schema(summary="One team", responses={200: api.TeamSerializer, 404: ERROR, **AUTH_ERRORS}),
+    retrieve=extend_schema(summary="One team", responses={200: TeamSerializer, 404: ERROR, **AUTH_ERRORS}),
 )
 @extend_schema(tags=["teams"])
 class TeamViewSet(ScopedViewMixin, ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
     """Teams the user belongs to (approvers: every team), their members and quotas with units in use."""
 
-    serializer_class = api.TeamSerializer
+    serializer_class = TeamSerializer
     lookup_field = "slug"
     # Anything up to the next slash reaches the view, so a malformed slug is DRF's JSON 404, not Django's HTML one.
     lookup_value_regex = r"[^/]+"
@@ -46,7 +46,7 @@ class TeamViewSet(ScopedViewMixin, ServiceApiMixin, viewsets.ReadOnlyModelViewSe
     def _serialize(self, teams: list[Team], *, many: bool) -> Any:
         quotas = [quota for team in teams for quota in team.quotas.all()]
         context = {**self.get_serializer_context(), "quota_usage": quota_usage_by_quota(quotas=quotas)}
-        serializer = api.TeamSerializer(teams if many else teams[0], many=many, context=context)
+        serializer = TeamSerializer(teams if many else teams[0], many=many, context=context)
         return serializer.data
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -31,6 +31,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from allocations.api import extension_serializers
 from allocations.api import serializers as api
 from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
 from allocations.api.request_values import gpu_request_values, serialize_gpu_requests
@@ -353,9 +354,9 @@ class GpuRequestViewSet(
             "`/reject/`. One extension per request may be pending (a second answers 400 naming `request`); a request "
             "in another status, or one with no end, answers 409."
         ),
-        request=api.AllocationExtensionCreateSerializer,
+        request=extension_serializers.AllocationExtensionCreateSerializer,
         responses={
-            201: api.AllocationExtensionSerializer,
+            201: extension_serializers.AllocationExtensionSerializer,
             400: FIELD_ERRORS,
             404: ERROR,
             409: ERROR,
@@ -373,24 +374,24 @@ class GpuRequestViewSet(
     def extend(self, request: Request, pk: str | None = None) -> Response:
         """Ask for an extension of the visible request through ``allocation_extension_request`` (201)."""
         obj = self.get_object()
-        body = api.AllocationExtensionCreateSerializer(data=request.data)
+        body = extension_serializers.AllocationExtensionCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         extension = extension_services.allocation_extension_request(
             request=obj, acting_user=request.user, **body.validated_data
         )
         fresh = self.visible(AllocationExtension).get(pk=extension.pk)
-        return Response(api.AllocationExtensionSerializer(fresh).data, status=status.HTTP_201_CREATED)
+        return Response(extension_serializers.AllocationExtensionSerializer(fresh).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="The request's extensions, newest first",
-        responses={200: api.AllocationExtensionSerializer(many=True), 404: ERROR, **AUTH_ERRORS},
+        responses={200: extension_serializers.AllocationExtensionSerializer(many=True), 404: ERROR, **AUTH_ERRORS},
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def extensions(self, request: Request, pk: str | None = None) -> Response:
         """Every extension asked for on one visible request, with its status and decision."""
         obj = self.get_object()
         rows = self.visible(AllocationExtension).filter(request=obj).order_by("-created_at", "-id")
-        return Response(api.AllocationExtensionSerializer(rows, many=True).data)
+        return Response(extension_serializers.AllocationExtensionSerializer(rows, many=True).data)
 
     @extend_schema(
         summary="The request's status changes, oldest first",

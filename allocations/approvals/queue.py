@@ -22,7 +22,7 @@ from allocations.approvals.pending_queues import (
 )
 from allocations.models import AllocationExtension, GpuRequest, Team
 from allocations.requests.extension_services import extension_decide_refusal
-from allocations.requests.services import approve_refusal
+from allocations.requests.refusals import approve_refusal
 from allocations.requests.waiting import waiting_by_request
 from allocations.selectors import User
 from allocations.teams.quotas import quota_fit, quota_headroom_by_request

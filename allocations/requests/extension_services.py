@@ -26,7 +26,7 @@ from allocations.models import (
     RequestEvent,
 )
 from allocations.notifications import approver_emails, send_email
-from allocations.requests.services import ROLE_NOT_READ, RoleNotRead, owner_or_lead_refusal, require_owner_or_lead
+from allocations.requests.refusals import ROLE_NOT_READ, RoleNotRead, owner_or_lead_refusal, require_owner_or_lead
 from allocations.selectors import User, user_is_approver
 from audit.services import audit_record, audit_snapshot
 

@@ -97,7 +97,7 @@ class GpuRequestForm(forms.Form):
         required=False, label="Command", help_text="Shell-style, e.g. python train.py --epochs 10"
     )
     # One-time token of this form page: a second post of the same page lands on the request it made
-    # (allocations.requests.services.form_submission_claim).
+    # (allocations.requests.form_submissions.form_submission_claim).
     submission_token = forms.UUIDField(required=False, widget=forms.HiddenInput)
     # Offered once the team already has an open request of the name typed (the service's refusal on ``name``).
     submit_duplicate = forms.BooleanField(required=False, label="Submit another request of this name anyway")

@@ -16,7 +16,7 @@ from allocations.models import (
 )
 from allocations.requests.extension_services import extend_refusal, extension_decide_refusal
 from allocations.requests.reclaim_services import keep_refusal, resume_refusal
-from allocations.requests.services import (
+from allocations.requests.refusals import (
     ROLE_NOT_READ,
     RoleNotRead,
     approve_refusal,

@@ -22,15 +22,8 @@ from allocations.clusters.tasks import provision_request as provision_request_ta
 from allocations.idle_policy import reclaim_thresholds
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import GpuRequest, RequestEvent, RequestStatus
-from allocations.requests.services import (
-    ROLE_NOT_READ,
-    RoleNotRead,
-    lock_team,
-    owner_or_lead_refusal,
-    require_owner_or_lead,
-    require_pool_capacity,
-    require_quota_fits,
-)
+from allocations.requests.refusals import ROLE_NOT_READ, RoleNotRead, owner_or_lead_refusal, require_owner_or_lead
+from allocations.requests.services import lock_team, require_pool_capacity, require_quota_fits
 from allocations.selectors import User
 from gpucore.idle_reclaim import RECLAIMABLE_WORKLOADS, HourVerdict
 

@@ -12,7 +12,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Sum
@@ -27,19 +26,26 @@ from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import (
     CANCELLABLE_STATUSES,
     QUOTA_HOLDING_STATUSES,
-    REAPPLICABLE_STATUSES,
     RELEASABLE_STATUSES,
     TERMINAL_STATUSES,
     Cluster,
     GpuRequest,
     NodePool,
     RequestStatus,
-    Role,
     SlaTier,
     Team,
 )
 from allocations.notifications import notify_on_commit
-from allocations.selectors import User, membership_role, user_is_approver
+from allocations.requests.refusals import (
+    CANCEL_REFUSAL,
+    RELEASE_REFUSAL,
+    pending_refusal,
+    reapplier_refusal,
+    reapply_status_refusal,
+    require_owner_or_lead,
+    require_reviewer,
+)
+from allocations.selectors import membership_role
 from allocations.teams.quotas import QuotaExceeded, may_borrow, quota_check
 from audit.services import audit_record
 from gpucore.decision import ProfileError, WorkloadProfile
@@ -196,42 +202,6 @@ def _require_name_not_open(*, team: Team, name: str) -> None:
         raise ValidationError({"name": [ValidationError(duplicate_name_message(existing), code=OPEN_DUPLICATE)]})
 
 
-# --- One submission per form page ---------------------------------------------------------------------------------
-
-_SUBMISSION_TTL = 24 * 3600
-
-
-def _submission_key(acting_user: AbstractBaseUser, token: str) -> str:
-    return f"form-submission:{acting_user.pk}:{token}"
-
-
-def form_submission_claim(*, acting_user: AbstractBaseUser, token: str) -> int | None:
-    """Claim a form page's one-time token: None on its first use, else the id of the request it made (0 while that
-    first submission is still running). ``cache.add`` is atomic in the shared cache (Redis), so two gunicorn
-    workers given the same post cannot both claim it."""
-    key = _submission_key(acting_user, token)
-    try:
-        if cache.add(key, 0, timeout=_SUBMISSION_TTL):
-            return None
-        return int(cache.get(key) or 0)
-    except Exception:
-        # The cache is away: the form still submits (a double click may then submit twice) rather than fail.
-        logger.warning("Form token not claimed: the cache did not answer.", exc_info=True)
-        return None
-
-
-def form_submission_done(*, acting_user: AbstractBaseUser, token: str, request_id: int | None) -> None:
-    """Record the request a claimed token made, or (None: the submission was refused) free it for a corrected post."""
-    key = _submission_key(acting_user, token)
-    try:
-        if request_id is None:
-            cache.delete(key)
-        else:
-            cache.set(key, request_id, timeout=_SUBMISSION_TTL)
-    except Exception:
-        logger.warning("Form token not recorded: the cache did not answer.", exc_info=True)
-
-
 def _priced_until(profile: WorkloadProfile, expires_at: datetime | None) -> WorkloadProfile:
     """The profile to price: with no duration but an expiry, the hours until it, so the spec costs that duration."""
     if profile.duration_hours is not None or expires_at is None:
@@ -324,125 +294,20 @@ def _approve_locked(
     return request
 
 
-# --- Refusals: one predicate per action decides both the service's refusal and the button a page shows ----------
-# Each ``<action>_refusal(user=, request=)`` says why ``user`` may not do it now (who they are, or the request's
-# status), or None. The services raise PermissionDenied for the first kind and InvalidTransition for the second;
-# ``allocations.requests.pages`` shows a button only where the predicate says None.
-
-
-def _reviewer_refusal(user: User, request: GpuRequest) -> str | None:
-    if not user_is_approver(user):
-        return "Only platform approvers can approve or reject requests."
-    if request.requester_id == user.pk:
-        return "You cannot approve or reject your own request."
-    return None
-
-
-def _pending_refusal(request: GpuRequest, to_status: str) -> str | None:
-    if request.status != RequestStatus.PENDING_APPROVAL:
-        return str(InvalidTransition(request, to_status))
-    return None
-
-
-def approve_refusal(*, user: User, request: GpuRequest) -> str | None:
-    """Why ``user`` may not approve ``request`` now (not an approver, their own, not pending), or None."""
-    return _reviewer_refusal(user, request) or _pending_refusal(request, RequestStatus.APPROVED)
-
-
-class RoleNotRead:
-    """The default of ``role`` below: the predicate reads the user's role itself."""
-
-
-ROLE_NOT_READ = RoleNotRead()
-
-
-def owner_or_lead_refusal(
-    *, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ
-) -> str | None:
-    """Why ``user`` is not the requester (still a member), a lead of the team or an approver; None when they are.
-
-    ``role``: the user's role in the request's team (``membership_role``) when the caller already read it, so a page
-    asking several predicates reads it once.
-    """
-    if isinstance(role, RoleNotRead):
-        role = membership_role(user=user, team=request.team)
-    if request.requester_id == user.pk and role is not None:
-        return None
-    if role == Role.LEAD or user_is_approver(user):
-        return None
-    return "Only the requester, a lead of the team or a platform approver can do that."
-
-
-# The status refusals' wording, formatted with the request's pk and status: by the predicates for the pages, and by
-# gpu_request_transition under the row lock for the services (so a racing action cannot slip in between).
-CANCEL_REFUSAL = "Only a pending request can be cancelled; #{pk} is {status} (release it instead)."
-RELEASE_REFUSAL = (
-    "Only an approved, provisioning, active, suspended or failed request can be released; #{pk} is {status}."
-)
-
-
-def _cancel_status_refusal(request: GpuRequest) -> str | None:
-    if request.status not in CANCELLABLE_STATUSES:
-        return CANCEL_REFUSAL.format(pk=request.pk, status=request.status)
-    return None
-
-
-def cancel_refusal(*, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ) -> str | None:
-    """Why ``user`` may not withdraw ``request`` now (who they are, or it is past approval), or None."""
-    return owner_or_lead_refusal(user=user, request=request, role=role) or _cancel_status_refusal(request)
-
-
-def _release_status_refusal(request: GpuRequest) -> str | None:
-    if request.status not in RELEASABLE_STATUSES:
-        return RELEASE_REFUSAL.format(pk=request.pk, status=request.status)
-    return None
-
-
-def release_refusal(*, user: User, request: GpuRequest, role: str | RoleNotRead | None = ROLE_NOT_READ) -> str | None:
-    """Why ``user`` may not give ``request``'s allocation back now (who they are, or its status), or None."""
-    return owner_or_lead_refusal(user=user, request=request, role=role) or _release_status_refusal(request)
-
-
-def _reapplier_refusal(user: User) -> str | None:
-    return None if user_is_approver(user) else "Only platform approvers can re-apply a request to its cluster."
-
-
-def _reapply_status_refusal(request: GpuRequest) -> str | None:
-    if request.status not in REAPPLICABLE_STATUSES:
-        return f"Only a failed or active request can be re-applied; #{request.pk} is {request.status}."
-    return None
-
-
-def reapply_refusal(*, user: User, request: GpuRequest) -> str | None:
-    """Why ``user`` may not hand ``request`` back to provisioning now (not an approver, or its status), or None."""
-    return _reapplier_refusal(user) or _reapply_status_refusal(request)
-
-
-def require_owner_or_lead(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
-    """Raise PermissionDenied with the reason unless ``owner_or_lead_refusal`` says None."""
-    if refusal := owner_or_lead_refusal(user=acting_user, request=request):
-        raise PermissionDenied(refusal)
-
-
-def _require_reviewer(acting_user: AbstractBaseUser, request: GpuRequest) -> None:
-    if refusal := _reviewer_refusal(acting_user, request):
-        raise PermissionDenied(refusal)
-
-
 def gpu_request_approve(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
     """Approve a pending request if it still fits the team's quota, then hand it to provisioning."""
-    _require_reviewer(acting_user, request)
+    require_reviewer(acting_user, request)
     with transaction.atomic():
         lock_team(request.team)
         request.refresh_from_db()
-        if _pending_refusal(request, RequestStatus.APPROVED):
+        if pending_refusal(request, RequestStatus.APPROVED):
             raise InvalidTransition(request, RequestStatus.APPROVED)
         return _approve_locked(request=request, acting_user=acting_user, actor_label=None, comment=comment)
 
 
 def gpu_request_reject(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str) -> GpuRequest:
     """Reject a pending request; the requester is told why."""
-    _require_reviewer(acting_user, request)
+    require_reviewer(acting_user, request)
     if not comment or not comment.strip():
         raise ValidationError({"comment": ["Say why the request is rejected: the requester sees it."]})
     with transaction.atomic():
@@ -492,9 +357,9 @@ def gpu_request_release(*, request: GpuRequest, acting_user: AbstractBaseUser, c
 def gpu_request_reapply(*, request: GpuRequest, acting_user: AbstractBaseUser, comment: str = "") -> GpuRequest:
     """Hand a failed or active request back to provisioning (platform approvers), re-checking quota and the pool's
     capacity for a failed one."""
-    if refusal := _reapplier_refusal(acting_user):
+    if refusal := reapplier_refusal(acting_user):
         raise PermissionDenied(refusal)
-    if refusal := _reapply_status_refusal(request):
+    if refusal := reapply_status_refusal(request):
         raise InvalidTransition(request, RequestStatus.PROVISIONING, refusal)
     with transaction.atomic():
         team = lock_team(request.team)

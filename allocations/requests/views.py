@@ -23,6 +23,7 @@ from allocations.models import CANCELLABLE_STATUSES, RELEASABLE_STATUSES, GpuReq
 from allocations.quota_requests.selectors import quota_next_steps
 from allocations.reference_data import catalog_from_db, tiers_by_slug
 from allocations.request_templates.selectors import request_template_form_initial, request_templates_offered
+from allocations.requests.form_submissions import form_submission_claim, form_submission_done
 from allocations.requests.forms import CommentForm, GpuRequestForm, RecommendationPreviewForm
 from allocations.requests.list_columns import attach_batch_values, column_choices, header_cells
 from allocations.requests.list_views import request_list_rows
@@ -35,8 +36,6 @@ from allocations.requests.pages import (
 )
 from allocations.requests.reclaim_services import gpu_request_keep, gpu_request_resume
 from allocations.requests.services import (
-    form_submission_claim,
-    form_submission_done,
     gpu_request_cancel,
     gpu_request_reapply,
     gpu_request_release,

@@ -12,11 +12,7 @@ from django.urls import reverse
 from allocations.clusters.services import cluster_inventory_sync_queue
 from allocations.lifecycle import InvalidTransition, gpu_request_transition
 from allocations.models import ClusterBackend, GpuRequest, NodePool, Quota, RequestEvent, RequestStatus
-from allocations.requests.services import (
-    gpu_request_approve,
-    gpu_request_reapply,
-    gpu_request_submit,
-)
+from allocations.requests.services import gpu_request_approve, gpu_request_reapply, gpu_request_submit
 from tests.factories import ClusterFactory, DemoOrg
 
 pytestmark = pytest.mark.django_db

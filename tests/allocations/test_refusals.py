@@ -13,8 +13,8 @@ from allocations.lifecycle import InvalidTransition
 from allocations.models import AllocationExtension, RequestStatus
 from allocations.requests.extension_services import allocation_extension_decide, allocation_extension_request
 from allocations.requests.pages import gpu_request_actions, gpu_request_extension_rows
+from allocations.requests.refusals import approve_refusal
 from allocations.requests.services import (
-    approve_refusal,
     gpu_request_approve,
     gpu_request_cancel,
     gpu_request_reapply,
