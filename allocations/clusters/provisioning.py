@@ -90,6 +90,9 @@ def pool_context(pool: NodePool) -> PoolContext:
         node_labels=dict(pool.node_labels or {}),
         taints=list(pool.taints or []),
         mig_devices=dict(pool.mig_devices or {}),
+        live_mig_layouts=[
+            row["layout"] for row in sorted(pool.live_mig_layouts or [], key=lambda row: -int(row["gpus"]))
+        ],
         rename_by_default=pool.rename_by_default,
         topology_level=pool.topology_level or None,
         topology_required=pool.topology_required,

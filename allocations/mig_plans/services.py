@@ -243,11 +243,16 @@ def mig_plan_apply(*, plan_: MigPlan, acting_user: AbstractBaseUser) -> MigPlan:
         if busy.exists():
             raise InvalidPlanTransition(f"Another MIG plan of pool {locked.pool} is being applied.")
         move_plan(locked, MigPlanStatus.APPLYING, actor=acting_user)
-        # Resuming a failed rollout retries the failed node from its drain.
+        # Resuming a failed rollout retries the failed node from its drain. A node already labelled gets the next
+        # config revision (the MIG manager acts only when the label changes), which the ConfigMap, applied again
+        # before any label, then holds.
         nodes = locked.progress.get("nodes", {})
         for state in nodes.values():
             if state.get("step") == NodeStep.FAILED:
-                state.update(step=NodeStep.WAITING, since=None)
+                revision = int(state.get("revision") or 1) + (1 if state.get("config") else 0)
+                state.update(step=NodeStep.WAITING, since=None, revision=revision, config=None)
+        if nodes:
+            locked.progress.pop("configmap_applied_at", None)
         locked.error = ""
         locked.save(update_fields=["status", "progress", "error"])
         audit_record(actor=acting_user, obj=locked, before=before)
