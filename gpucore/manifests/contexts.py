@@ -276,7 +276,6 @@ class PoolContext:
         if mode is not SharingMode.MIG and devices:
             raise ManifestError(f"Pool '{self.name}': only MIG pools have MIG devices.")
 
-
     def mig_layout_holding(self, profile: str | None) -> Mapping[str, int] | None:
         """The per-GPU layout an instance of ``profile`` sits in: the configured one, else the first rolled out."""
         if profile is None:
@@ -284,6 +283,7 @@ class PoolContext:
         if profile in self.mig_devices:
             return self.mig_devices
         return next((layout for layout in self.live_mig_layouts if layout.get(profile)), None)
+
 
 @dataclass(frozen=True, slots=True)
 class AllocationSpec:
@@ -387,6 +387,9 @@ class WorkloadContext:
     # selectors use what the driver reports for the pool (``dra_target``, a ``dra.DraTarget``; None: the catalog's).
     device_api: str = "device-plugin"
     dra_target: Any = None
+    # Dynamic MIG: the GPUs (the driver's uuids) the portal's policy chose for the request's MIG instances; the claim
+    # selects a slice of one of them. Empty: any GPU the scheduler finds.
+    dynamic_mig_gpus: Sequence[str] = ()
     # The replica's peak GPU memory (GiB, the request's gpu_memory_gb): inference gets at least as much host memory.
     model_memory_gib: Decimal | None = None
     allocation: AllocationSpec = field(init=False, repr=False, compare=False)

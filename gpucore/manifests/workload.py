@@ -390,6 +390,7 @@ def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_
                 mig_profile=allocation.mig_profile,
                 time_slice_replicas=allocation.time_slice_replicas,
                 target=ctx.dra_target or DraTarget(),
+                parent_gpus=tuple(ctx.dynamic_mig_gpus),
             )
         )
     if ctx.workload_type in JOB_WORKLOADS:

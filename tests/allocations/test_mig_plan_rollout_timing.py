@@ -5,6 +5,7 @@ once its nodes run the plan's layouts (read back from the nodes' GFD and MIG man
 The fixtures and the fake MIG manager are those of ``test_mig_plan_rollout``.
 """
 
+# ruff: noqa: F811 (the fixtures imported from test_mig_plan_rollout are parameters here)
 from __future__ import annotations
 
 from datetime import timedelta
@@ -40,7 +41,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 CONFIGMAP = ("ConfigMap", "gpu-portal-mig-parted-config", "gpu-operator")
 
 
-def _configs(cluster) -> dict[str, Any]:  # noqa: F811 (the fixture's name)
+def _configs(cluster) -> dict[str, Any]:
     return yaml.safe_load(cluster.get(*CONFIGMAP)["data"]["config.yaml"])["mig-configs"]
 
 
@@ -143,9 +144,7 @@ def test_after_a_rollout_capacity_placement_and_share_read_what_the_nodes_run(
     assert resource_gpu_shares([fresh])["nvidia.com/mig-7g.40gb"] == 1
 
 
-def test_inventory_sync_reads_the_layout_each_node_now_runs_from_its_labels(
-    demo_org, pool, gateway, cluster, settings
-):
+def test_inventory_sync_reads_the_layout_each_node_now_runs_from_its_labels(demo_org, pool, gateway, cluster, settings):
     settings.MIG_CONFIGMAP_PROPAGATION_SECONDS = 0
     plan = _approved_plan(demo_org, pool, gateway)
     (node,) = plan.nodes_to_drain
