@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from allocations.clusters.dynamic_mig import runs_dynamic_mig
 from allocations.clusters.gateways.base import ClusterGateway
 from allocations.clusters.inventory import node_in_pool
 from allocations.clusters.placement import gpu_price
@@ -136,6 +137,10 @@ def mig_plan_create(
         raise PermissionDenied(ONLY_PLANNERS)
     if pool.sharing_mode != SharingMode.MIG or not pool.gpu_model.mig_capable:
         raise ValidationError({"pool": f"Pool {pool} is not a MIG pool."})
+    if runs_dynamic_mig(pool):
+        raise ValidationError(
+            {"pool": f"Pool {pool} creates MIG instances dynamically (DRA DynamicMIG): there is no layout to plan."}
+        )
     model = pool.gpu_model.to_spec()
     if gateway is None and pool.cluster.backend == ClusterBackend.KUBERNETES and not nodes:
         gateway = cluster_gateway(pool.cluster)

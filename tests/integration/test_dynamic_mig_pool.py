@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from allocations.clusters.provisioning import workload_context
 from allocations.clusters.tasks import sync_inventory
+from allocations.mig_plans.services import mig_plan_create
 from allocations.models import (
     ClusterBackend,
     DeviceApi,
@@ -209,3 +210,5 @@ def test_the_pool_page_shows_the_policy_beside_the_driver_report(
     driver = html[html.index('id="dynamic-driver"') :]
     assert "2 GPUs of A100-40GB" in driver and '<code>mig-1g.5gb</code></td><td class="num">14' in driver
     assert 'id="new-plan"' not in html  # nothing to plan: no static layout
+    with pytest.raises(ValidationError, match="no layout to plan"):
+        mig_plan_create(acting_user=demo_org.approver, pool=dynamic_pool)
