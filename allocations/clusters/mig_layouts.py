@@ -39,22 +39,16 @@ def mig_node_configs_of_cluster(cluster_id: int) -> dict[str, list[dict[str, Any
 
 
 def refresh_live_mig_layouts(pool: NodePool) -> list[dict[str, Any]]:
-    """Store on the pool the per-GPU layouts its GPUs run: each reconfigured node's, the configured one on the rest."""
+    """Store on the pool the per-GPU layouts of its reconfigured nodes, each with its GPU count (the pool's other GPUs
+    run the configured layout, ``NodePool.mig_gpu_layouts``)."""
     counts: dict[str, tuple[dict[str, int], int]] = {}
-    rows = list(MigNodeLayout.objects.filter(pool=pool))
-    for row in rows:
+    for row in MigNodeLayout.objects.filter(pool=pool):
         for layout in row.gpus:
             devices = {name: count for name, count in sorted(layout.items()) if count}
             key = repr(devices)
             counts[key] = (devices, counts.get(key, (devices, 0))[1] + 1)
-    live: list[dict[str, Any]] = []
-    if rows:
-        rest = max(0, pool.gpu_total - sum(len(row.gpus) for row in rows))
-        static = {name: count for name, count in sorted((pool.mig_devices or {}).items()) if count}
-        if rest and static:
-            key = repr(static)
-            counts[key] = (static, counts.get(key, (static, 0))[1] + rest)
-        live = [{"layout": layout, "gpus": gpus} for layout, gpus in counts.values() if layout]
+    # A GPU left with no instance still counts: it runs no configured layout either.
+    live = [{"layout": layout, "gpus": gpus} for layout, gpus in counts.values()]
     if live != pool.live_mig_layouts:
         pool.live_mig_layouts = live
         pool.save(update_fields=["live_mig_layouts"])  # saved, not updated: placement's cached offers are renewed

@@ -150,10 +150,10 @@ class NodePool(models.Model):
     mig_devices = models.JSONField(
         default=dict, blank=True, help_text='MIG layout per GPU (MIG pools), e.g. {"1g.5gb": 2, "2g.10gb": 1}.'
     )
-    # What the GPUs run since MIG plans reconfigured some nodes (written by the rollout and inventory sync):
-    # [{"layout": {"7g.40gb": 1}, "gpus": 2}, ...] over all the pool's GPUs. Empty: every GPU runs ``mig_devices``.
+    # What the GPUs of nodes reconfigured by MIG plans run (written by the rollout and inventory sync):
+    # [{"layout": {"7g.40gb": 1}, "gpus": 2}, ...]; the pool's other GPUs run ``mig_devices``.
     live_mig_layouts = models.JSONField(
-        default=list, blank=True, help_text="Per-GPU MIG layouts the nodes run since MIG plans, with their GPU counts."
+        default=list, blank=True, help_text="Per-GPU MIG layouts of nodes reconfigured by MIG plans, with GPU counts."
     )
     node_labels = models.JSONField(default=dict, blank=True)
     topology_level = models.CharField(
@@ -204,9 +204,9 @@ class NodePool(models.Model):
     def mig_gpu_layouts(self) -> list[tuple[dict[str, int], int]]:
         """Each per-GPU MIG layout the pool's GPUs run and on how many GPUs: those MIG plans rolled out, the
         configured layout on the rest."""
-        if self.live_mig_layouts:
-            return [(dict(row["layout"]), int(row["gpus"])) for row in self.live_mig_layouts]
-        return [(dict(self.mig_devices), self.gpu_total)] if self.mig_devices else []
+        live = [(dict(row["layout"]), int(row["gpus"])) for row in self.live_mig_layouts or []]
+        rest = max(0, self.gpu_total - sum(gpus for _layout, gpus in live))
+        return live + ([(dict(self.mig_devices), rest)] if self.mig_devices and rest else [])
 
     def mig_profiles(self) -> list[str]:
         """The MIG profiles the pool serves: its configured layout's, then those plans rolled out on its nodes (a
@@ -217,12 +217,13 @@ class NodePool(models.Model):
         return list(profiles)
 
     def mig_layout_holding(self, profile: str | None) -> dict[str, int] | None:
-        """The per-GPU layout an instance of ``profile`` sits in, which scales its GPU share: the one most GPUs run."""
+        """The per-GPU layout an instance of ``profile`` sits in, which scales its GPU share: the configured one when
+        it holds the profile, else the rolled-out one most GPUs run."""
+        if profile in (self.mig_devices or {}):
+            return dict(self.mig_devices)
         live = [(int(row["gpus"]), dict(row["layout"])) for row in self.live_mig_layouts or []]
         holding = [(gpus, layout) for gpus, layout in live if layout.get(profile or "")]
-        if not holding:
-            return dict(self.mig_devices) if profile in (self.mig_devices or {}) else None
-        return max(holding, key=lambda item: item[0])[1]
+        return max(holding, key=lambda item: item[0])[1] if holding else None
 
     def capacity(self) -> dict[str, int]:
         """Schedulable units per resource name that this pool advertises: its configuration, with the layouts MIG

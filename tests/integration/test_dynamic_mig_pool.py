@@ -205,8 +205,10 @@ def test_the_pool_page_shows_the_policy_beside_the_driver_report(
     assert 'id="dynamic-policy"' in html and 'id="dynamic-driver"' in html and "alpha upstream" in html
     policy = html[html.index('id="dynamic-policy"') : html.index('id="dynamic-driver"')]
     assert GPU_A in policy and "1\u00d7 3g.20gb" in policy and f"#{first.pk}" in policy
-    assert f"<code>1g.5gb</code>: <code>{NODE}/{GPU_A}</code>" in policy  # the next 1g.5gb joins the partitioned GPU
-    assert f'<code>7g.40gb</code>: <code>{NODE}/{GPU_B}</code> <span class="muted">(opens a whole GPU)' in policy
+    # The next 1g.5gb joins the partitioned GPU; the next 7g.40gb has to open the whole one.
+    gpu_a, gpu_b = f"{NODE}/{GPU_A}", f"{NODE}/{GPU_B}"
+    assert f'<code>1g.5gb</code>: <code title="{gpu_a}">{gpu_a}</code></li>' in policy
+    assert f'<code>7g.40gb</code>: <code title="{gpu_b}">{gpu_b}</code> <span class="muted">(opens a whole' in policy
     driver = html[html.index('id="dynamic-driver"') :]
     assert "2 GPUs of A100-40GB" in driver and '<code>mig-1g.5gb</code></td><td class="num">14' in driver
     assert 'id="new-plan"' not in html  # nothing to plan: no static layout
