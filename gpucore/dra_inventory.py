@@ -55,12 +55,19 @@ class DraDevice:
     product_name: str
     profile: str | None
     memory_bytes: int | None
+    # A GPU's ``uuid``; a MIG device's ``parentUUID`` (the GPU it is carved from).
+    uuid: str | None = None
+    parent_uuid: str | None = None
 
     def as_cel(self) -> dict[str, Any]:
         """The device as CEL selectors see it: ``device.driver``, ``.attributes[domain]``, ``.capacity[domain]``."""
         attributes: dict[str, Any] = {"type": self.type, "productName": self.product_name}
         if self.profile is not None:
             attributes["profile"] = self.profile
+        if self.uuid is not None:
+            attributes["uuid"] = self.uuid
+        if self.parent_uuid is not None:
+            attributes["parentUUID"] = self.parent_uuid
         capacity = {} if self.memory_bytes is None else {"memory": self.memory_bytes}
         return {"driver": DRIVER, "attributes": {DRIVER: attributes}, "capacity": {DRIVER: capacity}}
 
@@ -101,9 +108,15 @@ def devices_from_slices(slices: Iterable[Mapping[str, Any]]) -> list[DraDevice]:
                     product_name=str(_attribute(attributes, "productName") or ""),
                     profile=_attribute(attributes, "profile") if kind == "mig" else None,
                     memory_bytes=None if memory is None else quantity_bytes(memory),
+                    uuid=_text(_attribute(attributes, "uuid")),
+                    parent_uuid=_text(_attribute(attributes, "parentUUID")) if kind == "mig" else None,
                 )
             )
     return devices
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def product_label_of(product_name: str) -> str:

@@ -1,7 +1,8 @@
 """Inventory sync on a DRA cluster: what NVIDIA's DRA driver publishes in its ResourceSlices, recorded per node pool.
 
 A pool's GPUs are the driver's devices of the pool's product (``gpucore.dra_inventory``); MIG pools count their MIG
-devices by profile, the others their whole GPUs. The recorded target (product name, smallest reported memory of a
+devices by profile, the others their whole GPUs; a dynamic MIG pool also keeps its GPUs (node and uuid), among which
+its policy places instances. The recorded target (product name, smallest reported memory of a
 GPU and of each profile) is what the pool's claims select on (``gpucore.manifests.dra``).
 """
 
@@ -39,6 +40,12 @@ def cluster_sync_dra_inventory(*, cluster: Cluster, slices: Iterable[Mapping[str
                 "devices": dict(sorted(counts.items())),
                 "nodes": len({d.node for d in mine if d.type == wanted}),
             }
+            if pool.dynamic_mig:
+                # The GPUs the dynamic MIG policy chooses among (the driver carves instances out of them on demand).
+                record["gpus"] = sorted(
+                    ({"node": d.node, "uuid": d.uuid} for d in mine if d.type == "gpu" and d.uuid),
+                    key=lambda gpu: (gpu["node"], gpu["uuid"]),
+                )
         observed[pool.name] = record
     with transaction.atomic():
         for pool in pools:

@@ -8,8 +8,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.clusters.gateways.base import NodeInventory
-from allocations.models import Cluster, NodePool
-from gpucore.gfd_labels import NodeProblem, PoolExpectation, node_problems, pool_problems
+from allocations.clusters.mig_layouts import refresh_live_mig_layouts
+from allocations.models import Cluster, MigNodeLayout, NodePool, SharingMode
+from gpucore.gfd_labels import MIG_CONFIG_STATE, NodeProblem, PoolExpectation, node_problems, pool_problems
+from gpucore.manifests.gpu_operator import MIG_CONFIG_LABEL, MIG_CONFIG_PREFIX
 
 
 def node_in_pool(node: NodeInventory, pool: NodePool) -> bool:
@@ -38,6 +40,7 @@ def cluster_sync_inventory(*, cluster: Cluster, nodes: tuple[NodeInventory, ...]
     node_counts: dict[str, int] = defaultdict(int)
     checked: dict[str, list[tuple[str, list[NodeProblem]]]] = defaultdict(list)
     unmatched = {}
+    members: dict[int, list[NodeInventory]] = defaultdict(list)
     for node in nodes:
         pool = next((p for p in pools if node_in_pool(node, p)), None)
         if pool is None:
@@ -48,6 +51,7 @@ def cluster_sync_inventory(*, cluster: Cluster, nodes: tuple[NodeInventory, ...]
             unmatched[node.name] = node.allocatable
             continue
         checked[pool.name].append((node.name, node_problems(expectation(pool), node.labels, node.allocatable)))
+        members[pool.pk].append(node)
         node_counts[pool.name] += 1
         for resource, amount in node.allocatable.items():
             totals[pool.name][resource] = totals[pool.name].get(resource, 0) + amount
@@ -59,4 +63,27 @@ def cluster_sync_inventory(*, cluster: Cluster, nodes: tuple[NodeInventory, ...]
             NodePool.objects.filter(pk=pool.pk).update(
                 observed_allocatable=observed, observed_at=now, node_problems=pool_problems(checked.get(pool.name, []))
             )
+            if pool.sharing_mode == SharingMode.MIG:
+                sync_mig_node_layouts(pool=pool, nodes=members.get(pool.pk, []))
     return {"pools": dict(totals), "unmatched": unmatched}
+
+
+def sync_mig_node_layouts(*, pool: NodePool, nodes: list[NodeInventory]) -> None:
+    """Record the layout each node of a MIG pool runs, from the config its ``nvidia.com/mig.config`` label names once
+    the MIG manager reports success: the pool's own config (the configured layout) or one a MIG plan rolled out on
+    another node. Nodes whose label names neither keep what was recorded; the pool's live layouts follow."""
+    rows = {row.node: row for row in MigNodeLayout.objects.filter(pool=pool)}
+    known = {row.config_name: row for row in rows.values()}
+    for node in nodes:
+        if node.labels.get(MIG_CONFIG_STATE) != "success":
+            continue  # being reconfigured, or failed: what it runs is not what its label names
+        config = node.labels.get(MIG_CONFIG_LABEL, "")
+        mine = rows.get(node.name)
+        if config == MIG_CONFIG_PREFIX + pool.name and mine is not None:
+            mine.delete()
+        elif config in known and (mine is None or mine.config_name != config):
+            source = known[config]
+            MigNodeLayout.objects.update_or_create(
+                pool=pool, node=node.name, defaults={"gpus": source.gpus, "config_name": config, "plan": source.plan}
+            )
+    refresh_live_mig_layouts(pool)

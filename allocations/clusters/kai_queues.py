@@ -28,7 +28,10 @@ def resource_gpu_shares(pools: Iterable[NodePool]) -> dict[str, Decimal]:
         for resource in pool.capacity():
             if pool.sharing_mode == SharingMode.MIG:
                 share = gpu_share(
-                    "mig", model=model, mig_profile=mig_profile_of_resource(resource), layout=pool.mig_devices
+                    "mig",
+                    model=model,
+                    mig_profile=mig_profile_of_resource(resource),
+                    layout=pool.mig_layout_holding(mig_profile_of_resource(resource)),
                 )
             elif pool.sharing_mode == SharingMode.TIME_SLICING:
                 share = gpu_share("time-slicing", model=model, time_slice_replicas=pool.time_slice_replicas)

@@ -87,7 +87,7 @@ def _first_pools(pools: tuple[NodePool, ...]) -> dict[tuple[str, str, str | None
     for pool in pools:
         model, strategy = pool.gpu_model.name, _STRATEGY_OF_MODE.get(pool.sharing_mode)
         if strategy == "mig":
-            for profile in pool.mig_devices or {}:
+            for profile in pool.mig_profiles():
                 first.setdefault((model, strategy, profile, None), pool)
         elif strategy == "time-slicing":
             first.setdefault((model, strategy, None, pool.time_slice_replicas), pool)
@@ -143,7 +143,7 @@ def _offerings(pools: list[NodePool]) -> frozenset[tuple[str, str, str | None]]:
     for pool in pools:
         model = pool.gpu_model.name
         if pool.sharing_mode == SharingMode.MIG:
-            offers.update((model, "mig", profile) for profile in pool.mig_devices or {})
+            offers.update((model, "mig", profile) for profile in pool.mig_profiles())
         elif pool.sharing_mode == SharingMode.TIME_SLICING:
             offers.add((model, "time-slicing", None))
         else:
@@ -174,8 +174,10 @@ def pool_offers(pools: list[NodePool]) -> PoolOffers:
     for pool in pools:
         model = pool.gpu_model.name
         if pool.sharing_mode == SharingMode.MIG:
-            for profile in pool.mig_devices or {}:
-                layouts.setdefault((model, profile), dict(pool.mig_devices))
+            for profile in pool.mig_profiles():
+                layout = pool.mig_layout_holding(profile)
+                if layout:
+                    layouts.setdefault((model, profile), layout)
         if pool.sharing_mode == SharingMode.TIME_SLICING and pool.time_slice_replicas:
             replicas.setdefault(model, set()).add(pool.time_slice_replicas)
         elif pool.sharing_mode == SharingMode.NONE and pool.gpus_per_node:
@@ -258,7 +260,7 @@ def pool_for(
     for pool in pools:
         if pool.gpu_model.name != gpu_model or pool.sharing_mode != mode:
             continue
-        if mode == SharingMode.MIG and mig_profile not in (pool.mig_devices or {}):
+        if mode == SharingMode.MIG and mig_profile not in pool.mig_profiles():
             continue
         if mode == SharingMode.TIME_SLICING and pool.time_slice_replicas != time_slice_replicas:
             continue

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from allocations.clusters.dynamic_mig import request_dynamic_mig_gpus
 from allocations.clusters.gateways.base import ApplyResult, ClusterGateway, PermanentGatewayError, WorkloadStatus
 from allocations.clusters.kai_queues import kai_queue_contexts, kai_queues_for
 from allocations.clusters.mig_layouts import mig_node_configs_of_cluster
@@ -90,6 +91,9 @@ def pool_context(pool: NodePool) -> PoolContext:
         node_labels=dict(pool.node_labels or {}),
         taints=list(pool.taints or []),
         mig_devices=dict(pool.mig_devices or {}),
+        live_mig_layouts=[
+            row["layout"] for row in sorted(pool.live_mig_layouts or [], key=lambda row: -int(row["gpus"]))
+        ],
         rename_by_default=pool.rename_by_default,
         topology_level=pool.topology_level or None,
         topology_required=pool.topology_required,
@@ -120,6 +124,7 @@ def workload_context(request: GpuRequest) -> WorkloadContext:
         if request.node_pool
         else None,
         model_memory_gib=request.gpu_memory_gb,
+        dynamic_mig_gpus=request_dynamic_mig_gpus(request),
     )
 
 

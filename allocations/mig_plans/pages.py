@@ -8,6 +8,7 @@ from typing import Any
 import plotly.graph_objects as go
 from django.conf import settings
 
+from allocations.clusters.dynamic_mig import dynamic_mig_overview, runs_dynamic_mig
 from allocations.models import MigPlan, MigPlanStatus, NodePool
 from gpucore.catalog import GpuModelSpec
 from gpucore.manifests import ManifestError
@@ -97,6 +98,8 @@ def mig_pool_page(*, pool: NodePool, user_is_admin: bool) -> dict[str, Any]:
         "is_admin": user_is_admin,
         "needs_nodes": pool.cluster.backend == "gitops" and not pool.mig_node_layouts.exists(),
         "layouts": list(pool.mig_node_layouts.all()),
+        # A dynamic MIG pool has no layout to plan: the policy's placements beside what the driver reports.
+        "dynamic": dynamic_mig_overview(pool) if runs_dynamic_mig(pool) else None,
     }
     if latest is None:
         return context

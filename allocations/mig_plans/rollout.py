@@ -6,6 +6,12 @@ config with the label ``nvidia.com/mig.config`` and the manager reports ``nvidia
 evicted after the timeout, by policy), the label is set, and the node is uncordoned on ``success``; ``failed`` stops
 the rollout with the node cordoned. Every step is stored on the plan before the next, so a pass run twice, or by a
 worker that replaced a killed one, continues where the last stopped.
+
+The manager reads the ConfigMap through a volume the kubelet refreshes a minute or two after it changes, and refuses
+a config name its copy lacks: a node is labelled only once ``MIG_CONFIGMAP_PROPAGATION_SECONDS`` have passed since the
+pass that applied the ConfigMap. A node the manager has not finished within ``MIG_CONFIGURE_TIMEOUT_SECONDS`` fails
+the rollout and is uncordoned. The manager acts only on a change of the label, so a resumed node gets a config name
+with a new revision (``-r2``) that the ConfigMap holds.
 """
 
 from __future__ import annotations
@@ -14,16 +20,18 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from allocations.clusters.gateways.base import ClusterGateway, GatewayError
+from allocations.clusters.mig_layouts import plan_node_config_name, refresh_live_mig_layouts
 from allocations.clusters.provisioning import cluster_gateway, cluster_objects
 from allocations.mig_plans.events import move_plan, record_plan_event
 from allocations.models import ClusterBackend, DrainPolicy, MigNodeLayout, MigPlan, MigPlanStatus, NodeStep
 from audit.services import audit_record, audit_snapshot
-from gpucore.manifests import ManifestError, mig_node_config_name
+from gpucore.manifests import ManifestError
 from gpucore.manifests.gpu_operator import MIG_CONFIG_LABEL, MIG_PARTED_CONFIGMAP
 
 logger = logging.getLogger(__name__)
@@ -57,13 +65,22 @@ def _record_node(plan_: MigPlan, node: str, layouts: list[dict[str, int]], confi
     MigNodeLayout.objects.update_or_create(
         pool=plan_.pool, node=node, defaults={"gpus": layouts, "config_name": config_name, "plan": plan_}
     )
+    refresh_live_mig_layouts(plan_.pool)
+
+
+def _configmap_propagated(plan_: MigPlan, now: datetime) -> bool:
+    """Whether the kubelets have had time to refresh the ConfigMap this rollout applied (so it holds the names)."""
+    applied = parse_datetime((plan_.progress or {}).get("configmap_applied_at") or "")
+    if applied is None:
+        return False
+    return (now - applied).total_seconds() >= float(settings.MIG_CONFIGMAP_PROPAGATION_SECONDS)
 
 
 def _advance_node(plan_: MigPlan, node: str, state: dict[str, Any], gateway: Any, now: datetime) -> None:
     """Move one node as far as it can go now; stops the plan (``_fail``) when the node cannot be done."""
     model = plan_.pool.gpu_model.to_spec()
     layouts = plan_.node_layouts()[node]
-    config_name = mig_node_config_name(model, layouts)
+    config_name = plan_node_config_name(plan_, node, model, layouts)
     if state["step"] == NodeStep.WAITING:
         if gateway.read_node(node) is None:
             state["step"] = NodeStep.FAILED
@@ -95,6 +112,8 @@ def _advance_node(plan_: MigPlan, node: str, state: dict[str, Any], gateway: Any
                 gateway.evict_pod(namespace=pod.namespace, name=pod.name)
             record_plan_event(plan_, to=plan_.status, node=node, message=f"evicted after the drain timeout: {names}")
             return
+        if not _configmap_propagated(plan_, now):
+            return  # cordoned and empty: labelled once the node's copy of the ConfigMap holds the config
         # The state label is reset with the config label: a "success" left from the node's previous config must
         # not be read as this one's (the MIG manager sets "pending" itself once it sees the new label).
         gateway.patch_node(node, labels={MIG_CONFIG_LABEL: config_name, MIG_CONFIG_STATE_LABEL: "pending"})
@@ -113,6 +132,19 @@ def _advance_node(plan_: MigPlan, node: str, state: dict[str, Any], gateway: Any
             gateway.patch_node(node, labels={MIG_CONFIG_LABEL: config_name})
             return
         outcome = labels.get(MIG_CONFIG_STATE_LABEL, "")
+        waited = (now - (_since(state) or now)).total_seconds()
+        if outcome not in ("success", "failed") and waited >= float(settings.MIG_CONFIGURE_TIMEOUT_SECONDS):
+            gateway.patch_node(node, unschedulable=False)
+            state["step"] = NodeStep.FAILED
+            _fail(
+                plan_,
+                f"Node {node}: the MIG manager did not finish {config_name} within "
+                f"{int(settings.MIG_CONFIGURE_TIMEOUT_SECONDS)} s ({MIG_CONFIG_STATE_LABEL}={outcome or 'unset'}). "
+                "The node was uncordoned and serves what it advertises; check the nvidia-mig-manager pod on it, then "
+                "apply the plan again (the node is labelled with a new config revision).",
+                node=node,
+            )
+            return
         if outcome == "failed":
             state["step"] = NodeStep.FAILED
             _fail(
@@ -143,15 +175,20 @@ def mig_plan_rollout_step(*, plan_id: int, gateway: ClusterGateway | None = None
             return plan_.status
         before = audit_snapshot(plan_)
         gateway = gateway or cluster_gateway(plan_.pool.cluster)
-        progress = plan_.progress or {}
+        progress = plan_.progress = plan_.progress or {}
         nodes = progress.setdefault("nodes", {})
         for node in plan_.nodes_to_drain:
             nodes.setdefault(node, {"step": NodeStep.WAITING, "since": None})
         try:
-            if not progress.get("configmap_applied"):
+            if not progress.get("configmap_applied_at"):
                 gateway.apply([_configmap(plan_)])
-                progress["configmap_applied"] = True
-                record_plan_event(plan_, to=plan_.status, message=f"ConfigMap {MIG_PARTED_CONFIGMAP} applied")
+                progress["configmap_applied_at"] = _now_text(now)
+                record_plan_event(
+                    plan_,
+                    to=plan_.status,
+                    message=f"ConfigMap {MIG_PARTED_CONFIGMAP} applied; nodes are labelled once the kubelets have "
+                    f"refreshed it ({int(settings.MIG_CONFIGMAP_PROPAGATION_SECONDS)} s)",
+                )
             if plan_.pool.cluster.backend == ClusterBackend.GITOPS:
                 _write_gitops_labels(plan_, gateway, nodes, now)
             else:
@@ -194,13 +231,13 @@ def _write_gitops_labels(plan_: MigPlan, gateway: Any, nodes: dict[str, dict[str
     model = plan_.pool.gpu_model.to_spec()
     objects = []
     for node, layouts in plan_.node_layouts().items():
-        config_name = mig_node_config_name(model, layouts)
+        config_name = plan_node_config_name(plan_, node, model, layouts)
         objects.append(
             {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": {MIG_CONFIG_LABEL: config_name}}}
         )
     gateway.apply(objects)
     for node, layouts in plan_.node_layouts().items():
-        _record_node(plan_, node, layouts, mig_node_config_name(model, layouts))
+        _record_node(plan_, node, layouts, plan_node_config_name(plan_, node, model, layouts))
         nodes[node].update(step=NodeStep.DONE, since=_now_text(now))
     record_plan_event(plan_, to=plan_.status, message=f"{len(objects)} node label files written to the GitOps tree")
 

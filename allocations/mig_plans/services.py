@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from allocations.clusters.dynamic_mig import runs_dynamic_mig
 from allocations.clusters.gateways.base import ClusterGateway
 from allocations.clusters.inventory import node_in_pool
 from allocations.clusters.placement import gpu_price
@@ -136,6 +137,10 @@ def mig_plan_create(
         raise PermissionDenied(ONLY_PLANNERS)
     if pool.sharing_mode != SharingMode.MIG or not pool.gpu_model.mig_capable:
         raise ValidationError({"pool": f"Pool {pool} is not a MIG pool."})
+    if runs_dynamic_mig(pool):
+        raise ValidationError(
+            {"pool": f"Pool {pool} creates MIG instances dynamically (DRA DynamicMIG): there is no layout to plan."}
+        )
     model = pool.gpu_model.to_spec()
     if gateway is None and pool.cluster.backend == ClusterBackend.KUBERNETES and not nodes:
         gateway = cluster_gateway(pool.cluster)
@@ -243,11 +248,16 @@ def mig_plan_apply(*, plan_: MigPlan, acting_user: AbstractBaseUser) -> MigPlan:
         if busy.exists():
             raise InvalidPlanTransition(f"Another MIG plan of pool {locked.pool} is being applied.")
         move_plan(locked, MigPlanStatus.APPLYING, actor=acting_user)
-        # Resuming a failed rollout retries the failed node from its drain.
+        # Resuming a failed rollout retries the failed node from its drain. A node already labelled gets the next
+        # config revision (the MIG manager acts only when the label changes), which the ConfigMap, applied again
+        # before any label, then holds.
         nodes = locked.progress.get("nodes", {})
         for state in nodes.values():
             if state.get("step") == NodeStep.FAILED:
-                state.update(step=NodeStep.WAITING, since=None)
+                revision = int(state.get("revision") or 1) + (1 if state.get("config") else 0)
+                state.update(step=NodeStep.WAITING, since=None, revision=revision, config=None)
+        if nodes:
+            locked.progress.pop("configmap_applied_at", None)
         locked.error = ""
         locked.save(update_fields=["status", "progress", "error"])
         audit_record(actor=acting_user, obj=locked, before=before)

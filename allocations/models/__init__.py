@@ -35,6 +35,7 @@ from allocations.models.list_preferences import SavedListColumns
 from allocations.models.mig_plans import (
     MIG_PLAN_TRANSITIONS,
     DrainPolicy,
+    DynamicMigInstance,
     MigNodeLayout,
     MigPlan,
     MigPlanEvent,
@@ -63,6 +64,7 @@ __all__ = [
     "ClusterScheduler",
     "DeviceApi",
     "DrainPolicy",
+    "DynamicMigInstance",
     "ExtensionStatus",
     "GpuModel",
     "GpuRequest",

@@ -150,6 +150,11 @@ class NodePool(models.Model):
     mig_devices = models.JSONField(
         default=dict, blank=True, help_text='MIG layout per GPU (MIG pools), e.g. {"1g.5gb": 2, "2g.10gb": 1}.'
     )
+    # What the GPUs of nodes reconfigured by MIG plans run (written by the rollout and inventory sync):
+    # [{"layout": {"7g.40gb": 1}, "gpus": 2}, ...]; the pool's other GPUs run ``mig_devices``.
+    live_mig_layouts = models.JSONField(
+        default=list, blank=True, help_text="Per-GPU MIG layouts of nodes reconfigured by MIG plans, with GPU counts."
+    )
     node_labels = models.JSONField(default=dict, blank=True)
     topology_level = models.CharField(
         max_length=316,
@@ -196,10 +201,39 @@ class NodePool(models.Model):
     def gpu_total(self) -> int:
         return self.node_count * self.gpus_per_node
 
+    def mig_gpu_layouts(self) -> list[tuple[dict[str, int], int]]:
+        """Each per-GPU MIG layout the pool's GPUs run and on how many GPUs: those MIG plans rolled out, the
+        configured layout on the rest."""
+        live = [(dict(row["layout"]), int(row["gpus"])) for row in self.live_mig_layouts or []]
+        rest = max(0, self.gpu_total - sum(gpus for _layout, gpus in live))
+        return live + ([(dict(self.mig_devices), rest)] if self.mig_devices and rest else [])
+
+    def mig_profiles(self) -> list[str]:
+        """The MIG profiles the pool serves: its configured layout's, then those plans rolled out on its nodes (a
+        profile the configured layout lacks is still offered, so its demand reaches the next plan)."""
+        profiles = dict.fromkeys(self.mig_devices or {})
+        for layout, _gpus in self.mig_gpu_layouts():
+            profiles.update(dict.fromkeys(name for name, count in layout.items() if count))
+        return list(profiles)
+
+    def mig_layout_holding(self, profile: str | None) -> dict[str, int] | None:
+        """The per-GPU layout an instance of ``profile`` sits in, which scales its GPU share: the configured one when
+        it holds the profile, else the rolled-out one most GPUs run."""
+        if profile in (self.mig_devices or {}):
+            return dict(self.mig_devices)
+        live = [(int(row["gpus"]), dict(row["layout"])) for row in self.live_mig_layouts or []]
+        holding = [(gpus, layout) for gpus, layout in live if layout.get(profile or "")]
+        return max(holding, key=lambda item: item[0])[1] if holding else None
+
     def capacity(self) -> dict[str, int]:
-        """Schedulable units per resource name that this pool advertises, from its configuration."""
+        """Schedulable units per resource name that this pool advertises: its configuration, with the layouts MIG
+        plans rolled out on its nodes in place of the configured one there."""
         if self.sharing_mode == SharingMode.MIG:
-            return {mig_resource_name(name): count * self.gpu_total for name, count in self.mig_devices.items()}
+            totals = dict.fromkeys(self.mig_profiles(), 0)
+            for layout, gpus in self.mig_gpu_layouts():
+                for name, count in layout.items():
+                    totals[name] = totals.get(name, 0) + count * gpus
+            return {mig_resource_name(name): count for name, count in totals.items()}
         if self.sharing_mode == SharingMode.TIME_SLICING:
             return {self.shared_resource_name: self.gpu_total * (self.time_slice_replicas or 0)}
         return {"nvidia.com/gpu": self.gpu_total}

@@ -164,3 +164,23 @@ class MigNodeLayout(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pool}: {self.node} = {self.config_name}"
+
+
+class DynamicMigInstance(models.Model):
+    """One MIG instance the dynamic MIG policy placed for a request on a pool whose DRA driver creates instances on
+    demand: the GPU it chose, which the request's claim then selects."""
+
+    pool = models.ForeignKey(NodePool, on_delete=models.CASCADE, related_name="dynamic_mig_instances")
+    request = models.ForeignKey(
+        "allocations.GpuRequest", on_delete=models.CASCADE, related_name="dynamic_mig_instances"
+    )
+    node = models.CharField(max_length=253)
+    gpu_uuid = models.CharField(max_length=100, help_text="The GPU's uuid as the DRA driver publishes it.")
+    profile = models.CharField(max_length=32)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pool", "node", "gpu_uuid", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.pool}: {self.profile} on {self.node}/{self.gpu_uuid} for request {self.request_id}"

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from allocations.clusters.dynamic_mig import admit_dynamic_mig, runs_dynamic_mig
 from allocations.clusters.placement import place
 
 # Services queue tasks; tasks import services only inside their bodies (HackSoft's Django styleguide, "Celery").
@@ -244,7 +245,7 @@ def require_pool_capacity(request: GpuRequest) -> None:
     """
     if request.node_pool_id is None:
         return
-    pool = NodePool.objects.select_for_update().select_related("cluster").get(pk=request.node_pool_id)
+    pool = NodePool.objects.select_for_update().select_related("cluster", "gpu_model").get(pk=request.node_pool_id)
     if pool.node_problems:
         first = pool.node_problems[0]
         raise ValidationError(
@@ -255,6 +256,10 @@ def require_pool_capacity(request: GpuRequest) -> None:
                 ]
             }
         )
+    if runs_dynamic_mig(pool):
+        # No layout to count against: the policy places each instance on a GPU, or refuses naming why.
+        admit_dynamic_mig(request, pool)
+        return
     capacity = pool.capacity().get(request.resource_name, 0)
     held = (
         GpuRequest.objects.filter(

@@ -72,9 +72,9 @@ def capacity_gpus_by_model() -> dict[str, int]:
 
 def _pool_layout(pool: NodePool | None, mig_profile: str | None) -> dict[str, int] | None:
     """The pool's per-GPU MIG layout, which scales the share so a fully partitioned GPU bills exactly once."""
-    # A pool edited since (no longer holding the profile) bills the instance's own weight, never fails the month.
-    layout = (pool.mig_devices or None) if pool is not None and mig_profile else None
-    return layout if layout and mig_profile in layout else None
+    # The layout its nodes run since MIG plans when the configured one lacks the profile; a pool edited since (no
+    # longer holding the profile anywhere) bills the instance's own weight, never fails the month.
+    return pool.mig_layout_holding(mig_profile) if pool is not None and mig_profile else None
 
 
 # What ``request_allocations`` reads of each request (``held_span_rows``): no model instances.
@@ -94,6 +94,7 @@ _ALLOCATION_FIELDS = (
     "node_pool__sharing_mode",
     "node_pool__time_slice_replicas",
     "node_pool__mig_devices",
+    "node_pool__live_mig_layouts",
     "node_pool__gpu_model__name",
 )
 
@@ -108,6 +109,7 @@ def _what_was_held(
     sharing_mode: str | None,
     time_slice_replicas: int | None,
     mig_devices: dict[str, int] | None,
+    live_mig_layouts: list[dict[str, Any]] | None,
     pool_model: str | None,
 ) -> tuple[AllocationSpec, dict[str, int] | None]:
     """``GpuRequest.allocation_spec_of`` and the pool's MIG layout, from a request's and its pool's columns (the
@@ -118,7 +120,8 @@ def _what_was_held(
             pk=pool_id,
             sharing_mode=sharing_mode,
             time_slice_replicas=time_slice_replicas,
-            mig_devices=mig_devices,
+            mig_devices=mig_devices or {},
+            live_mig_layouts=live_mig_layouts or [],
             gpu_model=GpuModel(name=pool_model),
         )
     request = GpuRequest(

@@ -227,6 +227,9 @@ class PoolContext:
     node_labels: Mapping[str, str] = field(default_factory=dict)
     taints: Sequence[Taint | Mapping[str, Any]] = ()
     mig_devices: Mapping[str, int] = field(default_factory=dict)
+    # The per-GPU layouts MIG plans rolled out on the pool's nodes, the most used first: they serve profiles the
+    # configured layout lacks, and scale those instances' GPU share.
+    live_mig_layouts: Sequence[Mapping[str, int]] = ()
     # renameByDefault of the device plugin: shared GPUs are advertised as nvidia.com/gpu.shared and GFD leaves the
     # product label alone (docs/reference-sources.md#time-slicing).
     rename_by_default: bool = False
@@ -256,6 +259,8 @@ class PoolContext:
         object.__setattr__(self, "taints", taints)
         devices = _frozen_mapping(self.mig_devices, "MIG devices")
         object.__setattr__(self, "mig_devices", devices)
+        live = tuple(_frozen_mapping(layout, "MIG layouts") for layout in self.live_mig_layouts)
+        object.__setattr__(self, "live_mig_layouts", live)
 
         replicas = self.time_slice_replicas
         if mode is SharingMode.TIME_SLICING:
@@ -270,6 +275,14 @@ class PoolContext:
             raise ManifestError(f"Pool '{self.name}': a MIG pool needs its MIG devices per GPU, e.g. {{'3g.20gb': 2}}.")
         if mode is not SharingMode.MIG and devices:
             raise ManifestError(f"Pool '{self.name}': only MIG pools have MIG devices.")
+
+    def mig_layout_holding(self, profile: str | None) -> Mapping[str, int] | None:
+        """The per-GPU layout an instance of ``profile`` sits in: the configured one, else the first rolled out."""
+        if profile is None:
+            return None
+        if profile in self.mig_devices:
+            return self.mig_devices
+        return next((layout for layout in self.live_mig_layouts if layout.get(profile)), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,6 +387,9 @@ class WorkloadContext:
     # selectors use what the driver reports for the pool (``dra_target``, a ``dra.DraTarget``; None: the catalog's).
     device_api: str = "device-plugin"
     dra_target: Any = None
+    # Dynamic MIG: the GPUs (the driver's uuids) the portal's policy chose for the request's MIG instances; the claim
+    # selects a slice of one of them. Empty: any GPU the scheduler finds.
+    dynamic_mig_gpus: Sequence[str] = ()
     # The replica's peak GPU memory (GiB, the request's gpu_memory_gb): inference gets at least as much host memory.
     model_memory_gib: Decimal | None = None
     allocation: AllocationSpec = field(init=False, repr=False, compare=False)

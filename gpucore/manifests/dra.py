@@ -10,6 +10,7 @@ the floor is ``compareTo(...) >= 0`` of the smallest memory the driver reported 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,8 +68,21 @@ def memory_at_least(quantity: str) -> str:
     return f"device.capacity['{DRIVER}'].memory.compareTo(quantity({_quoted(quantity)})) >= 0"
 
 
-def device_selectors(strategy: Strategy, model: GpuModelSpec, mig_profile: str | None, target: DraTarget) -> list[str]:
-    """The CEL expressions choosing the device: the model by product name and memory floor, a MIG slice by profile."""
+def parent_gpu_in(uuids: Sequence[str]) -> str:
+    """CEL: a MIG device carved from one of these GPUs (the driver's ``parentUUID``)."""
+    return f"device.attributes['{DRIVER}'].parentUUID in [{', '.join(_quoted(uuid) for uuid in uuids)}]"
+
+
+def device_selectors(
+    strategy: Strategy,
+    model: GpuModelSpec,
+    mig_profile: str | None,
+    target: DraTarget,
+    *,
+    parent_gpus: Sequence[str] = (),
+) -> list[str]:
+    """The CEL expressions choosing the device: the model by product name and memory floor, a MIG slice by profile
+    (and, with dynamic MIG, on the GPUs the policy chose: ``parent_gpus``)."""
     expressions = []
     if target.product_name is not None:
         expressions.append(attribute_equals("productName", target.product_name))
@@ -77,6 +91,8 @@ def device_selectors(strategy: Strategy, model: GpuModelSpec, mig_profile: str |
             raise ManifestError("A MIG allocation needs its profile.")
         # The driver names profiles as the model does (1g.5gb on an A100-40GB, 1g.10gb on an 80 GB card).
         expressions.append(attribute_equals("profile", mig_profile))
+        if parent_gpus:
+            expressions.append(parent_gpu_in(sorted(set(parent_gpus))))
         floor = target.profile_memory_bytes.get(mig_profile)
     else:
         floor = target.memory_bytes
@@ -98,12 +114,16 @@ def render_resource_claim_template(
     mig_profile: str | None,
     time_slice_replicas: int | None,
     target: DraTarget,
+    parent_gpus: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The request's ResourceClaimTemplate: ``quantity`` devices of the right class chosen by CEL, or for a
-    time-sliced share one GPU's consumable memory share with the driver's TimeSlicing config."""
+    time-sliced share one GPU's consumable memory share with the driver's TimeSlicing config. ``parent_gpus``: the
+    GPUs (uuids) the dynamic MIG policy chose for the request's instances."""
     if quantity < 1:
         raise ManifestError(f"A claim asks for at least one device, not {quantity}.")
-    expressions = device_selectors(strategy, model, mig_profile, target)
+    if parent_gpus and strategy is not Strategy.MIG:
+        raise ManifestError("Only a MIG claim is placed on chosen GPUs.")
+    expressions = device_selectors(strategy, model, mig_profile, target, parent_gpus=parent_gpus)
     exactly: dict[str, Any] = {
         "deviceClassName": MIG_DEVICE_CLASS if strategy is Strategy.MIG else GPU_DEVICE_CLASS,
         "allocationMode": "ExactCount",

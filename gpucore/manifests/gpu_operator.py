@@ -328,14 +328,19 @@ def render_mig_parted_configmap(
     return _configmap(name, namespace, {MIG_PARTED_CONFIG_KEY: _dump(config)})
 
 
-def mig_node_config_name(model: GpuModelSpec, gpu_layouts: Sequence[Mapping[str, int]]) -> str:
+def mig_node_config_name(model: GpuModelSpec, gpu_layouts: Sequence[Mapping[str, int]], *, revision: int = 1) -> str:
     """The named config of one node's per-GPU layouts (MIG plans): the model and a digest of the layouts.
 
     Equal layouts give equal names on every node, so a plan renders one named config per distinct node layout.
+    A ``revision`` above 1 suffixes the name (``-r2``): the MIG manager acts only when the node's label changes, so a
+    retried node must be labelled with a name it has not carried.
     """
+    if revision < 1:
+        raise ManifestError(f"A MIG config revision starts at 1, not {revision}.")
     canonical = json.dumps([{k: v for k, v in sorted(layout.items()) if v} for layout in gpu_layouts])
     digest = hashlib.sha256(f"{model.name}:{canonical}".encode()).hexdigest()[:10]
-    return f"{MIG_CONFIG_PREFIX}{model.name.lower().replace('.', '-')}-{digest}"
+    name = f"{MIG_CONFIG_PREFIX}{model.name.lower().replace('.', '-')}-{digest}"
+    return name if revision == 1 else f"{name}-r{revision}"
 
 
 def mig_node_config(model: GpuModelSpec, gpu_layouts: Sequence[Mapping[str, int]]) -> list[dict[str, Any]]:

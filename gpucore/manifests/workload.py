@@ -115,7 +115,7 @@ def _check_pool(pool: PoolContext | None, allocation: AllocationSpec, model: Gpu
             f"Pool '{pool.name}' shares GPUs by '{pool.sharing_mode}'; a {allocation.strategy} allocation needs "
             f"'{wanted}'."
         )
-    if allocation.strategy is Strategy.MIG and allocation.mig_profile not in pool.mig_devices:
+    if allocation.strategy is Strategy.MIG and pool.mig_layout_holding(allocation.mig_profile) is None:
         raise ManifestError(f"Pool '{pool.name}' has no '{allocation.mig_profile}' MIG devices.")
     if allocation.strategy is Strategy.TIME_SLICING:
         if pool.time_slice_replicas != allocation.time_slice_replicas:
@@ -359,8 +359,8 @@ def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_
     selector = {MANAGED_BY_LABEL: labels[MANAGED_BY_LABEL], REQUEST_LABEL: labels[REQUEST_LABEL]}
     # The pool's MIG layout scales the share as billing does; a pool edited since submission no longer holding the
     # profile falls back to the instance's own weight rather than failing the render.
-    layout = ctx.pool.mig_devices if ctx.pool is not None else None
-    share = gpu_share(allocation, catalog, layout=layout if layout and allocation.mig_profile in layout else None)
+    layout = ctx.pool.mig_layout_holding(allocation.mig_profile) if ctx.pool is not None else None
+    share = gpu_share(allocation, catalog, layout=layout)
     critical = is_critical_tier(ctx.tier)
     size = size_container(
         ctx.workload_type, share, guaranteed=critical or ctx.topology_aware, model_memory_gib=ctx.model_memory_gib
@@ -390,6 +390,7 @@ def render_workload_objects(ctx: WorkloadContext, *, catalog: Catalog = BUILTIN_
                 mig_profile=allocation.mig_profile,
                 time_slice_replicas=allocation.time_slice_replicas,
                 target=ctx.dra_target or DraTarget(),
+                parent_gpus=tuple(ctx.dynamic_mig_gpus),
             )
         )
     if ctx.workload_type in JOB_WORKLOADS:

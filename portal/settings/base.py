@@ -458,6 +458,13 @@ if not isinstance(IDLE_RECLAIM_THRESHOLDS, dict):
 # hands over to a fresh one (nodes reboot for minutes).
 MIG_PLAN_POLL_SECONDS = float(env_str("MIG_PLAN_POLL_SECONDS") or 10)
 MIG_PLAN_TASK_SECONDS = float(env_str("MIG_PLAN_TASK_SECONDS") or 240)
+# Seconds between applying the mig-parted ConfigMap and labelling a node with a config it holds: the kubelet refreshes
+# a mounted ConfigMap on its sync period plus its cache TTL (a minute each by default), and the MIG manager refuses a
+# config name its copy does not hold yet.
+MIG_CONFIGMAP_PROPAGATION_SECONDS = float(env_str("MIG_CONFIGMAP_PROPAGATION_SECONDS") or 120)
+# Seconds a node may stay with the MIG manager (state pending or rebooting) before its rollout fails and the node is
+# uncordoned.
+MIG_CONFIGURE_TIMEOUT_SECONDS = float(env_str("MIG_CONFIGURE_TIMEOUT_SECONDS") or 1800)
 # A request page reads its pods and events from the cluster while it renders: it waits at most this long per call.
 PORTAL_CLUSTER_READ_TIMEOUT_SECONDS = float(env_str("PORTAL_CLUSTER_READ_TIMEOUT_SECONDS") or 3)
 # Where the gitops gateway writes manifests for clusters that use it.

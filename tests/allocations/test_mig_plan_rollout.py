@@ -107,6 +107,12 @@ def _gpu_pod(name: str, node: str, request_id: int) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(autouse=True)
+def configmap_seen_at_once(settings) -> None:
+    """These tests are about the steps, not the kubelet's ConfigMap refresh (test_mig_plan_rollout_timing is)."""
+    settings.MIG_CONFIGMAP_PROPAGATION_SECONDS = 0
+
+
 @pytest.fixture
 def cluster() -> Iterator[EmulatedCluster]:
     with EmulatedCluster.running(serve_kueue=False) as running:

@@ -43,3 +43,41 @@ def test_the_policy_keeps_fewer_gpus_fragmented_than_spreading() -> None:
         gpus[choice.gpu][profile] = gpus[choice.gpu].get(profile, 0) + 1
     assert fragmented_gpus(gpus) == 2  # two GPUs stay whole
     assert sum(sum(counts.values()) for counts in gpus) == len(arrivals)
+
+
+def test_a_claim_on_chosen_gpus_selects_only_slices_of_those_gpus() -> None:
+    from gpucore.manifests.dra import DraTarget, render_resource_claim_template
+    from gpucore.vocabulary import Strategy
+    from tests.gpucore.manifests.dra_samples import A100_40, DEVICES, matching_devices
+    from tests.gpucore.manifests.dra_validation import validate_dra
+
+    template = render_resource_claim_template(
+        request_id=7,
+        team_slug="vision",
+        namespace="team-vision",
+        strategy=Strategy.MIG,
+        model=A100,
+        quantity=1,
+        mig_profile="3g.20gb",
+        time_slice_replicas=None,
+        target=DraTarget(product_name=A100_40),
+        parent_gpus=["GPU-00000003"],
+    )
+    validate_dra(template)
+    chosen = matching_devices(template, DEVICES)
+    assert chosen and {(d.parent_uuid, d.profile, d.node) for d in chosen} == {
+        ("GPU-00000003", "3g.20gb", "a100-mig-node-1")
+    }
+    # Without a choice the same claim may be given the slice of any of the eight GPUs.
+    anywhere = render_resource_claim_template(
+        request_id=7,
+        team_slug="vision",
+        namespace="team-vision",
+        strategy=Strategy.MIG,
+        model=A100,
+        quantity=1,
+        mig_profile="3g.20gb",
+        time_slice_replicas=None,
+        target=DraTarget(product_name=A100_40),
+    )
+    assert len({d.parent_uuid for d in matching_devices(anywhere, DEVICES)}) == 8

@@ -57,6 +57,7 @@ def test_a_worker_killed_mid_rollout_is_replaced_and_the_rollout_finishes_once(
 ) -> None:
     monkeypatch.setenv("MIG_PLAN_POLL_SECONDS", "0.1")
     monkeypatch.setenv("MIG_PLAN_TASK_SECONDS", "120")
+    monkeypatch.setenv("MIG_CONFIGMAP_PROPAGATION_SECONDS", "0")
     cluster.put(_node("gpu-a"))
     cluster.put(_node("gpu-b"))
     pool = NodePoolFactory(
