@@ -22,7 +22,8 @@ from django.utils import timezone
 
 from allocations.clusters.provisioning import gpu_request_provision
 from allocations.mig_plans.services import mig_plan_create
-from allocations.models import GpuRequest, MigPlan, NodePool, SharingMode, Team
+from allocations.models import GpuRequest, MigPlan, NodePool, Quota, QuotaIncreaseRequest, SharingMode, Team
+from allocations.quota_requests.services import quota_increase_request_create
 from allocations.requests.services import (
     gpu_request_approve,
     gpu_request_reject,
@@ -74,7 +75,9 @@ class DemoRequest:
     run_hours: float | None = None  # released: how long it ran (within its duration)
     review_minutes: int = 40
     comment: str = ""
-    pattern: str = field(default="", compare=False)  # its utilization, when not its workload type's (the demo's)
+    # Its utilization pattern when not its workload type's (billing.metering.demo_usage): the idle notebook, and a
+    # transcription job squeezing its time-sliced share's memory.
+    pattern: str = field(default="", compare=False)
 
 
 def month_start(now: datetime, months_back: int) -> date:
@@ -149,7 +152,7 @@ STORY: list[DemoRequest] = [
     DemoRequest(
         "speech", "erin", "asr-batch-nightly", "Transcribe the day's calls every night.",
         {"workload_type": "batch_inference", "gpu_memory_gb": 3, "sla_tier": "tier3_development"},
-        Moment(hours_ago=4 * 24 + 3), "running",
+        Moment(hours_ago=4 * 24 + 3), "running", pattern="shared_dev",
     ),
     DemoRequest(
         "speech", "erin", "whisper-large-eval", "Evaluate the large speech model on the new accents set.",
@@ -233,8 +236,7 @@ def demo_history_requests(*, users: dict[str, User], teams: dict[str, Team], now
 
 
 def demo_patterns() -> dict[int, str]:
-    """The utilization pattern of the story's requests that do not look like their workload type (the idle
-    notebook), by request id."""
+    """The utilization pattern of the story's requests that do not look like their workload type, by request id."""
     names = {item.name: item.pattern for item in STORY if item.pattern}
     return {pk: names[name] for pk, name in GpuRequest.objects.filter(name__in=names).values_list("pk", "name")}
 
@@ -278,3 +280,19 @@ def demo_mig_plan(*, users: dict[str, User]) -> int:
             mig_plan_create(acting_user=users[APPROVER], pool=pool, nodes=nodes)
             made += 1
     return made
+
+
+def demo_quota_increase(*, users: dict[str, User], now: datetime | None = None) -> int:
+    """Speech's lead asks, five hours ago, for two more H100s: a quota increase waiting for an approver."""
+    now = now or timezone.now()
+    quota = Quota.objects.filter(team__slug="speech", node_pool__name="h100-dedicated").first()
+    if quota is None or QuotaIncreaseRequest.objects.filter(quota=quota).exists():
+        return 0
+    with at(now - timedelta(hours=5)):
+        quota_increase_request_create(
+            acting_user=users["erin"],
+            quota=quota,
+            requested_limit=quota.limit + 2,
+            reason="The large speech model's evaluation needs two more H100s for the next two weeks.",
+        )
+    return 1

@@ -29,6 +29,9 @@ from gpucore.vocabulary import Strategy
 HOUR = timedelta(hours=1)
 MAX_GPUS_PER_POOL = 8  # enough to look like a pool, few enough to seed in seconds
 IDLE_POWER_FRACTION = 0.12
+# Devices no request holds (unallocated, or running the workload outside the portal) are written for this many days
+# back: the pages read them for the last month; the months before are their requests' history.
+UNHELD_DAYS = 30
 # A workload of the platform team outside the portal: no team's request, so no team's hours.
 OUTSIDE_NAMESPACE, OUTSIDE_POD = "ml-platform", "jupyter-shared-0"
 
@@ -271,7 +274,8 @@ def generate_demo_usage(*, days: int = 30, now: datetime | None = None, patterns
 
     Idempotent: rows already there (same cluster, hour, device and owner) are kept, and the same values are drawn
     on every run. Requests are placed on devices of their own pool while they ran (``pool_timelines``); a device no
-    request ever held runs a platform workload outside the portal on dedicated and time-sliced pools. Hours are
+    request ever held runs a platform workload outside the portal on dedicated and time-sliced pools; hours no request
+    held are written for the last ``UNHELD_DAYS`` only. Hours are
     logged as ingested and each cluster's watermark is set when it has none, so the pages read the months as
     complete. ``patterns`` overrides the utilization pattern of requests by id (the demo's idle notebook).
     """
@@ -280,6 +284,7 @@ def generate_demo_usage(*, days: int = 30, now: datetime | None = None, patterns
     end = now.replace(minute=0, second=0, microsecond=0)
     start = end - timedelta(days=days)
     hours = [start + HOUR * i for i in range(days * 24)]
+    recent = end - timedelta(days=min(days, UNHELD_DAYS))
     pools = list(NodePool.objects.filter(cluster__is_active=True).select_related("cluster", "gpu_model"))
     held = _held_requests(pools)
     created = 0
@@ -297,6 +302,8 @@ def generate_demo_usage(*, days: int = 30, now: datetime | None = None, patterns
             for slot, holdings in timelines:
                 for hour in hours:
                     device = _outside(slot, pool) if slot is outside else _device_at(slot, holdings, hour)
+                    if device.request_id is None and hour < recent:
+                        continue  # unheld hours only for the last month: the history's rows are its requests'
                     key = (hour, device.uuid, device.mig_instance, device.namespace, device.pod)
                     if key in existing:
                         continue

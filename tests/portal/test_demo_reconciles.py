@@ -16,7 +16,7 @@ from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from allocations.models import GpuRequest, MigPlan, RequestStatus, Team
+from allocations.models import GpuRequest, MigPlan, QuotaIncreaseRequest, RequestStatus, Team
 from billing.costs.chargeback import request_allocations
 from billing.costs.dashboards import month_rows
 from billing.costs.month_spend import team_month_to_date
@@ -128,7 +128,7 @@ def test_utilization_is_measured_only_while_a_request_held_the_device(seeded: da
     assert measured == set(held)  # and every request that ran was measured
 
 
-def test_the_story_has_its_idle_notebook_budgets_near_thresholds_and_a_mig_plan(seeded: datetime) -> None:
+def test_the_story_has_an_idle_notebook_budgets_near_thresholds_a_mig_plan_and_an_ask(seeded: datetime) -> None:
     notebook = GpuRequest.objects.get(name="vision-notebook")
     use = UtilizationRollup.objects.filter(request=notebook).values_list("avg_utilization_pct", flat=True)
     assert use and max(use) < 10  # held for days, barely used
@@ -141,3 +141,4 @@ def test_the_story_has_its_idle_notebook_budgets_near_thresholds_and_a_mig_plan(
     assert Decimal("0.40") <= used["nlp"] < Decimal("0.50")
     assert Decimal("0.90") <= used["speech"] < Decimal("1.00")
     assert MigPlan.objects.filter(pool__name="a100-mig").exists()
+    assert QuotaIncreaseRequest.objects.filter(team__slug="speech", status="pending").exists()

@@ -11,7 +11,17 @@ from portal.glossary import GLOSSARY, glossary_terms
 
 pytestmark = pytest.mark.django_db
 
-TERMS = {"GPU unit", "GPU-hour", "Nominal quota", "Borrowing", "MIG slice", "Time-sliced share", "Idle", "Alert run"}
+TERMS = {
+    "GPU unit",
+    "GPU-hour",
+    "Device-hour",
+    "Nominal quota",
+    "Borrowing",
+    "MIG slice",
+    "Time-sliced share",
+    "Idle",
+    "Alert run",
+}
 
 
 def test_the_docs_glossary_defines_each_word_the_pages_use() -> None:

@@ -27,6 +27,7 @@ from portal.demo_history import (
     demo_mig_plan,
     demo_months_close,
     demo_patterns,
+    demo_quota_increase,
     history_start,
 )
 
@@ -147,11 +148,13 @@ class Command(BaseCommand):
             closed = f"reports for {', '.join(demo_months_close(now=now))} closed"
         budgets = demo_budgets(teams=teams, now=now)
         plans = demo_mig_plan(users=users)
+        asks = demo_quota_increase(users=users, now=now)
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo organisation ready: {len(users)} users (password '{DEMO_PASSWORD}'), {len(teams)} teams, "
                 f"{len(pools)} node pools, {created} new requests, {rollups} new hourly utilization rollups, "
-                f"{books} new price book, {budgets} new budgets, {plans} new MIG plan, {closed}."
+                f"{books} new price book, {budgets} new budgets, {plans} new MIG plan, {asks} new quota increase, "
+                f"{closed}."
             )
         )
 
