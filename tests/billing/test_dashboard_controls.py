@@ -205,8 +205,8 @@ def test_the_period_steps_name_the_period_shown_and_figures_read_alike(october, 
     assert "quarter=2026-Q3" in quarter.split('id="period-previous"')[1].split(">")[0]
     assert "← Previous month" in month and "Next month →" in month
     assert "← Previous 3 months" in custom.content.decode() and "Next 3 months →" in custom.content.decode()
-    # KPIs and tables print money the same way: 2 GPUs x 10 h + 1 GPU x 5 h at 2.00 USD.
-    assert "50.00 USD" in month
+    # The KPI prints money as every page does: 2 GPUs x 10 h at 2.00 USD for the lead's team.
+    assert '<div class="kpi">40.00 USD</div>' in month
 
 
 def test_numbers_in_tables_get_thousands_separators() -> None:
