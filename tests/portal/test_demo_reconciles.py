@@ -130,8 +130,10 @@ def test_utilization_is_measured_only_while_a_request_held_the_device(seeded: da
 
 def test_the_story_has_an_idle_notebook_budgets_near_thresholds_a_mig_plan_and_an_ask(seeded: datetime) -> None:
     notebook = GpuRequest.objects.get(name="vision-notebook")
-    use = UtilizationRollup.objects.filter(request=notebook).values_list("avg_utilization_pct", flat=True)
-    assert use and max(use) < 10  # held for days, barely used
+    use = list(UtilizationRollup.objects.filter(request=notebook).values_list("avg_utilization_pct", flat=True))
+    # Held for days, barely used: under the idle alert's 10 % nearly every hour, about 3 % on average.
+    assert len(use) > 24 and sum(use) / len(use) < 5
+    assert sum(1 for pct in use if pct < 10) / len(use) > 0.9
 
     used = {}
     for budget in TeamBudget.objects.select_related("team"):
