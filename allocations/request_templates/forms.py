@@ -78,6 +78,9 @@ class RequestTemplateForm(forms.Form):
             "description": template.description,
             "team": template.team.slug if template.team_id else EVERY_TEAM,
             **{name: profile.get(name) for name in PROFILE_FIELDS if name != "latency_sensitive"},
+            # A profile leaving them out means one, as the new-request form does.
+            "gpu_count": profile.get("gpu_count") or 1,
+            "replicas": profile.get("replicas") or 1,
             "sla_tier": profile.get("sla_tier") or "",
             "gpu_model": profile.get("gpu_model") or "",
             "latency_sensitive": "" if latency is None else ("true" if latency else "false"),

@@ -63,6 +63,8 @@ def test_the_edit_form_shows_the_saved_values(demo_org: DemoOrg, vision_template
     html = page.content.decode()
     assert 'value="Vision fine-tune"' in html and 'value="python finetune.py --epochs 10"' in html
     assert 'value="tier2_batch" selected' in html
+    # The profile leaves GPUs and replicas out: one of each, as the new-request form reads it.
+    assert 'name="gpu_count" value="1"' in html and 'name="replicas" value="1"' in html
     assert ">Every team</option>" not in html  # leads offer a template to their team only
 
 
