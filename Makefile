@@ -24,7 +24,7 @@ seed: migrate
 	$(BIN)/python manage.py seed_demo
 
 run: seed ## Migrate, seed the demo organisation and serve http://127.0.0.1:8000 (alice / demo); PORT=8080 / HOST=0.0.0.0 to change.
-	@echo "GPU Portal on http://$(HOST):$(PORT)/  (users: alice, dave, bob, carol, finance; password: demo)"
+	@echo "GPU Portal on http://$(HOST):$(PORT)/  (users: alice, dave, bob, erin, carol, finance; password: demo)"
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 test: install ## The whole suite, on every core (TEST_WORKERS=0 runs it in one process). Integration tests need PostgreSQL/Redis/Prometheus/Chromium (see docs/testing.md).

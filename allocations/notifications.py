@@ -9,12 +9,17 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
+from django.dispatch import Signal
 from django.template.loader import render_to_string
 
-from allocations.models import GpuRequest
+from allocations.models import GpuRequest, QuotaIncreaseRequest
 from allocations.selectors import APPROVE_PERMISSION
 
 logger = logging.getLogger(__name__)
+
+# Sent once a quota decision has committed, with ``increase_id`` and the ``subject`` and ``body`` mailed; billing
+# posts it to the team's chat (the budget's chat URL, as budget alerts go).
+quota_increase_decided = Signal()
 
 
 def approver_emails() -> list[str]:
@@ -81,5 +86,37 @@ def notify_expiry_soon_on_commit(request: GpuRequest) -> None:
                 fresh,
                 [fresh.requester.email],
             )
+
+    transaction.on_commit(deliver, robust=True)
+
+
+def quota_decision_message(increase: QuotaIncreaseRequest) -> tuple[str, str]:
+    """The subject and body telling a team how an approver decided its quota increase."""
+    quota = increase.quota
+    where = quota.node_pool.name if quota.node_pool_id else (quota.cluster.name if quota.cluster_id else "every pool")
+    decision = increase.get_status_display().lower()
+    subject = (
+        f"[GPU Portal] Quota increase #{increase.pk} for {increase.team.name} was {decision}: "
+        f"{quota.resource_name} on {where}"
+    )
+    body = render_to_string("allocations/email/quota_decided.txt", {"increase": increase, "where": where})
+    return " ".join(subject.split()), body
+
+
+def notify_quota_decision_on_commit(increase: QuotaIncreaseRequest) -> None:
+    """Once the decision commits, email who asked and signal ``quota_increase_decided`` for the team's chat."""
+    increase_id = increase.pk
+
+    def deliver() -> None:
+        fresh = QuotaIncreaseRequest.objects.select_related(
+            "team", "quota__node_pool", "quota__cluster", "requested_by", "decided_by"
+        ).get(pk=increase_id)
+        subject, body = quota_decision_message(fresh)
+        if fresh.requested_by.email and fresh.requested_by.is_active:
+            try:
+                send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [fresh.requested_by.email])
+            except OSError:
+                logger.exception("Could not send '%s' to %s", subject, fresh.requested_by.email)
+        quota_increase_decided.send(sender=QuotaIncreaseRequest, increase_id=increase_id, subject=subject, body=body)
 
     transaction.on_commit(deliver, robust=True)

@@ -14,6 +14,8 @@ class BillingConfig(AppConfig):
         register_request_list_values()
 
         from allocations.clusters.queue_observation import request_preempted
-        from billing.reclaim.notices import notify_preempted
+        from allocations.notifications import quota_increase_decided
+        from billing.reclaim.notices import notify_preempted, post_quota_decision
 
         request_preempted.connect(notify_preempted, dispatch_uid="billing.notify_preempted")
+        quota_increase_decided.connect(post_quota_decision, dispatch_uid="billing.post_quota_decision")

@@ -220,10 +220,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "filter_fields": _filter_fields(query, choices),
         "quarters": [quarter_label(add_months(this_month, -3 * n)) for n in range(8)],
         "query_string": urlencode(query.params()),
-        "previous": query.url(month=f"{add_months(query.first, -1):%Y-%m}", period="month"),
-        "next": None
-        if query.last >= this_month
-        else query.url(month=f"{add_months(query.last, 1):%Y-%m}", period="month"),
+        "previous": query.step(-1),
+        "next": None if query.last >= this_month else query.step(1),
         "budget_note": bool(budgets),
         "money_budget": money_budget,
         "query_error": query_error,

@@ -214,6 +214,15 @@ def count_by_kind(alerts: Iterable[Alert]) -> dict[str, int]:
     return counts
 
 
+def count_devices_by_kind(alerts: Iterable[Alert]) -> dict[str, int]:
+    """On how many devices each kind of alert fired (every kind present): the unit the grouped lists show, one row
+    per device and rule, however many runs each had."""
+    devices: dict[str, set[tuple[str, str]]] = {kind.value: set() for kind in AlertKind}
+    for alert in alerts:
+        devices[alert.kind.value].add((alert.cluster, alert.device))
+    return {kind: len(found) for kind, found in devices.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class AlertGroup:
     """Every run of one rule on one device: first and last seen, how many runs and hours, the worst reading.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import Protocol, TypeVar
 
@@ -123,6 +123,20 @@ def book_in_effect(books: Iterable[_Book], *, at: datetime) -> _Book | None:
 def to_cents(amount: Decimal) -> Decimal:
     """Round money half-up to the cent, for presentation only."""
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def cents_adding_up(amounts: Mapping[K, Decimal]) -> dict[K, Decimal]:
+    """Each amount in cents such that they add up to their total in cents (``to_cents`` of the exact sum): each is
+    rounded down, then the cents left go to those that lost most (largest remainder). A table of parts then sums to
+    the total printed above it, never a cent off."""
+    if not amounts:
+        return {}
+    floors = {key: amount.quantize(CENT, rounding=ROUND_FLOOR) for key, amount in amounts.items()}
+    left = int((to_cents(sum(amounts.values(), Decimal(0))) - sum(floors.values(), Decimal(0))) / CENT)
+    by_remainder = sorted(amounts, key=lambda key: amounts[key] - floors[key], reverse=True)
+    for key in by_remainder[: max(left, 0)]:
+        floors[key] += CENT
+    return floors
 
 
 # Without a price book every catalog model is priced on this one basis (never TCO for some and list for others): the AWS

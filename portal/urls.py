@@ -26,6 +26,7 @@ urlpatterns = [
     path("api/", include(api_urlpatterns)),
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("glossary/", views.glossary, name="glossary"),
     path("", include("allocations.urls")),
     path("", include("portal.tokens.urls")),
     path("", include("audit.urls")),

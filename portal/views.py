@@ -19,6 +19,7 @@ from billing.costs.lead_home import lead_overview, lead_teams
 from billing.costs.month_spend import home_costs
 from billing.costs.waste import month_reclaimable_gpu_hours
 from billing.utilization.selectors import fleet_alerts_needing_action
+from portal.glossary import glossary_terms
 from portal.health import readiness
 from portal.sso.backends import password_login, sso_enabled
 
@@ -104,3 +105,11 @@ class PortalLoginView(LoginView):
             password_login=password_login(),
         )
         return context
+
+
+@login_required
+@require_GET
+def glossary(request: HttpRequest) -> HttpResponse:
+    """The portal's words, one meaning each (docs/glossary.md)."""
+    intro, terms = glossary_terms()
+    return render(request, "glossary.html", {"intro": intro, "terms": terms})

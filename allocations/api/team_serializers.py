@@ -24,7 +24,10 @@ class QuotaSerializer(serializers.ModelSerializer):
     cluster = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
     node_pool = serializers.StringRelatedField(read_only=True, allow_null=True, help_text="cluster/pool")
     scope = serializers.CharField(source="scope_label", read_only=True)
-    used = serializers.SerializerMethodField()
+    used = serializers.SerializerMethodField(
+        help_text="Units the team's approved requests hold now (running, provisioning or waiting to start), counted "
+        "against the nominal quota: the pages' Used."
+    )
     nominal = serializers.IntegerField(read_only=True, help_text="Kueue's nominalQuota: held without borrowing.")
 
     class Meta:
@@ -53,7 +56,7 @@ class QuotaSerializer(serializers.ModelSerializer):
 
 
 class TeamSerializer(serializers.ModelSerializer):
-    """A team with its members and its quotas (limit and units in use)."""
+    """A team with its members and its quotas (used / nominal / borrowing, as the pages show them)."""
 
     members = TeamMemberSerializer(source="memberships", many=True, read_only=True)
     quotas = QuotaSerializer(many=True, read_only=True)

@@ -1,4 +1,4 @@
-"""The teams API: the teams a user may see, their members and their quotas with the units in use."""
+"""The teams API: the teams a user may see, their members and their quotas: used / nominal / borrowing."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from infra.scoping import ScopedViewMixin
 )
 @extend_schema(tags=["teams"])
 class TeamViewSet(ScopedViewMixin, ServiceApiMixin, viewsets.ReadOnlyModelViewSet):
-    """Teams the user belongs to (approvers: every team), their members and quotas with units in use."""
+    """Teams the user belongs to (approvers: every team), their members and quotas (used / nominal / borrowing)."""
 
     serializer_class = TeamSerializer
     lookup_field = "slug"

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from allocations.models import Quota, QuotaIncreaseRequest, QuotaRequestStatus, Team
+from allocations.notifications import notify_quota_decision_on_commit
 from allocations.quota_requests.selectors import quota_increase_ask_refusal, quota_increase_decide_refusal
 from allocations.selectors import user_is_approver
 from audit.services import audit_record, audit_snapshot
@@ -80,6 +81,7 @@ def quota_increase_decide(
         increase.decision_comment = comment
         increase.save()
         audit_record(actor=acting_user, obj=increase, before=before, comment=comment)
+        notify_quota_decision_on_commit(increase)
     return increase
 
 

@@ -66,13 +66,14 @@ DEMO_TEMPLATES: list[tuple[str | None, str, str, dict[str, object], str, list[st
 
 
 def seed_demo_request_templates(teams: dict[str, Team]) -> int:
-    """Create the demo templates that do not exist yet (by scope and name); returns how many were created."""
+    """Create the demo templates (by scope and name), or bring those seeded before up to date: a database seeded by an
+    older demo would otherwise keep values the demo has since corrected. Returns how many were created."""
     created = 0
     for team_slug, name, description, profile, image, command in DEMO_TEMPLATES:
         team = teams.get(team_slug) if team_slug else None
         if team_slug and team is None:
             continue
-        _, made = RequestTemplate.objects.get_or_create(
+        _, made = RequestTemplate.objects.update_or_create(
             team=team,
             name=name,
             defaults={"description": description, "profile": profile, "image": image, "command": command},

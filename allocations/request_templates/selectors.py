@@ -41,6 +41,15 @@ def request_template_manage_refusal(*, user: User, team: Team | None) -> str | N
     return None
 
 
+def request_template_teams_managed(*, user: User) -> list[Team]:
+    """The teams whose templates ``user`` manages: every team for platform admins, else those they lead."""
+    if user_is_platform_admin(user):
+        return list(Team.objects.order_by("name"))
+    if not user.is_authenticated:
+        return []
+    return list(Team.objects.filter(memberships__user_id=user.pk, memberships__role=Role.LEAD).order_by("name"))
+
+
 def request_template_form_initial(template: RequestTemplate) -> dict[str, object]:
     """The new-request form's values from a template (the fields it leaves out keep the form's defaults)."""
     profile = dict(template.profile)

@@ -1,5 +1,5 @@
 """Browser pages of request templates: those offered to the user's teams (used from the new-request form), a team
-lead saving a request of the team as a template, and deleting one (through the services)."""
+lead saving a request of the team as a template, creating, editing and deleting one (through the services)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,20 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from allocations.models import WorkloadType
+from allocations.models import RequestTemplate, WorkloadType
+from allocations.request_templates.forms import RequestTemplateForm
 from allocations.request_templates.selectors import (
     request_template_manage_refusal,
+    request_template_teams_managed,
     request_template_values_of,
     request_templates_offered,
     request_templates_visible_to,
 )
 from allocations.request_templates.services import request_template_delete, request_template_save
+from allocations.selectors import user_is_platform_admin
 from allocations.view_helpers import error_text, visible_request
 
 
@@ -36,7 +40,8 @@ def template_list(request: HttpRequest) -> HttpResponse:
         if template.team_id not in manages:
             manages[template.team_id] = request_template_manage_refusal(user=request.user, team=template.team) is None
     rows = [{"template": t, "manage": manages[t.team_id], "summary": _summary(t.profile)} for t in templates]
-    return render(request, "allocations/template_list.html", {"rows": rows})
+    may_create = bool(request_template_teams_managed(user=request.user)) or user_is_platform_admin(request.user)
+    return render(request, "allocations/template_list.html", {"rows": rows, "may_create": may_create})
 
 
 def _summary(profile: dict[str, object]) -> str:
@@ -83,9 +88,57 @@ def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
     template = request_templates_visible_to(user=request.user).filter(pk=pk).first()
     if template is None:
         raise Http404("No such template among yours.")
-    try:
-        request_template_delete(acting_user=request.user, template=template)
-    except PermissionDenied:
-        raise
+    request_template_delete(acting_user=request.user, template=template)
     messages.success(request, f"Template “{template.name}” deleted.")
     return redirect("allocations:template-list")
+
+
+@login_required
+def template_new(request: HttpRequest) -> HttpResponse:
+    """A new template from a blank form, for a team the user leads (or every team, for platform admins)."""
+    return _template_form(request, None)
+
+
+@login_required
+def template_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Change a template the user manages; the change is audited (before and after)."""
+    template = request_templates_visible_to(user=request.user).filter(pk=pk).first()
+    if template is None:
+        raise Http404("No such template among yours.")
+    refusal = request_template_manage_refusal(user=request.user, team=template.team)
+    if refusal:
+        raise PermissionDenied(refusal)
+    return _template_form(request, template)
+
+
+def _template_form(request: HttpRequest, template: RequestTemplate | None) -> HttpResponse:
+    teams = request_template_teams_managed(user=request.user)
+    every_team = user_is_platform_admin(request.user)
+    if not teams and not every_team:
+        raise PermissionDenied("Only a team's leads and platform admins manage templates.")
+    initial = RequestTemplateForm.initial_of(template) if template else {"workload_type": "training"}
+    form = RequestTemplateForm(request.POST or None, initial=initial, teams=teams, every_team=every_team)
+    if request.method == "POST" and form.is_valid():
+        try:
+            saved = request_template_save(acting_user=request.user, template=template, **form.values())
+        except ValidationError as exc:
+            _errors_onto(form, exc)
+        else:
+            verb = "Saved" if template else "Created"
+            messages.success(request, f"{verb} the template “{saved.name}” for {saved.scope_label.lower()}.")
+            return redirect(f"{reverse('allocations:template-list')}#template-{saved.pk}")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "allocations/template_form.html", {"form": form, "template": template}, status=status)
+
+
+def _errors_onto(form: RequestTemplateForm, exc: ValidationError) -> None:
+    """The model's refusals on the form: a duplicate name on ``name``, anything else above the fields."""
+    if not hasattr(exc, "error_dict"):
+        form.add_error(None, error_text(exc))
+        return
+    for name, errors in exc.error_dict.items():
+        text = " ".join(message for error in errors for message in error.messages)
+        if name == "__all__" and "name" in text.lower():
+            form.add_error("name", "A template of that name is already offered to this team.")
+        else:
+            form.add_error(name if name in form.fields else None, text)

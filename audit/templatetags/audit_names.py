@@ -6,6 +6,7 @@ import re
 
 from django import template
 from django.apps import apps
+from django.core.exceptions import FieldDoesNotExist
 
 register = template.Library()
 
@@ -22,3 +23,15 @@ def object_type_name(label: str) -> str:
         return str(label)
     name = _CAPITALS.sub(lambda match: match.group(1).upper(), str(model._meta.verbose_name))
     return name[:1].upper() + name[1:]
+
+
+@register.filter
+def field_name(name: str, label: str) -> str:
+    """A changed field of a ``label`` model as people read it (its verbose name, ``borrowing_limit`` reads
+    "Borrowing limit", ``gpu_count`` "GPU count"); the name itself when the model or field is unknown."""
+    try:
+        verbose = str(apps.get_model(str(label))._meta.get_field(str(name)).verbose_name)
+    except (LookupError, ValueError, FieldDoesNotExist):
+        verbose = str(name).replace("_", " ")
+    verbose = _CAPITALS.sub(lambda match: match.group(1).upper(), verbose)
+    return verbose[:1].upper() + verbose[1:]

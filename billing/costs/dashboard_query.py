@@ -76,6 +76,21 @@ class DashboardQuery:
     def url(self, **changes: str) -> str:
         return "?" + urlencode(self.params(**changes))
 
+    def step(self, direction: int) -> tuple[str, str]:
+        """The link to the period before (``direction`` -1) or after (1) this one, of the same kind, and its words:
+        a month steps by a month, a quarter by a quarter, a custom range by its own length."""
+        if self.period == "quarter":
+            return f"{'Previous' if direction < 0 else 'Next'} quarter", self.url(
+                quarter=quarter_label(add_months(self.first, 3 * direction))
+            )
+        if self.period == "custom":
+            length = len(self.months)
+            first, last = add_months(self.first, length * direction), add_months(self.last, length * direction)
+            words = f"{'Previous' if direction < 0 else 'Next'} {length} months"
+            return words, self.url(**{"from": f"{first:%Y-%m}", "to": f"{last:%Y-%m}"})
+        month = add_months(self.first, direction)
+        return f"{'Previous' if direction < 0 else 'Next'} month", self.url(month=f"{month:%Y-%m}")
+
     def drill_down(self) -> Callable[[date, str], str]:
         """A maker of links to one month with one group's value as a filter: the requests behind one bar.
 

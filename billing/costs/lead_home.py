@@ -24,7 +24,7 @@ from allocations.models import (
 from billing.costs.chargeback import kept_for_the_hour, team_month_charge
 from billing.metering.selectors import rollup_usage_aggregates, weighted_utilization_pct
 from billing.models import UtilizationRollup
-from gpucore.pricing import to_cents
+from gpucore.pricing import cents_adding_up, to_cents
 
 TOP_ROWS = 5
 IDLE_WINDOW_DAYS = 7
@@ -73,10 +73,9 @@ def team_month_spend(*, team: Team, now: datetime) -> dict[str, Any]:
         requests = GpuRequest.objects.filter(team=team, pk__in=list(spend) or [0]).values(
             "pk", "name", "team_id", "status", "requester__username", "requester__first_name"
         )
-        rows = [
-            {**row, "amount": to_cents(spend[row["pk"]]["amount"]), "gpu_hours": spend[row["pk"]]["gpu_hours"]}
-            for row in requests
-        ]
+        # In cents that add up to the team's total as the home prints it above (never a cent off).
+        cents = cents_adding_up({pk: values["amount"] for pk, values in spend.items()})
+        rows = [{**row, "amount": cents[row["pk"]], "gpu_hours": spend[row["pk"]]["gpu_hours"]} for row in requests]
         rows.sort(key=lambda row: row["amount"], reverse=True)
         members: dict[str, dict[str, Any]] = {}
         for row in rows:

@@ -5,8 +5,9 @@ run on devices of their pool with a pattern by workload type: training busy and 
 real-time inference diurnal and light (a right-sizing candidate), batch inference at night, development in office
 hours and idle at night (waste), time-sliced development memory-bound (memory pressure). Team workloads outside the
 portal idle on a dedicated GPU (waste with no request) and squeeze a time-sliced one (memory pressure); the other
-devices are unallocated. Values are drawn from
-a random generator seeded by device and hour, so a re-run writes the same rows and skips those already there.
+devices are unallocated. Requests that ran in the past (released or expired) hold their devices from their
+activation to their end, so a device serves several requests over the months. Values are drawn from a random
+generator seeded by device and hour, so a re-run writes the same rows and skips those already there.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from allocations.models import GpuRequest, NodePool, RequestEvent, RequestStatus, SharingMode, Team
+from allocations.models import GpuRequest, NodePool, RequestStatus, SharingMode, Team
 from billing.metering.aggregates import refresh_usage_aggregates
 from billing.models import IngestStatus, UtilizationIngestHour, UtilizationRollup, UtilizationWatermark
 from gpucore.alerts import memory_pressure_minutes
@@ -28,8 +29,11 @@ from gpucore.vocabulary import Strategy
 HOUR = timedelta(hours=1)
 MAX_GPUS_PER_POOL = 8  # enough to look like a pool, few enough to seed in seconds
 IDLE_POWER_FRACTION = 0.12
-# How long ago the demo's running requests started, in turn (days): a month of history, a rising last week.
-BACKDATE_DAYS = (26, 5, 2, 15, 4, 1)
+# Devices no request holds (unallocated, or running the workload outside the portal) are written for this many days
+# back: the pages read them for the last month; the months before are their requests' history.
+UNHELD_DAYS = 30
+# A workload of the platform team outside the portal: no team's request, so no team's hours.
+OUTSIDE_NAMESPACE, OUTSIDE_POD = "ml-platform", "jupyter-shared-0"
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,8 @@ class DemoDevice:
     request_id: int | None = None
 
 
-def demo_devices(pool: NodePool, requests: list[GpuRequest], outside: tuple[Team, str] | None) -> list[DemoDevice]:
-    """A pool's simulated devices: the requests' first, then an outside team workload, then unallocated ones."""
+def pool_slots(pool: NodePool) -> list[DemoDevice]:
+    """A pool's simulated devices, unallocated: whole GPUs, or the MIG instances of the pool's layout."""
     model = pool.gpu_model
     names = list(model.dcgm_model_names or [model.name])
     gpus = min(pool.gpu_total, MAX_GPUS_PER_POOL if pool.sharing_mode == SharingMode.NONE else 2)
@@ -81,13 +85,25 @@ def demo_devices(pool: NodePool, requests: list[GpuRequest], outside: tuple[Team
             slots.append(
                 DemoDevice(**base, mig_instance="", mig_profile="", memory_mib=model.memory_gb * 1024.0, pattern="idle")
             )
+    return slots
+
+
+def request_pattern(req: GpuRequest) -> str:
+    """The utilization pattern of a request's workload type (a development share on time-slicing squeezes memory)."""
+    pattern = str(req.workload_type)
+    if req.allocation_spec.strategy == Strategy.TIME_SLICING and pattern == "development":
+        return "shared_dev"
+    return pattern
+
+
+def demo_devices(pool: NodePool, requests: list[GpuRequest], outside: tuple[Team, str] | None) -> list[DemoDevice]:
+    """A pool's simulated devices now: the requests' first, then an outside team workload, then unallocated ones."""
+    slots = pool_slots(pool)
     taken: list[DemoDevice] = []
     free = list(slots)
     for req in requests:
         spec = req.allocation_spec
-        pattern = str(req.workload_type)
-        if spec.strategy == Strategy.TIME_SLICING:
-            pattern = "shared_dev" if pattern == "development" else pattern
+        pattern = request_pattern(req)
         wanted = spec.mig_profile
         for unit in range(max(1, req.resource_units or 1)):
             match = next((d for d in free if (d.mig_profile == wanted if wanted else not d.mig_profile)), None)
@@ -183,53 +199,94 @@ def _row(device: DemoDevice, *, cluster_id: int, hour: datetime, now: datetime) 
     )
 
 
-def backdate_demo_requests(*, now: datetime) -> int:
-    """Move the events and timestamps of requests seeded within the last day back to give them a history.
+@dataclass(frozen=True)
+class Holding:
+    """A request holding one device from ``start`` to ``end`` (None: still running)."""
 
-    Only requests whose first event is less than a day old move, so a second run moves nothing. Events are
-    append-only through the model; this demo-only history edit goes around it with a queryset update.
-    """
-    moved = 0
-    requests = GpuRequest.objects.filter(status=RequestStatus.ACTIVE, node_pool__isnull=False).order_by("pk")
-    for index, req in enumerate(requests):
-        first = req.events.order_by("at").values_list("at", flat=True).first()
-        if first is None or now - first > timedelta(days=1):
-            continue
-        shift = timedelta(days=BACKDATE_DAYS[index % len(BACKDATE_DAYS)])
-        for event_id, at in req.events.values_list("pk", "at"):
-            RequestEvent.objects.filter(pk=event_id).update(at=at - shift)
-        # created_at too, so "requested ... ago" agrees with the timeline below it.
-        moved_fields = ("created_at", "submitted_at", "approved_at", "activated_at")
-        updates = [name for name in moved_fields if getattr(req, name) is not None]
-        for name in updates:
-            setattr(req, name, getattr(req, name) - shift)
-        req.save(update_fields=updates)  # a save: the month so far kept (infra.reference_cache) is rebuilt
-        moved += 1
-    return moved
+    request: GpuRequest
+    unit: int
+    start: datetime
+    end: datetime | None
+    pattern: str
+
+    def covers(self, hour: datetime) -> bool:
+        return hour + HOUR > self.start and (self.end is None or hour < self.end)
 
 
-def generate_demo_usage(*, days: int = 30, now: datetime | None = None, backdate_requests: bool = True) -> int:
+def _held_requests(pools: list[NodePool]) -> list[GpuRequest]:
+    """Requests that ran on the pools, now or before: active ones, and ended ones with their end."""
+    return list(
+        GpuRequest.objects.filter(node_pool__in=pools, activated_at__isnull=False)
+        .filter(status__in=[RequestStatus.ACTIVE, RequestStatus.RELEASED, RequestStatus.EXPIRED])
+        .select_related("team", "node_pool__gpu_model")
+        .order_by("activated_at", "pk")
+    )
+
+
+def pool_timelines(
+    pool: NodePool, requests: list[GpuRequest], patterns: dict[int, str]
+) -> list[tuple[DemoDevice, list[Holding]]]:
+    """Each device of the pool with the requests that held it in turn: each unit of a request takes the first device
+    of its kind free over the request's whole run (requests that do not fit the simulated devices are left out)."""
+    timelines: list[tuple[DemoDevice, list[Holding]]] = [(slot, []) for slot in pool_slots(pool)]
+    for req in requests:
+        start, end = req.activated_at, req.ended_at if req.status != RequestStatus.ACTIVE else None
+        wanted = req.allocation_spec.mig_profile
+        pattern = patterns.get(req.pk) or request_pattern(req)
+        for unit in range(max(1, req.resource_units or 1)):
+            for slot, holdings in timelines:
+                if (slot.mig_profile == wanted if wanted else not slot.mig_profile) and not any(
+                    _overlap(h, start, end) for h in holdings
+                ):
+                    holdings.append(Holding(req, unit, start, end, pattern))
+                    break
+    return timelines
+
+
+def _overlap(holding: Holding, start: datetime, end: datetime | None) -> bool:
+    return (end is None or holding.start < end) and (holding.end is None or start < holding.end)
+
+
+def _device_at(slot: DemoDevice, holdings: list[Holding], hour: datetime) -> DemoDevice:
+    holding = next((h for h in holdings if h.covers(hour)), None)
+    if holding is None:
+        return slot
+    req = holding.request
+    return DemoDevice(
+        **{
+            **slot.__dict__,
+            "pattern": holding.pattern,
+            "namespace": req.team.namespace,
+            "pod": f"gpr-{req.pk}-{holding.unit}",
+            "team_id": req.team_id,
+            "request_id": req.pk,
+        }
+    )
+
+
+def _outside(slot: DemoDevice, pool: NodePool) -> DemoDevice:
+    pattern = "waste" if pool.sharing_mode == SharingMode.NONE else "shared_dev"
+    return DemoDevice(**{**slot.__dict__, "pattern": pattern, "namespace": OUTSIDE_NAMESPACE, "pod": OUTSIDE_POD})
+
+
+def generate_demo_usage(*, days: int = 30, now: datetime | None = None, patterns: dict[int, str] | None = None) -> int:
     """Write ``days`` of hourly demo rollups up to the last whole hour before ``now``; returns the rows created.
 
     Idempotent: rows already there (same cluster, hour, device and owner) are kept, and the same values are drawn
-    on every run. Requests are placed on devices of their own pool from their activation on; hours are logged as
-    ingested and each cluster's watermark is set when it has none, so the pages read the month as complete.
-    ``backdate_requests`` first gives freshly seeded running requests a start in the past (see above).
+    on every run. Requests are placed on devices of their own pool while they ran (``pool_timelines``); a device no
+    request ever held runs a platform workload outside the portal on dedicated and time-sliced pools; hours no request
+    held are written for the last ``UNHELD_DAYS`` only. Hours are
+    logged as ingested and each cluster's watermark is set when it has none, so the pages read the months as
+    complete. ``patterns`` overrides the utilization pattern of requests by id (the demo's idle notebook).
     """
     now = now or timezone.now()
-    if backdate_requests:
-        backdate_demo_requests(now=now)
+    patterns = patterns or {}
     end = now.replace(minute=0, second=0, microsecond=0)
     start = end - timedelta(days=days)
     hours = [start + HOUR * i for i in range(days * 24)]
+    recent = end - timedelta(days=min(days, UNHELD_DAYS))
     pools = list(NodePool.objects.filter(cluster__is_active=True).select_related("cluster", "gpu_model"))
-    active = list(
-        GpuRequest.objects.filter(status=RequestStatus.ACTIVE, node_pool__in=pools)
-        .select_related("team")
-        .order_by("pk")
-    )
-    outside_team = Team.objects.exclude(pk__in=[r.team_id for r in active]).order_by("slug").first()
-    outside_team = outside_team or Team.objects.order_by("slug").first()
+    held = _held_requests(pools)
     created = 0
     for cluster_id in sorted({pool.cluster_id for pool in pools}):
         existing = set(
@@ -238,31 +295,20 @@ def generate_demo_usage(*, days: int = 30, now: datetime | None = None, backdate
             )
         )
         rows = []
-        outside = (outside_team, "jupyter-shared-0") if outside_team else None
-        since = {r.pk: r.activated_at or r.approved_at or r.created_at for r in active}
         for pool in (p for p in pools if p.cluster_id == cluster_id):
-            devices = demo_devices(pool, [r for r in active if r.node_pool_id == pool.pk], outside)
-            for device in devices:
+            timelines = pool_timelines(pool, [r for r in held if r.node_pool_id == pool.pk], patterns)
+            never_held = [slot for slot, holdings in timelines if not holdings and not slot.mig_profile]
+            outside = never_held[0] if never_held else None
+            for slot, holdings in timelines:
                 for hour in hours:
-                    held_since = since.get(device.request_id) if device.request_id else None
-                    if held_since is not None and hour + HOUR <= held_since:
-                        device_now = DemoDevice(
-                            **{
-                                **device.__dict__,
-                                "namespace": "",
-                                "pod": "",
-                                "team_id": None,
-                                "request_id": None,
-                                "pattern": "idle",
-                            }
-                        )
-                    else:
-                        device_now = device
-                    key = (hour, device_now.uuid, device_now.mig_instance, device_now.namespace, device_now.pod)
+                    device = _outside(slot, pool) if slot is outside else _device_at(slot, holdings, hour)
+                    if device.request_id is None and hour < recent:
+                        continue  # unheld hours only for the last month: the history's rows are its requests'
+                    key = (hour, device.uuid, device.mig_instance, device.namespace, device.pod)
                     if key in existing:
                         continue
                     existing.add(key)
-                    rows.append(_row(device_now, cluster_id=cluster_id, hour=hour, now=now))
+                    rows.append(_row(device, cluster_id=cluster_id, hour=hour, now=now))
         with transaction.atomic():
             UtilizationRollup.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
             refresh_usage_aggregates(cluster_id=cluster_id, start=start, end=end)

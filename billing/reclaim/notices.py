@@ -1,5 +1,6 @@
 """Telling a workload's owner what happened to it: email to the requester and the team's leads, and a post to the
-team's chat (its budget's chat URL), as budget alerts go. Used by the idle reclaim and the preemption notice."""
+team's chat (its budget's chat URL), as budget alerts go. Used by the idle reclaim, the preemption notice and
+quota decisions."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import send_mail
 
-from allocations.models import GpuRequest, RequestEvent
+from allocations.models import GpuRequest, QuotaIncreaseRequest, RequestEvent
 from billing.costs.budget_alerts import ChatDeliveryError, chat_send, lead_emails
 from billing.models import TeamBudget
 
@@ -56,3 +57,15 @@ def notify_preempted(sender: Any, *, request_id: int, event_id: int, **kwargs: A
         return
     subject, body = preemption_message(request, event)
     tell_owner(request, subject=subject, body=body)
+
+
+def post_quota_decision(sender: Any, *, increase_id: int, subject: str, body: str, **kwargs: Any) -> None:
+    """The ``quota_increase_decided`` receiver: post the decision to the team's chat (the email went already)."""
+    team_id = QuotaIncreaseRequest.objects.filter(pk=increase_id).values_list("team_id", flat=True).first()
+    budget = TeamBudget.objects.filter(team_id=team_id).exclude(chat_webhook_url="").first()
+    if budget is None:
+        return
+    try:
+        chat_send(url=budget.chat_webhook_url, title=subject.removeprefix("[GPU Portal] "), body=body)
+    except ChatDeliveryError:
+        logger.warning("Could not post '%s' to the team's chat", subject)

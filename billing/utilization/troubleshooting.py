@@ -189,9 +189,12 @@ def cluster_triage_context(*, user: User, cluster: Cluster, now: datetime | None
     # Only GPUs with an XID need their hours read; the others count and give their driver version below. An hour has
     # codes exactly when it has XID minutes (gpucore.xid.xid_hours); the minutes compare on every database.
     xid_rows = health.filter(xid_minutes__gt=0).order_by("hour").values(*_HEALTH_FIELDS)
-    gpus = _signals(
-        xid_rows, _hot_gpus(UtilizationRollup.objects.filter(cluster=cluster, hour__gte=start, hour__lt=end))
-    )
+    rollups = UtilizationRollup.objects.filter(cluster=cluster, hour__gte=start, hour__lt=end)
+    gpus = _signals(xid_rows, _hot_gpus(rollups))
+    # A GPU was read when either its health (XID, driver) or its utilization (temperature) came in: the count above
+    # the tree covers every GPU the tree may name.
+    read = set(health.values_list("gpu_uuid", flat=True).distinct())
+    read |= set(rollups.values_list("gpu_uuid", flat=True).distinct())
     drivers = cluster_drivers(cluster_ids=[cluster.pk], start=start, end=end)
     recent = (
         GpuRequest.objects.filter(Q(cluster=cluster) | Q(node_pool__cluster=cluster), updated_at__gte=start)
@@ -204,7 +207,7 @@ def cluster_triage_context(*, user: User, cluster: Cluster, now: datetime | None
         "triage": {
             "scope": "this cluster's GPUs",
             "days": CLUSTER_WINDOW_DAYS,
-            "gpu_count": health.values("gpu_uuid").distinct().count(),
+            "gpu_count": len(read),
             "has_readings": True,
             "branches": triage(gpus=gpus, drivers=drivers, messages=messages),
         }

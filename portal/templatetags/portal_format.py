@@ -6,6 +6,7 @@ for the API's ``{"amount": "...", "currency": "..."}`` shape; ``{{ hours|gpu_hou
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django import template
@@ -20,6 +21,15 @@ register = template.Library()
 def money(value: Any, currency: str | None = None) -> str:
     """An amount as ``5,022.40 USD`` (a money dict brings its own currency); '' when there is none."""
     return format_money_value(value, currency or settings.PORTAL_CURRENCY)
+
+
+@register.filter
+def number(value: Any) -> Any:
+    """A number with thousands separators at the precision it has (``8,604.53``), so a table's figures read as
+    its KPIs' do; anything else (text, None) unchanged."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        return value
+    return f"{value:,}"
 
 
 @register.filter

@@ -1,4 +1,5 @@
-"""The team page's quota bars: what runs, what is approved (running or about to), and the limit."""
+"""The team page's quota bars, in the words of the home and the quota page: used (approved requests, running or
+about to) of the nominal quota, with what already runs."""
 
 import pytest
 from django.urls import reverse
@@ -23,6 +24,21 @@ def test_quota_row_shows_running_approved_and_limit(client, demo_org) -> None:
 
     html = client.get(reverse("allocations:team-detail", args=[demo_org.team.slug])).content.decode()
 
-    assert "Running / approved / nominal" in html  # the nominal quota (Kueue's word); borrowing is shown below it
-    assert "1 / 3 / 8" in html
-    assert 'aria-label="1 running, 3 approved of 8"' in html
+    # The nominal quota (Kueue's word), linked to the glossary; borrowing is shown below it.
+    assert 'href="/glossary/#nominal-quota">Used / nominal</a></th>' in html
+    assert "Running / approved" not in html
+    assert '3 / 8 <span class="muted small">(1 running)</span>' in html
+    assert 'aria-label="3 used of 8 nominal, 1 running"' in html
+
+
+def test_home_and_quota_page_name_the_columns_the_same_way(client, demo_org) -> None:
+    from tests.factories import QuotaFactory
+
+    QuotaFactory(team=demo_org.team, node_pool=demo_org.pool, resource_name="nvidia.com/gpu", limit=8)
+    client.force_login(demo_org.member)
+
+    home = client.get("/").content.decode()
+    quotas = client.get(reverse("allocations:quota-list")).content.decode()
+
+    assert 'href="/glossary/#nominal-quota">Used / nominal</a></th>' in home and "In use / limit" not in home
+    assert 'href="/glossary/#nominal-quota">Used / nominal</a></th>' in quotas

@@ -200,7 +200,17 @@ def test_the_page_filters_and_shows_each_change(demo_org: DemoOrg) -> None:
     browser.force_login(demo_org.platform_admin)
     html = browser.get(PAGE, {"actor": "lead", "action": "update"}).content.decode()
     assert "<del>member</del> → <ins>lead</ins>" in html and "1 event." in html
+    assert '<span title="role">Role</span>:' in html  # the field as people read it, its name on hover
     assert browser.get(PAGE, {"since": "not a date"}).status_code == 400
+
+
+def test_changed_fields_read_as_their_verbose_names() -> None:
+    from audit.templatetags.audit_names import field_name
+
+    assert field_name("borrowing_limit", "allocations.quota") == "Borrowing limit"
+    assert field_name("gpu_count", "allocations.gpurequest") == "GPU count"
+    assert field_name("no_such_field", "allocations.quota") == "No such field"
+    assert field_name("x_y", "no.model") == "X y"
 
 
 def test_csv_export_goes_through_the_shared_writer(demo_org: DemoOrg) -> None:

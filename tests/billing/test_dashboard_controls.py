@@ -193,3 +193,24 @@ def test_a_bad_month_on_the_idle_page_is_a_400_naming_it(october, client) -> Non
     client.force_login(october.platform_admin)
     response = client.get(reverse("billing:idle"), {"month": "26-1"})
     assert response.status_code == 400 and b"month" in response.content
+
+
+def test_the_period_steps_name_the_period_shown_and_figures_read_alike(october, client) -> None:
+    client.force_login(october.team_lead)
+    quarter = client.get(reverse("billing:dashboard"), {"period": "quarter", "quarter": "2026-Q4"}).content.decode()
+    month = client.get(reverse("billing:dashboard"), {"month": "2026-10"}).content.decode()
+    custom = client.get(reverse("billing:dashboard"), {"period": "custom", "from": "2026-07", "to": "2026-09"})
+
+    assert "← Previous quarter" in quarter and "Previous month" not in quarter
+    assert "quarter=2026-Q3" in quarter.split('id="period-previous"')[1].split(">")[0]
+    assert "← Previous month" in month and "Next month →" in month
+    assert "← Previous 3 months" in custom.content.decode() and "Next 3 months →" in custom.content.decode()
+    # The KPI prints money as every page does: 2 GPUs x 10 h at 2.00 USD for the lead's team.
+    assert '<div class="kpi">40.00 USD</div>' in month
+
+
+def test_numbers_in_tables_get_thousands_separators() -> None:
+    from portal.templatetags.portal_format import number
+
+    assert number(Decimal("8604.53")) == "8,604.53" and number(12345) == "12,345" and number(1.5) == "1.5"
+    assert number("vision") == "vision" and number(None) is None and number(True) is True

@@ -51,7 +51,7 @@ def test_running_requests_get_a_history(seeded: None) -> None:
     assert forecasts and all(f.allocation.history for f in forecasts)
 
 
-def test_a_backdated_request_was_requested_when_its_timeline_begins(seeded: None) -> None:
+def test_a_running_request_was_requested_when_its_timeline_begins(seeded: None) -> None:
     from allocations.models import GpuRequest, RequestStatus
 
     generate_demo_usage(days=3, now=NOW)

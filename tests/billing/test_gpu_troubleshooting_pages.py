@@ -107,6 +107,16 @@ def test_the_cluster_page_reads_every_gpu_of_the_last_day(faulty) -> None:
     assert client_for(org.member).get(url).status_code in (403, 404)
 
 
+def test_hot_gpus_known_only_from_utilization_count_as_read(demo_org: DemoOrg) -> None:
+    # No health rows (XID, driver) came in, but the rollups show two GPUs above 83 °C: the count names both.
+    for hour in hours_back(timezone.now(), 2):
+        for uuid in ("GPU-HOT-1", "GPU-HOT-2"):
+            rollup(cluster=demo_org.cluster, hour=hour, team=None, gpu_uuid=uuid, max_temperature_c=89)
+    url = reverse("allocations:cluster-detail", args=[demo_org.cluster.name])
+    html = client_for(demo_org.platform_admin).get(url).content.decode()
+    assert "2 GPUs read" in html and "0 GPUs read" not in html
+
+
 def test_a_cluster_without_readings_does_not_claim_health(demo_org: DemoOrg) -> None:
     url = reverse("allocations:cluster-detail", args=[demo_org.cluster.name])
     html = client_for(demo_org.platform_admin).get(url).content.decode()

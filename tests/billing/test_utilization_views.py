@@ -270,6 +270,8 @@ def test_team_partial_counts_alerts_per_request(busy_org: DemoOrg) -> None:
     assert [r["alerts"] for r in data["requests"]] == [1]
     html = render_to_string("billing/_team_utilization.html", context)
     assert "Idle (waste) alerts" in html and "GPU temperature above 83 °C" in html
+    assert '<span class="alert-count">1 GPU</span>' in html  # counted in the unit listed: GPUs, not runs
+    assert data["alert_runs"] == {"temperature": 1, "memory_pressure": 1, "idle": 1}
     assert team_utilization_context(user=busy_org.outsider, team=busy_org.team) == {"team_utilization": None}
 
 

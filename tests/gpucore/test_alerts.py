@@ -11,6 +11,7 @@ from gpucore.alerts import (
     DeviceHour,
     Severity,
     count_by_kind,
+    count_devices_by_kind,
     evaluate,
     group_alerts,
     has_memory_pressure,
@@ -118,6 +119,16 @@ def test_alerts_are_ordered_by_severity_and_carry_their_owner() -> None:
     assert alerts[0].worst == 88.5 and "88.5" in alerts[0].detail
     assert all(a.team == "vision" and a.request_id == 7 for a in alerts)
     assert count_by_kind(alerts) == {"temperature": 1, "memory_pressure": 1, "idle": 1}
+
+
+def test_alerts_are_counted_by_gpu_as_the_lists_show_them_and_by_run() -> None:
+    # GPU-1 hot in three separate runs, GPU-2 in one: two GPUs listed, four runs.
+    hot = [hour(i, max_temperature_c=88.0) for i in (0, 3, 6)] + [hour(0, device="GPU-2", max_temperature_c=86.0)]
+    alerts = evaluate(hot)
+
+    assert count_by_kind(alerts)["temperature"] == 4
+    assert count_devices_by_kind(alerts) == {"temperature": 2, "memory_pressure": 0, "idle": 0}
+    assert len([g for g in group_alerts(alerts) if g.kind is AlertKind.TEMPERATURE]) == 2
 
 
 def test_separate_owners_of_one_device_are_separate_alerts() -> None:

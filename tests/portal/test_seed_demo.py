@@ -22,12 +22,17 @@ def _counts() -> dict[str, int]:
 def test_seed_demo_creates_the_documented_organisation() -> None:
     call_command("seed_demo")
 
-    assert set(Team.objects.values_list("slug", flat=True)) == {"vision", "nlp"}
+    assert set(Team.objects.values_list("slug", flat=True)) == {"vision", "nlp", "speech"}
     roles = {(m.user.username, m.team.slug): m.role for m in Membership.objects.select_related("user", "team")}
-    assert roles == {("alice", "vision"): "member", ("dave", "vision"): "lead", ("bob", "nlp"): "member"}
+    assert roles == {
+        ("alice", "vision"): "member",
+        ("dave", "vision"): "lead",
+        ("bob", "nlp"): "member",
+        ("erin", "speech"): "lead",
+    }
     # django-axes needs the request authentication comes from (it locks per username and client IP).
     login = RequestFactory().post("/accounts/login/")
-    for username in ("alice", "dave", "bob", "carol"):
+    for username in ("alice", "dave", "bob", "erin", "carol"):
         assert authenticate(login, username=username, password="demo") is not None
     carol = authenticate(login, username="carol", password="demo")
     assert carol.is_staff and user_is_approver(carol)
@@ -43,7 +48,7 @@ def test_seed_demo_creates_the_documented_organisation() -> None:
     assert Quota.objects.filter(team__slug="vision").exists() and Quota.objects.filter(team__slug="nlp").exists()
 
     statuses = set(GpuRequest.objects.values_list("status", flat=True))
-    assert {"pending_approval", "approved", "active", "released", "rejected"} <= statuses
+    assert {"pending_approval", "active", "released", "rejected"} <= statuses
     for request in GpuRequest.objects.all():
         assert request.spec["resource_name"] == request.resource_name
         assert request.events.exists()
@@ -67,4 +72,4 @@ def test_seed_demo_refuses_with_debug_off() -> None:
 @override_settings(DEBUG=False)
 def test_seed_demo_runs_with_force() -> None:
     call_command("seed_demo", "--force")
-    assert Team.objects.count() == 2
+    assert Team.objects.count() == 3

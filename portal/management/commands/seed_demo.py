@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -13,32 +13,23 @@ from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from allocations.clusters.provisioning import gpu_request_provision
-from allocations.models import (
-    Cluster,
-    ClusterBackend,
-    GpuModel,
-    GpuRequest,
-    Membership,
-    NodePool,
-    Quota,
-    RequestStatus,
-    Role,
-    SharingMode,
-    Team,
-)
+from allocations.models import Cluster, ClusterBackend, GpuModel, Membership, NodePool, Quota, Role, SharingMode, Team
 from allocations.request_templates.demo import seed_demo_request_templates
-from allocations.requests.services import (
-    gpu_request_approve,
-    gpu_request_reject,
-    gpu_request_release,
-    gpu_request_submit,
-)
 from allocations.selectors import APPROVERS_GROUP
-from billing.costs.services import monthly_reports_close, previous_month, price_book_load
+from billing.costs.services import price_book_load
 from billing.costs.visibility import FINANCE_GROUP, FINANCE_PERMISSIONS
 from billing.metering.demo_usage import generate_demo_usage
-from billing.models import PriceBook, TeamBudget
+from billing.models import PriceBook
+from portal.demo_history import (
+    at,
+    demo_budgets,
+    demo_history_requests,
+    demo_mig_plan,
+    demo_months_close,
+    demo_patterns,
+    demo_quota_increase,
+    history_start,
+)
 
 # One basis for every model (cloud on-demand price per GPU-hour, from the reference catalog), so comparisons between
 # models are fair; A30 and V100 have no sourced price and are left out.
@@ -64,15 +55,22 @@ USERS = [
     ("bob", "Bob", "bob@example.com", False, False),
     ("carol", "Carol", "carol@example.com", True, True),
     ("finance", "Fiona", "finance@example.com", False, False),
+    ("erin", "Erin", "erin@example.com", False, False),
 ]
 # Users in the Finance group (every team's costs and reports; every team and request read-only, no approvals).
 FINANCE_USERS = ("finance",)
 TEAMS = [
-    # slug, name, cost center, monthly GPU-hour budget, monthly money budget (PORTAL_CURRENCY)
-    ("vision", "Computer Vision", "CC-4100", Decimal("6000"), Decimal("12000")),
-    ("nlp", "Natural Language", "CC-4200", Decimal("4000"), Decimal("8000")),
+    # slug, name, cost center, monthly GPU-hour budget (the money budgets follow the month's spend: demo_budgets)
+    ("vision", "Computer Vision", "CC-4100", Decimal("6000")),
+    ("nlp", "Natural Language", "CC-4200", Decimal("4000")),
+    ("speech", "Speech", "CC-4300", Decimal("2000")),
 ]
-MEMBERSHIPS = [("alice", "vision", Role.MEMBER), ("dave", "vision", Role.LEAD), ("bob", "nlp", Role.MEMBER)]
+MEMBERSHIPS = [
+    ("alice", "vision", Role.MEMBER),
+    ("dave", "vision", Role.LEAD),
+    ("bob", "nlp", Role.MEMBER),
+    ("erin", "speech", Role.LEAD),
+]
 POOLS = [
     # name, model, nodes, GPUs per node, sharing, time-slice replicas, MIG layout per GPU
     ("a100-mig", "A100-40GB", 2, 8, SharingMode.MIG, None, {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}),
@@ -95,79 +93,17 @@ QUOTAS = {
         ("a100-mig", "nvidia.com/mig-2g.10gb", 2),
         ("a100-mig", "nvidia.com/mig-3g.20gb", 2),
     ],
-}
-# team, requester, name, purpose, profile, the status to walk it to
-REQUESTS: list[tuple[str, str, str, str, dict[str, Any], str]] = [
-    (
-        "vision",
-        "alice",
-        "resnet50-training",
-        "Retrain the defect classifier on the new labelled set.",
-        {
-            "workload_type": "training",
-            "gpu_memory_gb": 60,
-            "gpu_count": 2,
-            "sla_tier": "tier2_batch",
-            "gpu_model": "H100-80GB",
-            "duration_hours": 72,
-        },
-        RequestStatus.ACTIVE,
-    ),
-    (
-        "vision",
-        "alice",
-        "detector-serving",
-        "Real-time object detection behind the inspection API.",
-        {"workload_type": "realtime_inference", "gpu_memory_gb": 8, "latency_p99_ms": 25, "sla_tier": "tier2_batch"},
-        RequestStatus.PENDING_APPROVAL,
-    ),
-    (
-        "vision",
-        "dave",
-        "vision-notebook",
-        "Exploration notebook for the segmentation prototype.",
-        {"workload_type": "development", "gpu_memory_gb": 3, "sla_tier": "tier3_development"},
-        RequestStatus.APPROVED,
-    ),
-    (
-        "vision",
-        "alice",
-        "old-augmentation-sweep",
-        "Augmentation hyper-parameter sweep (finished).",
-        {"workload_type": "batch_inference", "gpu_memory_gb": 4, "sla_tier": "tier3_development"},
-        RequestStatus.RELEASED,
-    ),
-    (
-        "nlp",
-        "bob",
-        "bert-finetune",
-        "Fine-tune the support-ticket classifier.",
-        {"workload_type": "training", "gpu_memory_gb": 30, "sla_tier": "tier2_batch", "duration_hours": 24},
-        RequestStatus.PENDING_APPROVAL,
-    ),
-    (
-        "nlp",
-        "bob",
-        "embedding-batch",
-        "Nightly embedding of the document corpus.",
-        {"workload_type": "batch_inference", "gpu_memory_gb": 3, "sla_tier": "tier3_development"},
-        RequestStatus.REJECTED,
-    ),
-]
-# How each demo request reaches its status, through the services. Approval queues provisioning once the transaction
-# commits; "provision" runs the same (idempotent) service at once, so the demo does not depend on a worker.
-WALKS = {
-    RequestStatus.PENDING_APPROVAL: [],
-    RequestStatus.APPROVED: ["approve"],
-    RequestStatus.ACTIVE: ["approve", "provision"],
-    RequestStatus.RELEASED: ["approve", "provision", "release"],
-    RequestStatus.REJECTED: ["reject"],
+    "speech": [
+        ("h100-dedicated", "nvidia.com/gpu", 4),
+        ("t4-shared", "nvidia.com/gpu", 8),
+    ],
 }
 
 
 class Command(BaseCommand):
     help = (
-        "Create the demo organisation (teams vision and nlp, users alice/dave/bob/carol/finance with password 'demo')."
+        "Create the demo organisation (teams vision, nlp and speech, users alice/dave/bob/erin/carol/finance with "
+        "password 'demo') and its history: three closed months, requests running and waiting."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -178,7 +114,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-usage",
             action="store_true",
-            help="Skip the month of utilization history and the closing of last month's reports.",
+            help="Skip the utilization history and the closing of the past months' reports.",
         )
 
     def handle(
@@ -189,36 +125,44 @@ class Command(BaseCommand):
                 "seed_demo creates users with the password 'demo'; it refuses to run with DEBUG off. "
                 "Pass --force if you really want the demo organisation here."
             )
-        with transaction.atomic():
+        now = timezone.now()
+        # The organisation exists from the start of its history (pages treat a team younger than a month as new).
+        founded = datetime.combine(history_start(now), datetime.min.time(), tzinfo=UTC)
+        with at(founded), transaction.atomic():
             users = self._users()
             teams = self._teams(users)
             pools = self._cluster()
             self._quotas(teams, pools)
             seed_demo_request_templates(teams)
-        books = self._price_book()  # before the requests, so their frozen costs use it
+        with at(founded):
+            books = self._price_book(now)  # before the requests, so their frozen costs use it
         # The demo's own history notifies nobody (the console backend would print every email).
         with override_settings(EMAIL_BACKEND="django.core.mail.backends.dummy.EmailBackend"):
-            created = self._requests(users, teams)
+            created = demo_history_requests(users=users, teams=teams, now=now)
         if prometheus_url:
             Cluster.objects.filter(name="demo").update(prometheus_url=prometheus_url)
         rollups, closed = 0, "no reports closed"
         if not no_usage:
-            rollups = generate_demo_usage()
-            closed = f"reports for {monthly_reports_close(month=previous_month(), send_email=False).month:%Y-%m} closed"
+            days = (now.date() - history_start(now)).days + 1
+            rollups = generate_demo_usage(days=days, now=now, patterns=demo_patterns())
+            closed = f"reports for {', '.join(demo_months_close(now=now))} closed"
+        budgets = demo_budgets(teams=teams, now=now)
+        plans = demo_mig_plan(users=users)
+        asks = demo_quota_increase(users=users, now=now)
         self.stdout.write(
             self.style.SUCCESS(
                 f"Demo organisation ready: {len(users)} users (password '{DEMO_PASSWORD}'), {len(teams)} teams, "
                 f"{len(pools)} node pools, {created} new requests, {rollups} new hourly utilization rollups, "
-                f"{books} new price book, {closed}."
+                f"{books} new price book, {budgets} new budgets, {plans} new MIG plan, {asks} new quota increase, "
+                f"{closed}."
             )
         )
 
-    def _price_book(self) -> int:
-        """A price book in list-price mode (the catalog's sourced cloud prices), once, effective two months back."""
+    def _price_book(self, now: datetime) -> int:
+        """A price book in list-price mode (the catalog's sourced cloud prices), once, in force over the history."""
         if PriceBook.objects.exists():
             return 0
-        start = (timezone.now().date().replace(day=1) - timedelta(days=40)).replace(day=1)
-        price_book_load(text=DEMO_PRICE_BOOK.format(effective_from=start.isoformat()))
+        price_book_load(text=DEMO_PRICE_BOOK.format(effective_from=history_start(now).isoformat()))
         return 1
 
     def _users(self) -> dict[str, User]:
@@ -245,11 +189,10 @@ class Command(BaseCommand):
 
     def _teams(self, users: dict[str, User]) -> dict[str, Team]:
         teams = {}
-        for slug, name, cost_center, budget, money in TEAMS:
+        for slug, name, cost_center, budget in TEAMS:
             teams[slug], _ = Team.objects.get_or_create(
                 slug=slug, defaults={"name": name, "cost_center": cost_center, "monthly_gpu_hour_budget": budget}
             )
-            TeamBudget.objects.get_or_create(team=teams[slug], defaults={"monthly_amount": money})
         for username, slug, role in MEMBERSHIPS:
             Membership.objects.get_or_create(user=users[username], team=teams[slug], defaults={"role": role})
         return teams
@@ -294,29 +237,3 @@ class Command(BaseCommand):
                     resource_name=resource,
                     defaults={"limit": limit},
                 )
-
-    def _requests(self, users: dict[str, User], teams: dict[str, Team]) -> int:
-        created = 0
-        approver = users["carol"]
-        for team_slug, username, name, purpose, profile, target in REQUESTS:
-            team = teams[team_slug]
-            if GpuRequest.objects.filter(team=team, name=name).exists():
-                continue
-            request = gpu_request_submit(
-                acting_user=users[username], team=team, name=name, purpose=purpose, profile_data=profile
-            )
-            for step in WALKS[target]:
-                if step == "approve":
-                    gpu_request_approve(request=request, acting_user=approver, comment="Fits the quota.")
-                elif step == "provision":
-                    gpu_request_provision(request_id=request.pk)
-                elif step == "release":
-                    gpu_request_release(request=request, acting_user=users[username], comment="Sweep finished.")
-                else:
-                    gpu_request_reject(
-                        request=request,
-                        acting_user=approver,
-                        comment="Run it on the shared T4 pool during off-hours instead.",
-                    )
-            created += 1
-        return created
