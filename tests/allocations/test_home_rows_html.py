@@ -44,9 +44,9 @@ def test_a_team_cards_quota_rows_show_use_limit_and_free_in_every_scope(client, 
 
     assert f'<a href="/teams/{demo_org.team.slug}/">{demo_org.team.name}</a>' in card
     assert "<td>all clusters</td>" in card and "<td>cluster east</td>" in card and "<td>pool east/h100-a</td>" in card
-    assert '11 / 8\n            <div class="bar" role="img" aria-label="11 of 8 used">' in card
+    assert '11 / 8\n            <div class="bar" role="img" aria-label="11 used of 8 nominal">' in card
     assert '<td class="num headroom-free">0</td>' in card
-    assert 'aria-label="1234 of 2500 used"><span style="width: 49%">' in card
+    assert 'aria-label="1234 used of 2500 nominal"><span style="width: 49%">' in card
     assert '<td class="num headroom-free">1266</td>' in card
 
 
