@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django_filters.rest_framework import DjangoFilterBackend
+from rest_framework import exceptions
 from rest_framework.request import Request
 
 
@@ -14,12 +15,25 @@ class FilterBackend(DjangoFilterBackend):
 
     A FilterSet builds a form and deep-copies every filter each call: for an unfiltered list, the most common call,
     that was more work than reading the page, to filter nothing. A parameter is a filter's when it is the filter's
-    name or that name with a widget's suffix (``created_after``, ``price_min``, ``when_0``)."""
+    name or that name with a widget's suffix (``created_after``, ``price_min``, ``when_0``).
+
+    An empty filter value (``?status=``) is a 400 naming the parameter, as the schema states, where django-filter
+    would read it as no filter at all."""
 
     def filter_queryset(self, request: Request, queryset: QuerySet, view: Any) -> QuerySet:
         filterset_class = self.get_filterset_class(view, queryset)
-        if filterset_class is not None and not asks_for_a_filter(request.query_params, filterset_class.base_filters):
+        if filterset_class is None:
+            return super().filter_queryset(request, queryset, view)
+        if not asks_for_a_filter(request.query_params, filterset_class.base_filters):
             return queryset
+        names = tuple(filterset_class.base_filters)
+        empty = sorted(
+            param
+            for param, values in request.query_params.lists()
+            if asks_for_a_filter([param], names) and any(value == "" for value in values)
+        )
+        if empty:
+            raise exceptions.ValidationError({param: ["Give a value, or leave the parameter out."] for param in empty})
         return super().filter_queryset(request, queryset, view)
 
 

@@ -11,6 +11,9 @@ Services and selectors raise plain Python and Django errors; no API view transla
 - ``allocations.clusters.gateways.base.GatewayError`` (a cluster that could not be read or written) -> 502 with the
   reason;
 - ``allocations.requests.idempotency.IdempotencyKeyReused`` -> 422;
+- DRF's ``ValidationError`` whose only complaint is a referenced object that does not exist (or is not the
+  caller's: a team slug, quota id, cluster name) -> 422 in the same ``{"field": [...]}`` shape: the body is well
+  formed, as the schema says, but names nothing the caller may use (``portal.api_schema`` documents it);
 - the database's ``OperationalError``/``InterfaceError`` (it cannot be reached) -> 503 with ``Retry-After``
   (``portal.database_unavailable``).
 """
@@ -68,6 +71,25 @@ class DatabaseUnavailable(exceptions.APIException):
     default_code = UNAVAILABLE_CODE
 
 
+class UnknownObjects(exceptions.ValidationError):
+    """422: each field in error names an object that does not exist or is not the caller's."""
+
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+
+
+def _codes(codes: Any) -> list[str]:
+    if isinstance(codes, dict):
+        return [code for value in codes.values() for code in _codes(value)]
+    if isinstance(codes, list):
+        return [code for value in codes for code in _codes(value)]
+    return [codes]
+
+
+def _only_unknown_objects(exc: exceptions.ValidationError) -> bool:
+    codes = _codes(exc.get_codes())
+    return bool(codes) and all(code == "does_not_exist" for code in codes)
+
+
 class UnprocessableEntity(exceptions.APIException):
     """422: a well-formed request the server will not apply (an Idempotency-Key reused with another body)."""
 
@@ -84,6 +106,8 @@ def api_error(exc: Exception) -> Exception:
         return UnprocessableEntity(str(exc), code="idempotency_key_reused")
     if isinstance(exc, GatewayError):
         return ClusterUnreachable(f"The cluster could not be read: {exc}")
+    if isinstance(exc, exceptions.ValidationError) and not isinstance(exc, UnknownObjects):
+        return UnknownObjects(exc.detail) if _only_unknown_objects(exc) else exc
     if isinstance(exc, ProfileError):
         return exceptions.ValidationError(exc.errors)
     if isinstance(exc, DjangoValidationError):

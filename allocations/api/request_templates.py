@@ -45,14 +45,20 @@ TEAM_PARAMETER = OpenApiParameter(
         parameters=[TEAM_PARAMETER],
         responses={200: RequestTemplateSerializer(many=True), 404: ERROR, **AUTH_ERRORS},
     ),
-    retrieve=extend_schema(summary="One template", responses={200: RequestTemplateSerializer, 404: ERROR}),
+    retrieve=extend_schema(
+        summary="One template", responses={200: RequestTemplateSerializer, 404: ERROR, **AUTH_ERRORS}
+    ),
     create=extend_schema(
         summary="Create a template (platform admins; team leads for their team)",
         responses={201: RequestTemplateSerializer, 400: FIELD_ERRORS, **AUTH_ERRORS},
     ),
-    update=extend_schema(summary="Change a template", responses={200: RequestTemplateSerializer, 400: FIELD_ERRORS}),
+    update=extend_schema(
+        summary="Change a template",
+        responses={200: RequestTemplateSerializer, 400: FIELD_ERRORS, 404: ERROR, **AUTH_ERRORS},
+    ),
     partial_update=extend_schema(
-        summary="Change some fields of a template", responses={200: RequestTemplateSerializer, 400: FIELD_ERRORS}
+        summary="Change some fields of a template",
+        responses={200: RequestTemplateSerializer, 400: FIELD_ERRORS, 404: ERROR, **AUTH_ERRORS},
     ),
     destroy=extend_schema(summary="Delete a template", responses={204: None, 404: ERROR, **AUTH_ERRORS}),
 )
