@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django_filters import filters
 from django_filters.rest_framework import DjangoFilterBackend
+from django_filters.utils import translate_validation
 from rest_framework import exceptions
 from rest_framework.request import Request
 
@@ -34,7 +36,29 @@ class FilterBackend(DjangoFilterBackend):
         )
         if empty:
             raise exceptions.ValidationError({param: ["Give a value, or leave the parameter out."] for param in empty})
-        return super().filter_queryset(request, queryset, view)
+        filterset = self.get_filterset(request, queryset, view)
+        if filterset is None:
+            return queryset
+        if not filterset.is_valid():
+            unknown = unknown_objects(filterset)
+            if unknown:
+                raise exceptions.NotFound(f"{', '.join(unknown)}: no such object among yours.")
+            raise translate_validation(filterset.errors)
+        return filterset.qs
+
+
+def unknown_objects(filterset: Any) -> list[str]:
+    """The filters in error, when each names a stored object (a team, an SLA tier) that does not exist or is not
+    the caller's: a 404 as a path naming it would be, where a malformed value is a 400."""
+    errors = filterset.errors.as_data()
+    model_filters = (filters.ModelChoiceFilter, filters.ModelMultipleChoiceFilter)
+    if all(
+        isinstance(filterset.filters.get(name), model_filters)
+        and all(error.code in ("invalid_choice", "invalid_pk_value") for error in field_errors)
+        for name, field_errors in errors.items()
+    ):
+        return sorted(errors)
+    return []
 
 
 def asks_for_a_filter(params: Any, filter_names: Any) -> bool:

@@ -12,8 +12,9 @@ Services and selectors raise plain Python and Django errors; no API view transla
   reason;
 - ``allocations.requests.idempotency.IdempotencyKeyReused`` -> 422;
 - DRF's ``ValidationError`` whose only complaint is a referenced object that does not exist (or is not the
-  caller's: a team slug, quota id, cluster name) -> 422 in the same ``{"field": [...]}`` shape: the body is well
-  formed, as the schema says, but names nothing the caller may use (``portal.api_schema`` documents it);
+  caller's: a team slug, quota id, cluster name), and the core's ``UnknownNameError`` (a GPU model or SLA tier it
+  does not know) -> 422 in the same ``{"field": [...]}`` shape: the input is well formed, as the schema says, but
+  names nothing the caller may use (``portal.api_schema`` documents it);
 - the database's ``OperationalError``/``InterfaceError`` (it cannot be reached) -> 503 with ``Retry-After``
   (``portal.database_unavailable``).
 """
@@ -38,6 +39,7 @@ from allocations.mig_plans.events import InvalidPlanTransition
 from allocations.requests.idempotency import IdempotencyKeyReused
 from gpucore.decision import ProfileError
 from gpucore.manifests.contexts import ManifestError
+from gpucore.profile import UnknownNameError
 from portal.database_unavailable import (
     UNAVAILABLE_CODE,
     UNAVAILABLE_DETAIL,
@@ -100,14 +102,21 @@ class UnprocessableEntity(exceptions.APIException):
 
 def api_error(exc: Exception) -> Exception:
     """The DRF exception a domain error is answered with (the error itself when DRF already knows it)."""
+    answer = _translated(exc)
+    if type(answer) is exceptions.ValidationError and _only_unknown_objects(answer):
+        return UnknownObjects(answer.detail)
+    return answer
+
+
+def _translated(exc: Exception) -> Exception:
     if isinstance(exc, (InvalidTransition, InUse, InvalidPlanTransition, ManifestError)):
         return Conflict(str(exc))
     if isinstance(exc, IdempotencyKeyReused):
         return UnprocessableEntity(str(exc), code="idempotency_key_reused")
     if isinstance(exc, GatewayError):
         return ClusterUnreachable(f"The cluster could not be read: {exc}")
-    if isinstance(exc, exceptions.ValidationError) and not isinstance(exc, UnknownObjects):
-        return UnknownObjects(exc.detail) if _only_unknown_objects(exc) else exc
+    if isinstance(exc, UnknownNameError):
+        return UnknownObjects(exc.errors)
     if isinstance(exc, ProfileError):
         return exceptions.ValidationError(exc.errors)
     if isinstance(exc, DjangoValidationError):

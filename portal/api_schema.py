@@ -40,10 +40,33 @@ def _names_objects(serializer: Any) -> bool:
 
 
 class PortalAutoSchema(AutoSchema):
-    """Spectacular's schema, plus the 422 of a body that names an unknown object (``portal.api_errors``).
+    """Spectacular's schema, stating what DRF does beyond it:
 
-    The reference is well formed, so the schema cannot refuse it; the answer is documented instead.
+    - the 422 of a body that names an unknown object (``portal.api_errors``): the reference is well formed, so the
+      schema cannot refuse it, and the answer is documented instead;
+    - a required text field that DRF trims must hold a non-space character (``pattern: \\S``): `" "` is blank;
+    - a serializer with ``refuses_unknown_fields`` answers an unknown key 400: ``additionalProperties: false``.
     """
+
+    def _map_serializer_field(self, field: Any, direction: str, bypass_extensions: bool = False) -> Any:
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if (
+            direction == "request"
+            and isinstance(schema, dict)
+            and schema.get("type") == "string"
+            and isinstance(field, serializers.CharField)
+            and field.trim_whitespace
+            and not field.allow_blank
+            and not {"pattern", "enum", "format"} & schema.keys()
+        ):
+            schema["pattern"] = r"\S"
+        return schema
+
+    def _map_basic_serializer(self, serializer: Any, direction: str) -> Any:
+        schema = super()._map_basic_serializer(serializer, direction)
+        if direction == "request" and getattr(serializer, "refuses_unknown_fields", False):
+            schema["additionalProperties"] = False
+        return schema
 
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
@@ -147,7 +170,10 @@ def document_missing_page(result: dict[str, Any], **kwargs: Any) -> dict[str, An
                 operation.setdefault("responses", {}).setdefault(
                     "404",
                     {
-                        "description": "No such page: `page` is 0 or past the last page.",
+                        "description": (
+                            "No such page (`page` is 0 or past the last page), or a filter names an object that "
+                            "does not exist or is not yours."
+                        ),
                         "content": {"application/json": {"schema": ERROR_DETAIL}},
                     },
                 )

@@ -9,6 +9,7 @@ from django.db.models import Q, QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import NotFound
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -68,6 +69,8 @@ class RequestTemplateViewSet(ScopedViewMixin, ServiceApiMixin, viewsets.ModelVie
 
     serializer_class = RequestTemplateSerializer
     scoped_model = RequestTemplate
+    # A template's profile is a JSON object, which a form field cannot carry as the schema states it: JSON only.
+    parser_classes = [JSONParser]
     lookup_value_regex = r"[^/]+"
 
     def get_queryset(self) -> QuerySet[RequestTemplate]:

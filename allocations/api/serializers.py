@@ -67,8 +67,11 @@ class ProfileInputSerializer(serializers.Serializer):
     The declared fields document it.
 
     ``validated_data`` holds ``profile`` (the parsed ``WorkloadProfile``), ``profile_data`` (the raw profile fields, as
-    the submit service takes them) and every other declared field, validated by DRF as usual.
+    the submit service takes them) and every other declared field, validated by DRF as usual. An unknown key is
+    refused (the core names it), so the schema says ``additionalProperties: false``.
     """
+
+    refuses_unknown_fields = True
 
     workload_type = serializers.ChoiceField(choices=WorkloadType.choices)
     gpu_memory_gb = _GpuMemoryField(

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from allocations.models import RequestTemplate
+
 pytestmark = pytest.mark.django_db
 
 
@@ -103,3 +105,45 @@ def test_form_bodies_cannot_carry_null(schema) -> None:
     assert form_ref == f"{json_ref}Form"
     assert not any("nullable" in field for field in components[form_ref]["properties"].values())
     assert components[json_ref]["properties"]["gpu_memory_gb"]["multipleOf"] == 0.000001
+
+
+def test_a_filter_naming_an_unknown_team_is_a_404_and_a_malformed_one_a_400(client_as) -> None:
+    assert client_as("member").get("/api/v1/requests/", {"team": "no-such-team"}).status_code == 404
+    assert client_as("member").get("/api/v1/requests/", {"status": "sleeping"}).status_code == 400
+
+
+def test_an_empty_month_is_malformed(client_as) -> None:
+    response = client_as("member").get("/api/v1/reports/", {"month": ""})
+
+    assert response.status_code == 400
+    assert list(response.json()) == ["month"]
+
+
+def test_a_profile_naming_an_unknown_tier_or_model_is_a_422(client_as) -> None:
+    profile = {"workload_type": "training", "gpu_memory_gb": 40}
+    client = client_as("member")
+
+    tier = client.post("/api/v1/recommendations/", {**profile, "sla_tier": "gold"}, format="json")
+    model = client.post(
+        "/api/v1/requests/", {**profile, "team": "vision", "name": "x", "gpu_model": "Z9"}, format="json"
+    )
+
+    assert (tier.status_code, list(tier.json())) == (422, ["sla_tier"])
+    assert (model.status_code, list(model.json())) == (422, ["gpu_model"])
+    assert client.post("/api/v1/recommendations/", {**profile, "gpu_memory_gb": -1}, format="json").status_code == 400
+
+
+def test_templates_take_json_only(client_as) -> None:
+    body = {"name": "Preset", "team": "vision", "profile": '{"workload_type": "training"}'}
+
+    # 400 rather than 415: the NUL middleware has read the form, so DRF sees no body it may parse.
+    assert client_as("team_lead").post("/api/v1/templates/", body).status_code in (400, 415)  # multipart
+    assert not RequestTemplate.objects.filter(name="Preset").exists()
+
+
+def test_the_schema_states_dr_fs_own_rules(schema) -> None:
+    components = schema["components"]["schemas"]
+    assert components["ProfileInputRequest"]["additionalProperties"] is False  # the core names unknown keys
+    assert components["QuotaIncreaseRequest"]["properties"]["reason"]["pattern"] == r"\S"  # trimmed, then not blank
+    month = next(p for p in schema["paths"]["/api/v1/reports/"]["get"]["parameters"] if p["name"] == "month")
+    assert month["schema"]["pattern"].startswith("^")
