@@ -46,10 +46,6 @@ class ProfileError(ValueError):
         super().__init__("; ".join(f"{name}: {' '.join(msgs)}" for name, msgs in self.errors.items()))
 
 
-class UnknownNameError(ProfileError):
-    """A well-formed profile naming a GPU model or SLA tier the organisation does not have (the API's 422)."""
-
-
 class _FieldError(Exception):
     """One field's value is invalid (internal: collected into a ``ProfileError``)."""
 

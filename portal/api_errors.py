@@ -2,8 +2,8 @@
 
 Services and selectors raise plain Python and Django errors; no API view translates them by hand:
 
-- Django ``ValidationError`` and the core's ``ProfileError`` -> 400 ``{"field": ["message", ...]}`` (a message that
-  names no field goes under ``non_field_errors``);
+- Django ``ValidationError`` -> 400 ``{"field": ["message", ...]}`` (a message that names no field goes under
+  ``non_field_errors``);
 - Django ``PermissionDenied`` -> 403 with the service's reason;
 - ``ObjectDoesNotExist`` (a selector found nothing the user may see) -> 404;
 - ``allocations.lifecycle.InvalidTransition``, ``allocations.clusters.services.InUse``, a MIG plan's
@@ -12,9 +12,10 @@ Services and selectors raise plain Python and Django errors; no API view transla
   reason;
 - ``allocations.requests.idempotency.IdempotencyKeyReused`` -> 422;
 - DRF's ``ValidationError`` whose only complaint is a referenced object that does not exist (or is not the
-  caller's: a team slug, quota id, cluster name), and the core's ``UnknownNameError`` (a GPU model or SLA tier it
-  does not know) -> 422 in the same ``{"field": [...]}`` shape: the input is well formed, as the schema says, but
-  names nothing the caller may use (``portal.api_schema`` documents it);
+  caller's: a team slug, quota id, cluster name), and the core's ``ProfileError`` raised when a well-formed profile
+  is judged (an unknown GPU model or SLA tier, more GPUs than any node holds, nothing that fits) -> 422 in the same
+  ``{"field": [...]}`` shape: the input is well formed, as the schema says, but cannot be served
+  (``portal.api_schema`` documents it);
 - the database's ``OperationalError``/``InterfaceError`` (it cannot be reached) -> 503 with ``Retry-After``
   (``portal.database_unavailable``).
 """
@@ -39,7 +40,6 @@ from allocations.mig_plans.events import InvalidPlanTransition
 from allocations.requests.idempotency import IdempotencyKeyReused
 from gpucore.decision import ProfileError
 from gpucore.manifests.contexts import ManifestError
-from gpucore.profile import UnknownNameError
 from portal.database_unavailable import (
     UNAVAILABLE_CODE,
     UNAVAILABLE_DETAIL,
@@ -73,8 +73,9 @@ class DatabaseUnavailable(exceptions.APIException):
     default_code = UNAVAILABLE_CODE
 
 
-class UnknownObjects(exceptions.ValidationError):
-    """422: each field in error names an object that does not exist or is not the caller's."""
+class Unprocessable(exceptions.ValidationError):
+    """422: each field in error names an object that does not exist or is not the caller's, or asks for what no
+    pool can serve; the input itself is well formed."""
 
     status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
 
@@ -87,9 +88,12 @@ def _codes(codes: Any) -> list[str]:
     return [codes]
 
 
-def _only_unknown_objects(exc: exceptions.ValidationError) -> bool:
+UNPROCESSABLE_CODES = frozenset({"does_not_exist", "unservable"})
+
+
+def _only_unprocessable(exc: exceptions.ValidationError) -> bool:
     codes = _codes(exc.get_codes())
-    return bool(codes) and all(code == "does_not_exist" for code in codes)
+    return bool(codes) and all(code in UNPROCESSABLE_CODES for code in codes)
 
 
 class UnprocessableEntity(exceptions.APIException):
@@ -103,8 +107,8 @@ class UnprocessableEntity(exceptions.APIException):
 def api_error(exc: Exception) -> Exception:
     """The DRF exception a domain error is answered with (the error itself when DRF already knows it)."""
     answer = _translated(exc)
-    if type(answer) is exceptions.ValidationError and _only_unknown_objects(answer):
-        return UnknownObjects(answer.detail)
+    if type(answer) is exceptions.ValidationError and _only_unprocessable(answer):
+        return Unprocessable(answer.detail)
     return answer
 
 
@@ -115,10 +119,10 @@ def _translated(exc: Exception) -> Exception:
         return UnprocessableEntity(str(exc), code="idempotency_key_reused")
     if isinstance(exc, GatewayError):
         return ClusterUnreachable(f"The cluster could not be read: {exc}")
-    if isinstance(exc, UnknownNameError):
-        return UnknownObjects(exc.errors)
     if isinstance(exc, ProfileError):
-        return exceptions.ValidationError(exc.errors)
+        # Field parsing answers its ProfileError in the serializer (a 400); one raised here came from judging a
+        # well-formed profile against the catalog, tiers and pools.
+        return Unprocessable(exc.errors)
     if isinstance(exc, DjangoValidationError):
         detail = get_error_detail(exc)
         if not isinstance(detail, dict):

@@ -19,7 +19,8 @@ HTTP_METHODS = {"get", "put", "patch", "post", "delete", "head", "options", "tra
 FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 UNKNOWN_OBJECT = {
     "description": (
-        "A well-formed body names an object that does not exist or is not yours (a team, quota or cluster): "
+        "A well-formed body names an object that does not exist or is not yours (a team, quota or cluster), or a "
+        "workload profile no pool can serve: "
         '`{"field": ["message", ...]}` naming the field.'
     ),
     "content": {"application/json": {"schema": FIELD_ERRORS}},
@@ -70,8 +71,15 @@ class PortalAutoSchema(AutoSchema):
 
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
-        if self.method in ("POST", "PUT", "PATCH") and _names_objects(self.get_request_serializer()):
-            responses.setdefault("422", UNKNOWN_OBJECT)
+        if self.method not in ("POST", "PUT", "PATCH") or not _names_objects(self.get_request_serializer()):
+            return responses
+        documented = responses.get("422")
+        if documented is None:
+            responses["422"] = UNKNOWN_OBJECT
+            return responses
+        for media in documented.get("content", {}).values():  # the operation's own 422, or this one
+            media["schema"] = {"anyOf": [media["schema"], FIELD_ERRORS]}
+        documented["description"] = f"{documented.get('description', '')} Or: {UNKNOWN_OBJECT['description']}"
         return responses
 
 

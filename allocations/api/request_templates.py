@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import JSONParser
@@ -14,17 +14,28 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocations.api.common import AUTH_ERRORS, ERROR, FIELD_ERRORS, ServiceApiMixin
-from allocations.api.serializers import VisibleTeamField
+from allocations.api.serializers import ProfileInputSerializer, VisibleTeamField
 from allocations.models import RequestTemplate, Team
 from allocations.request_templates.services import request_template_delete, request_template_save
 from infra.scoping import ScopedViewMixin
+
+
+class TemplateProfileSerializer(ProfileInputSerializer):
+    """A template's profile: the workload profile's fields (no cluster), as the template's ``clean`` checks them."""
+
+    cluster = None
+
+
+@extend_schema_field(TemplateProfileSerializer)
+class _ProfileField(serializers.JSONField):
+    """A workload profile, stored as JSON; the template's save checks it."""
 
 
 class RequestTemplateSerializer(serializers.ModelSerializer):
     """A template: its name, scope (``team`` slug, null for every team) and the values it fills in."""
 
     team = VisibleTeamField(slug_field="slug", queryset=Team.objects.all(), allow_null=True, required=False)
-    profile = serializers.JSONField(help_text="Workload profile fields, as POST /api/v1/requests/ takes them.")
+    profile = _ProfileField(help_text="Workload profile fields, as POST /api/v1/requests/ takes them.")
     command = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
 
     class Meta:

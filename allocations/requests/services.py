@@ -50,7 +50,6 @@ from allocations.teams.quotas import QuotaExceeded, may_borrow, quota_check
 from audit.services import audit_record
 from gpucore.decision import ProfileError, WorkloadProfile
 from gpucore.image_refs import image_reference_problem
-from gpucore.profile import UnknownNameError
 
 # --- Submission, approval and the user's own actions -------------------------------------------------------------
 
@@ -119,14 +118,11 @@ def gpu_request_submit(
     try:
         placement = place(_priced_until(profile, expires_at), cluster=cluster)
     except ProfileError as exc:
-        # An unknown model or tier keeps its code: the API answers it 422 (portal.api_errors), not 400.
-        code = "does_not_exist" if isinstance(exc, UnknownNameError) else None
-        raise ValidationError(
-            {
-                field: [ValidationError(message, code=code) for message in messages]
-                for field, messages in exc.errors.items()
-            }
-        ) from exc
+        # A well-formed profile no pool can serve keeps its code: the API answers it 422 (portal.api_errors).
+        errors = {
+            field: [ValidationError(text, code="unservable") for text in texts] for field, texts in exc.errors.items()
+        }
+        raise ValidationError(errors) from exc
     spec = placement.spec
     units = int(spec["quantity"]) * int(spec["replicas"])
     tier = SlaTier.objects.filter(slug=profile.sla_tier).first() if profile.sla_tier else None

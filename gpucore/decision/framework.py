@@ -57,7 +57,7 @@ from gpucore.decision.rules import (
     classify_intent,
     tier1_latency_ms,
 )
-from gpucore.profile import ProfileError, UnknownNameError, WorkloadProfile
+from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
 from gpucore.vocabulary import WorkloadType
 
@@ -198,7 +198,7 @@ def _resolve(
             known = ", ".join(tiers) or "none"
             errors["sla_tier"] = [f"Unknown SLA tier '{profile.sla_tier}'. Known tiers: {known}."]
     if errors:
-        raise UnknownNameError(errors)
+        raise ProfileError(errors)
     if not len(catalog):
         raise CatalogError("The GPU catalog is empty: no model to recommend.")
     return model, tier

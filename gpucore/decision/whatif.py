@@ -24,7 +24,7 @@ from gpucore.decision.options import DecisionContext, Option
 from gpucore.decision.permission import why_not_permitted
 from gpucore.decision.rules import apply_floors, check_replicas, classify_intent, tier1_latency_ms
 from gpucore.decision.sizing import size_option
-from gpucore.profile import ProfileError, UnknownNameError, WorkloadProfile
+from gpucore.profile import ProfileError, WorkloadProfile
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
 from gpucore.vocabulary import Strategy, WorkloadType
 
@@ -91,7 +91,7 @@ def compare(
     if profile.sla_tier is not None:
         tier = tiers.get(profile.sla_tier)
         if tier is None:
-            raise UnknownNameError(
+            raise ProfileError(
                 {"sla_tier": [f"Unknown SLA tier '{profile.sla_tier}'. Known tiers: {', '.join(tiers)}."]}
             )
     check_replicas(profile, tier)
@@ -143,8 +143,7 @@ def _reference(
     if profile.workload_type not in PER_RUN_WORKLOADS:
         errors["reference_hours"] = ["Per-run estimates are for training and HPC simulation."]
     if errors:
-        unknown_model_only = list(errors) == ["reference_gpu_model"] and model is None and model_name is not None
-        raise (UnknownNameError if unknown_model_only else ProfileError)(errors)
+        raise ProfileError(errors)
     assert model is not None and hours is not None
     return model, hours
 
