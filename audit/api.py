@@ -8,7 +8,6 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, mixins, serializers, viewsets
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,6 +16,7 @@ from audit.filtersets import AuditEventFilterSet
 from audit.models import AuditEvent
 from audit.selectors import CSV_HEADER, audit_csv_rows, user_can_read_audit
 from gpucore.exports import csv_lines
+from infra.api_pagination import StrictPageParameters
 from infra.filtering import FilterBackend
 from infra.scoping import ScopedViewMixin
 
@@ -34,7 +34,7 @@ class AuditCsvRenderer(BaseRenderer):
         return data if isinstance(data, bytes) else str(data).encode()
 
 
-class AuditEventPagination(PageNumberPagination):
+class AuditEventPagination(StrictPageParameters):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500

@@ -10,6 +10,8 @@ import re
 from datetime import date
 
 _MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")
+# What ``parse_month`` accepts, as a JSON Schema pattern (a year from 0001, a month from 01 to 12).
+MONTH_PATTERN = r"^(?!0000)[0-9]{4}-(0[1-9]|1[0-2])$"
 
 
 class MonthError(ValueError):

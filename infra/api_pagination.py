@@ -8,6 +8,7 @@ offset, so each page costs the same however deep it is.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,9 +23,48 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from infra.pagination import COUNT_LIMIT, BoundedCountPaginator
 
 MAX_PAGE_SIZE = 200
+WHOLE_NUMBER = re.compile(r"[0-9]+")
 
 
-class BoundedPageNumberPagination(PageNumberPagination):
+class StrictPageParameters(PageNumberPagination):
+    """``?page=`` and ``?page_size=`` as the schema states them: a malformed value is a 400 naming the parameter,
+    where DRF would silently answer the default page size (``page_size=null``) or 404 (``page=x``).
+
+    A page number past the last (or 0) is still 404, as DRF answers it; a page size over the maximum is clamped.
+    """
+
+    def get_page_size(self, request: Request) -> int | None:
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        if not WHOLE_NUMBER.fullmatch(raw) or int(raw) < 1:
+            raise exceptions.ValidationError(
+                {self.page_size_query_param: [f"A whole number from 1 (over {self.max_page_size} counts as that)."]}
+            )
+        return min(int(raw), self.max_page_size)
+
+    def paginate_queryset(self, queryset: QuerySet, request: Request, view: Any = None) -> Sequence[Any] | None:
+        raw = request.query_params.get(self.page_query_param)
+        if raw is not None and raw not in self.last_page_strings and not WHOLE_NUMBER.fullmatch(raw):
+            raise exceptions.ValidationError({self.page_query_param: ["A page number from 1, or `last`."]})
+        return super().paginate_queryset(queryset, request, view)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_query_param:
+                parameter["schema"] = {"type": "integer", "minimum": 1}
+                parameter["description"] = "A page number from 1 (`last` also reads the last page); past the last: 404."
+            elif parameter["name"] == self.page_size_query_param:
+                parameter["schema"] = {"type": "integer", "minimum": 1}
+                parameter["description"] = (
+                    f"Rows a page, {self.page_size} when left out; over {self.max_page_size} counts as "
+                    f"{self.max_page_size}."
+                )
+        return parameters
+
+
+class BoundedPageNumberPagination(StrictPageParameters):
     """``?page=`` with the default size of 25, ``?page_size=`` up to ``MAX_PAGE_SIZE`` (larger is clamped), and a
     bounded ``count`` with ``count_exact``. With ``count_with_page``, a page and its count are one query.
 

@@ -2,8 +2,8 @@
 
 Services and selectors raise plain Python and Django errors; no API view translates them by hand:
 
-- Django ``ValidationError`` and the core's ``ProfileError`` -> 400 ``{"field": ["message", ...]}`` (a message that
-  names no field goes under ``non_field_errors``);
+- Django ``ValidationError`` -> 400 ``{"field": ["message", ...]}`` (a message that names no field goes under
+  ``non_field_errors``);
 - Django ``PermissionDenied`` -> 403 with the service's reason;
 - ``ObjectDoesNotExist`` (a selector found nothing the user may see) -> 404;
 - ``allocations.lifecycle.InvalidTransition``, ``allocations.clusters.services.InUse``, a MIG plan's
@@ -11,6 +11,11 @@ Services and selectors raise plain Python and Django errors; no API view transla
 - ``allocations.clusters.gateways.base.GatewayError`` (a cluster that could not be read or written) -> 502 with the
   reason;
 - ``allocations.requests.idempotency.IdempotencyKeyReused`` -> 422;
+- DRF's ``ValidationError`` whose only complaint is a referenced object that does not exist (or is not the
+  caller's: a team slug, quota id, cluster name), and the core's ``ProfileError`` raised when a well-formed profile
+  is judged (an unknown GPU model or SLA tier, more GPUs than any node holds, nothing that fits) -> 422 in the same
+  ``{"field": [...]}`` shape: the input is well formed, as the schema says, but cannot be served
+  (``portal.api_schema`` documents it);
 - the database's ``OperationalError``/``InterfaceError`` (it cannot be reached) -> 503 with ``Retry-After``
   (``portal.database_unavailable``).
 """
@@ -68,6 +73,29 @@ class DatabaseUnavailable(exceptions.APIException):
     default_code = UNAVAILABLE_CODE
 
 
+class Unprocessable(exceptions.ValidationError):
+    """422: each field in error names an object that does not exist or is not the caller's, or asks for what no
+    pool can serve; the input itself is well formed."""
+
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+
+
+def _codes(codes: Any) -> list[str]:
+    if isinstance(codes, dict):
+        return [code for value in codes.values() for code in _codes(value)]
+    if isinstance(codes, list):
+        return [code for value in codes for code in _codes(value)]
+    return [codes]
+
+
+UNPROCESSABLE_CODES = frozenset({"does_not_exist", "unservable"})
+
+
+def _only_unprocessable(exc: exceptions.ValidationError) -> bool:
+    codes = _codes(exc.get_codes())
+    return bool(codes) and all(code in UNPROCESSABLE_CODES for code in codes)
+
+
 class UnprocessableEntity(exceptions.APIException):
     """422: a well-formed request the server will not apply (an Idempotency-Key reused with another body)."""
 
@@ -78,6 +106,13 @@ class UnprocessableEntity(exceptions.APIException):
 
 def api_error(exc: Exception) -> Exception:
     """The DRF exception a domain error is answered with (the error itself when DRF already knows it)."""
+    answer = _translated(exc)
+    if type(answer) is exceptions.ValidationError and _only_unprocessable(answer):
+        return Unprocessable(answer.detail)
+    return answer
+
+
+def _translated(exc: Exception) -> Exception:
     if isinstance(exc, (InvalidTransition, InUse, InvalidPlanTransition, ManifestError)):
         return Conflict(str(exc))
     if isinstance(exc, IdempotencyKeyReused):
@@ -85,7 +120,9 @@ def api_error(exc: Exception) -> Exception:
     if isinstance(exc, GatewayError):
         return ClusterUnreachable(f"The cluster could not be read: {exc}")
     if isinstance(exc, ProfileError):
-        return exceptions.ValidationError(exc.errors)
+        # Field parsing answers its ProfileError in the serializer (a 400); one raised here came from judging a
+        # well-formed profile against the catalog, tiers and pools.
+        return Unprocessable(exc.errors)
     if isinstance(exc, DjangoValidationError):
         detail = get_error_detail(exc)
         if not isinstance(detail, dict):

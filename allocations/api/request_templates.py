@@ -6,24 +6,36 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import NotFound
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from allocations.api.common import AUTH_ERRORS, ERROR, FIELD_ERRORS, ServiceApiMixin
-from allocations.api.serializers import VisibleTeamField
+from allocations.api.serializers import ProfileInputSerializer, VisibleTeamField
 from allocations.models import RequestTemplate, Team
 from allocations.request_templates.services import request_template_delete, request_template_save
 from infra.scoping import ScopedViewMixin
+
+
+class TemplateProfileSerializer(ProfileInputSerializer):
+    """A template's profile: the workload profile's fields (no cluster), as the template's ``clean`` checks them."""
+
+    cluster = None
+
+
+@extend_schema_field(TemplateProfileSerializer)
+class _ProfileField(serializers.JSONField):
+    """A workload profile, stored as JSON; the template's save checks it."""
 
 
 class RequestTemplateSerializer(serializers.ModelSerializer):
     """A template: its name, scope (``team`` slug, null for every team) and the values it fills in."""
 
     team = VisibleTeamField(slug_field="slug", queryset=Team.objects.all(), allow_null=True, required=False)
-    profile = serializers.JSONField(help_text="Workload profile fields, as POST /api/v1/requests/ takes them.")
+    profile = _ProfileField(help_text="Workload profile fields, as POST /api/v1/requests/ takes them.")
     command = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
 
     class Meta:
@@ -45,14 +57,20 @@ TEAM_PARAMETER = OpenApiParameter(
         parameters=[TEAM_PARAMETER],
         responses={200: RequestTemplateSerializer(many=True), 404: ERROR, **AUTH_ERRORS},
     ),
-    retrieve=extend_schema(summary="One template", responses={200: RequestTemplateSerializer, 404: ERROR}),
+    retrieve=extend_schema(
+        summary="One template", responses={200: RequestTemplateSerializer, 404: ERROR, **AUTH_ERRORS}
+    ),
     create=extend_schema(
         summary="Create a template (platform admins; team leads for their team)",
         responses={201: RequestTemplateSerializer, 400: FIELD_ERRORS, **AUTH_ERRORS},
     ),
-    update=extend_schema(summary="Change a template", responses={200: RequestTemplateSerializer, 400: FIELD_ERRORS}),
+    update=extend_schema(
+        summary="Change a template",
+        responses={200: RequestTemplateSerializer, 400: FIELD_ERRORS, 404: ERROR, **AUTH_ERRORS},
+    ),
     partial_update=extend_schema(
-        summary="Change some fields of a template", responses={200: RequestTemplateSerializer, 400: FIELD_ERRORS}
+        summary="Change some fields of a template",
+        responses={200: RequestTemplateSerializer, 400: FIELD_ERRORS, 404: ERROR, **AUTH_ERRORS},
     ),
     destroy=extend_schema(summary="Delete a template", responses={204: None, 404: ERROR, **AUTH_ERRORS}),
 )
@@ -62,6 +80,8 @@ class RequestTemplateViewSet(ScopedViewMixin, ServiceApiMixin, viewsets.ModelVie
 
     serializer_class = RequestTemplateSerializer
     scoped_model = RequestTemplate
+    # A template's profile is a JSON object, which a form field cannot carry as the schema states it: JSON only.
+    parser_classes = [JSONParser]
     lookup_value_regex = r"[^/]+"
 
     def get_queryset(self) -> QuerySet[RequestTemplate]:

@@ -28,11 +28,19 @@ from allocations.models import (
 from allocations.request_templates.selectors import request_template_request_values
 from allocations.requests.waiting import request_waiting
 from gpucore.decision import ProfileError, WorkloadProfile
-from gpucore.profile import MAX_GPU_MEMORY_GB, MAX_GPUS_PER_REPLICA, MAX_NUMBER, MAX_REPLICAS
+from gpucore.profile import MAX_DECIMAL_PLACES, MAX_GPU_MEMORY_GB, MAX_GPUS_PER_REPLICA, MAX_NUMBER, MAX_REPLICAS
 from infra.scoping import visible_to
 
 _PROFILE_FIELD_NAMES = frozenset(WorkloadProfile.field_names())
-_POSITIVE_NUMBER = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": int(MAX_NUMBER)}
+# The core refuses a number with more decimal places than it keeps (a float's repr counts, e.g. 5e-324).
+_DECIMAL_STEP = float(f"1e-{MAX_DECIMAL_PLACES}")
+_POSITIVE_NUMBER = {
+    "type": "number",
+    "minimum": 0,
+    "exclusiveMinimum": True,
+    "maximum": int(MAX_NUMBER),
+    "multipleOf": _DECIMAL_STEP,
+}
 
 
 @extend_schema_field(_POSITIVE_NUMBER)
@@ -45,6 +53,11 @@ class _GpuMemoryField(_PositiveNumberField):
     """GB per replica > 0 and at most the core's documented bound; the core checks it (one message everywhere)."""
 
 
+@extend_schema_field({"type": "number", "minimum": 0, "maximum": 100, "multipleOf": _DECIMAL_STEP})
+class _PercentField(serializers.FloatField):
+    """0 to 100 with the core's decimal places; the core checks it."""
+
+
 # --- Workload profile in ----------------------------------------------------------------------------------------------
 
 
@@ -54,8 +67,11 @@ class ProfileInputSerializer(serializers.Serializer):
     The declared fields document it.
 
     ``validated_data`` holds ``profile`` (the parsed ``WorkloadProfile``), ``profile_data`` (the raw profile fields, as
-    the submit service takes them) and every other declared field, validated by DRF as usual.
+    the submit service takes them) and every other declared field, validated by DRF as usual. An unknown key is
+    refused (the core names it), so the schema says ``additionalProperties: false``.
     """
+
+    refuses_unknown_fields = True
 
     workload_type = serializers.ChoiceField(choices=WorkloadType.choices)
     gpu_memory_gb = _GpuMemoryField(
@@ -75,7 +91,7 @@ class ProfileInputSerializer(serializers.Serializer):
     isolation_required = serializers.BooleanField(
         required=False, help_text="Memory and fault isolation needed (default false)."
     )
-    expected_utilization_pct = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=100)
+    expected_utilization_pct = _PercentField(required=False, allow_null=True, min_value=0, max_value=100)
     sla_tier = serializers.CharField(required=False, allow_null=True, max_length=100, help_text="SLA tier slug.")
     gpu_model = serializers.CharField(
         required=False,

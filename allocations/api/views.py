@@ -55,21 +55,36 @@ def _action_schema(summary: str, ok: int) -> Callable[[Any], Any]:
     return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[COMMENT_BODY])
 
 
-_FIELD_SELECTION = [
-    OpenApiParameter(
-        "brief",
-        OpenApiTypes.BOOL,
-        description=(
-            "The summary representation: "
-            + ", ".join(f"`{name}`" for name in api.GpuRequestSerializer.BRIEF_FIELDS)
-            + " (no frozen `spec`, whose rationale and alternatives weigh about 4 KB a request)."
+def _field_selection(serializer: type[api.GpuRequestSerializer]) -> list[OpenApiParameter]:
+    """``?brief=``, ``?fields=`` and ``?omit=``; the two lists name only the serializer's fields (others: 400)."""
+    every = list(serializer.Meta.fields)
+    return [
+        OpenApiParameter(
+            "brief",
+            OpenApiTypes.BOOL,
+            description=(
+                "The summary representation: "
+                + ", ".join(f"`{name}`" for name in api.GpuRequestSerializer.BRIEF_FIELDS)
+                + " (no frozen `spec`, whose rationale and alternatives weigh about 4 KB a request)."
+            ),
         ),
-    ),
-    OpenApiParameter(
-        "fields", OpenApiTypes.STR, description="Comma-separated fields to answer, e.g. `id,status,spec`."
-    ),
-    OpenApiParameter("omit", OpenApiTypes.STR, description="Comma-separated fields to leave out, e.g. `spec,purpose`."),
-]
+        OpenApiParameter(
+            "fields",
+            OpenApiTypes.STR,
+            many=True,
+            explode=False,
+            enum=every,
+            description="Comma-separated fields to answer, e.g. `id,status,spec`; an unknown name is a 400.",
+        ),
+        OpenApiParameter(
+            "omit",
+            OpenApiTypes.STR,
+            many=True,
+            explode=False,
+            enum=every,
+            description="Comma-separated fields to leave out, e.g. `spec,purpose`; an unknown name is a 400.",
+        ),
+    ]
 
 
 SUBMIT_ENDPOINT = "requests.create"
@@ -92,7 +107,7 @@ def _replayed(stored: tuple[int, str] | None) -> Response:
             "ascending id at a constant cost (`count` null). Each item is the full request, as the detail; "
             "`?brief=true`, `?fields=` or `?omit=` answer less, and read less."
         ),
-        parameters=_FIELD_SELECTION,
+        parameters=_field_selection(api.GpuRequestSerializer),
         responses={200: api.GpuRequestSerializer(many=True), 400: FIELD_ERRORS, 404: ERROR, **AUTH_ERRORS},
     ),
     retrieve=extend_schema(
@@ -102,7 +117,7 @@ def _replayed(stored: tuple[int, str] | None) -> Response:
             "queue, capacity, Kueue or provisioning), its place in the approval queue, the units ahead of it and an "
             "ETA from the pool's current allocations' expiries; null once it runs."
         ),
-        parameters=_FIELD_SELECTION,
+        parameters=_field_selection(api.GpuRequestDetailSerializer),
         responses={200: api.GpuRequestDetailSerializer, 404: ERROR, **AUTH_ERRORS},
     ),
 )
@@ -178,7 +193,10 @@ class GpuRequestViewSet(
         params = self.request.query_params
         every = self._every_field()
         chosen: list[str] | None = None
-        if params.get("brief", "").lower() in ("1", "true", "yes"):
+        brief = params.get("brief", "false").lower()
+        if brief not in ("1", "true", "yes", "0", "false", "no"):
+            raise exceptions.ValidationError({"brief": ["true or false."]})
+        if brief in ("1", "true", "yes"):
             chosen = list(api.GpuRequestSerializer.BRIEF_FIELDS)
         for param in ("fields", "omit"):
             if param not in params:

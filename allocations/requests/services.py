@@ -119,7 +119,11 @@ def gpu_request_submit(
     try:
         placement = place(_priced_until(profile, expires_at), cluster=cluster)
     except ProfileError as exc:
-        raise ValidationError(dict(exc.errors)) from exc
+        # A well-formed profile no pool can serve keeps its code: the API answers it 422 (portal.api_errors).
+        errors = {
+            field: [ValidationError(text, code="unservable") for text in texts] for field, texts in exc.errors.items()
+        }
+        raise ValidationError(errors) from exc
     spec = placement.spec
     units = int(spec["quantity"]) * int(spec["replicas"])
     tier = SlaTier.objects.filter(slug=profile.sla_tier).first() if profile.sla_tier else None

@@ -30,7 +30,7 @@ from billing.costs.reports import month_reports, report_csv, stored_report_paylo
 from billing.costs.selectors import price_book_in_effect
 from billing.costs.services import price_book_load
 from billing.models import MonthlyReport, PriceBook
-from gpucore.months import MonthError, parse_month
+from gpucore.months import MONTH_PATTERN, MonthError, parse_month
 from gpucore.pricebook import TCO_FIELDS
 from gpucore.pricing import book_in_effect
 from infra.scoping import ScopedViewMixin
@@ -63,7 +63,7 @@ class CsvRenderer(BaseRenderer):
 
 
 def _month(value: str | None) -> date | None:
-    if not value:
+    if value is None:  # an empty ?month= is malformed, as the schema's pattern says
         return None
     try:
         return parse_month(value)
@@ -81,7 +81,11 @@ class ReportListView(ScopedViewMixin, APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("team", str, description="Team slug"),
-            OpenApiParameter("month", str, description="YYYY-MM; a month not closed yet is answered with estimates"),
+            OpenApiParameter(
+                "month",
+                {"type": "string", "pattern": MONTH_PATTERN},
+                description="YYYY-MM; a month not closed yet is answered with estimates",
+            ),
         ],
         responses={
             200: REPORT_SCHEMA,

@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,11 +23,16 @@ from allocations.models import Team
 from billing.costs.whatif import team_what_if
 
 
+@extend_schema_field({"type": "number", "minimum": 0.01, "maximum": 9999999999.99, "multipleOf": 0.01})
+class _ReferenceHoursField(serializers.DecimalField):
+    """Hours with 2 decimal places, from 0.01: a number in the schema (spectacular's string pattern lets "-" by)."""
+
+
 class WhatIfInputSerializer(ProfileInputSerializer):
     """The workload profile (flat), the team whose quota and budget are checked, and an optional per-run reference."""
 
     team = VisibleTeamField(slug_field="slug", queryset=Team.objects.all(), help_text="Team slug.")
-    reference_hours = serializers.DecimalField(
+    reference_hours = _ReferenceHoursField(
         max_digits=12,
         decimal_places=2,
         required=False,

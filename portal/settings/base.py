@@ -309,6 +309,8 @@ REST_FRAMEWORK = {
         "infra.renderers.FastJSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
+    # ``?format=`` with nothing after it is an unknown format (404), as the schema's enum says.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "infra.negotiation.StrictFormatNegotiation",
     "DEFAULT_PAGINATION_CLASS": "infra.api_pagination.BoundedPageNumberPagination",
     "PAGE_SIZE": 25,
     "DEFAULT_FILTER_BACKENDS": [
@@ -316,7 +318,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.SearchFilter",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "portal.api_schema.PortalAutoSchema",
     # Services' errors (ValidationError, PermissionDenied, DoesNotExist, InvalidTransition) in DRF's shape, once.
     "EXCEPTION_HANDLER": "portal.api_errors.api_exception_handler",
     # Fixed-window counters in the shared cache (CACHES below): the limits hold across gunicorn workers.
@@ -400,6 +402,8 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "portal.api_schema.document_bad_input",
         "portal.api_schema.document_field_selection",
+        "portal.api_schema.document_missing_page",
+        "portal.api_schema.document_form_bodies",
     ],
 }
 

@@ -129,10 +129,11 @@ def test_training_per_run_estimate_scales_by_fp16_throughput(pools):
     assert h100["run"]["cost"] == {"amount": "21.70", "currency": "USD"}  # 6.88 x 3.1547
 
 
-def test_another_teams_slug_and_bad_reference_are_400s_naming_the_field(pools):
-    assert "team" in post(pools, workload_type="development", gpu_memory_gb=4, team="nlp").json()
+def test_another_teams_slug_and_bad_reference_are_422s_naming_the_field(pools):
+    other = post(pools, workload_type="development", gpu_memory_gb=4, team="nlp")
+    assert other.status_code == 422 and "team" in other.json()
     bad = post(pools, workload_type="development", gpu_memory_gb=4, reference_hours=5, reference_gpu_model="A100-40GB")
-    assert bad.status_code == 400
+    assert bad.status_code == 422  # well formed; per-run estimates are for training and HPC
     assert "reference_hours" in bad.json()
 
 

@@ -60,5 +60,5 @@ def test_nobody_asks_for_another_teams_quota(client_as, pool_quota) -> None:
         URL, {"quota": pool_quota.pk, "requested_limit": 9, "reason": "mine now"}, format="json"
     )
 
-    assert response.status_code == 400 and "quota" in response.json()
+    assert response.status_code == 422 and "quota" in response.json()  # another team's quota: as no quota
     assert not QuotaIncreaseRequest.objects.exists()

@@ -15,12 +15,12 @@ URL = "/api/v1/recommendations/"
 pytestmark = pytest.mark.django_db
 
 
-def test_gpu_count_above_the_largest_node_is_a_400_naming_gpu_count(client_as, demo_org):
+def test_gpu_count_above_the_largest_node_is_a_422_naming_gpu_count(client_as, demo_org):
     # The demo pool has 8 H100s per node: 16 GPUs per replica can never be scheduled.
     body = {"workload_type": "training", "gpu_memory_gb": 640, "gpu_count": 16}
     response = client_as("member").post(URL, body, format="json")
 
-    assert response.status_code == 400, response.content
+    assert response.status_code == 422, response.content  # well formed, but no node holds it
     errors = response.json()
     assert list(errors) == ["gpu_count"]
     assert "at most 8 GPUs" in errors["gpu_count"][0]
@@ -30,7 +30,7 @@ def test_gpu_count_is_refused_at_submission_too(client_as, demo_org):
     body = {"team": "vision", "name": "big", "workload_type": "training", "gpu_memory_gb": 640, "gpu_count": 16}
     response = client_as("member").post("/api/v1/requests/", body, format="json")
 
-    assert response.status_code == 400, response.content
+    assert response.status_code == 422, response.content  # well formed, but no node holds it
     assert "gpu_count" in response.json()
 
 

@@ -56,29 +56,30 @@ def test_cluster_narrows_the_placement(client_as, demo_org):
 
 
 @pytest.mark.parametrize(
-    ("body", "field"),
+    ("body", "field", "expected"),
     [
-        ({"gpu_memory_gb": 40}, "workload_type"),
-        ({"workload_type": "training"}, "gpu_memory_gb"),
-        ({"workload_type": "mining", "gpu_memory_gb": 40}, "workload_type"),
-        ({**PROFILE, "gpu_memory_gb": -1}, "gpu_memory_gb"),
-        ({**PROFILE, "gpu_memory_gb": "lots"}, "gpu_memory_gb"),
-        ({**PROFILE, "gpu_count": 0}, "gpu_count"),
-        ({**PROFILE, "replicas": 1.5}, "replicas"),
-        ({**PROFILE, "expected_utilization_pct": 101}, "expected_utilization_pct"),
-        ({**PROFILE, "latency_sensitive": "perhaps"}, "latency_sensitive"),
-        ({**PROFILE, "sla_tier": "platinum"}, "sla_tier"),
-        ({**PROFILE, "gpu_model": "A30"}, "gpu_model"),
-        ({**PROFILE, "gpu_model": "Z9000"}, "gpu_model"),
-        ({**PROFILE, "colour": "green"}, "colour"),
-        ({**PROFILE, "cluster": "nowhere"}, "cluster"),
-        ({**PROFILE, "gpu_memory_gb": 100_000}, "gpu_memory_gb"),
+        ({"gpu_memory_gb": 40}, "workload_type", 400),
+        ({"workload_type": "training"}, "gpu_memory_gb", 400),
+        ({"workload_type": "mining", "gpu_memory_gb": 40}, "workload_type", 400),
+        ({**PROFILE, "gpu_memory_gb": -1}, "gpu_memory_gb", 400),
+        ({**PROFILE, "gpu_memory_gb": "lots"}, "gpu_memory_gb", 400),
+        ({**PROFILE, "gpu_count": 0}, "gpu_count", 400),
+        ({**PROFILE, "replicas": 1.5}, "replicas", 400),
+        ({**PROFILE, "expected_utilization_pct": 101}, "expected_utilization_pct", 400),
+        ({**PROFILE, "latency_sensitive": "perhaps"}, "latency_sensitive", 400),
+        ({**PROFILE, "sla_tier": "platinum"}, "sla_tier", 422),
+        ({**PROFILE, "gpu_model": "A30"}, "gpu_model", 422),
+        ({**PROFILE, "gpu_model": "Z9000"}, "gpu_model", 422),
+        ({**PROFILE, "colour": "green"}, "colour", 400),
+        ({**PROFILE, "cluster": "nowhere"}, "cluster", 422),
+        ({**PROFILE, "gpu_memory_gb": 100_000}, "gpu_memory_gb", 400),
     ],
 )
-def test_bad_profile_is_400_naming_the_field(client_as, body, field):
+def test_bad_profile_is_refused_naming_the_field(client_as, body, field, expected):
+    """Malformed: 400; well formed but naming what the catalog, tiers or pools lack: 422."""
     response = client_as("member").post(URL, body, format="json")
 
-    assert response.status_code == 400, response.content
+    assert response.status_code == expected, response.content
     errors = response.json()
     assert field in errors, errors
     assert all(isinstance(message, str) and message for message in errors[field])
@@ -98,13 +99,13 @@ def test_a_body_that_is_not_an_object_is_400(client_as):
     assert "non_field_errors" in response.json()
 
 
-def test_no_pool_at_all_is_400_naming_cluster(client_as, demo_org):
+def test_no_pool_at_all_is_422_naming_cluster(client_as, demo_org):
     demo_org.cluster.is_active = False
     demo_org.cluster.save()
 
     response = client_as("member").post(URL, PROFILE, format="json")
 
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert "cluster" in response.json()
 
 
@@ -151,5 +152,5 @@ def test_a_cluster_made_inactive_is_refused_at_the_next_call(client_as, demo_org
     demo_org.cluster.is_active = False
     demo_org.cluster.save()
     response = client.post(URL, {**PROFILE, "cluster": demo_org.cluster.name}, format="json")
-    assert response.status_code == 400
+    assert response.status_code == 422
     assert list(response.json()) == ["cluster"]

@@ -95,9 +95,9 @@ def _kept(query: str, name: str) -> bool:
     [
         ("?page=99", 404, {"detail": "Invalid page."}),
         ("?page=0", 404, {"detail": "Invalid page."}),
-        ("?page=x", 404, {"detail": "Invalid page."}),
+        ("?page=x", 400, {"page": ["A page number from 1, or `last`."]}),
         ("?page=99999999999999999999", 404, {"detail": "Invalid page."}),
-        ("?page=-99999999999999999999", 404, {"detail": "Invalid page."}),
+        ("?page=-99999999999999999999", 400, {"page": ["A page number from 1, or `last`."]}),
         ("?after=x", 400, {"after": ["A whole number (the last id you read)."]}),
         ("?after=99999999999999999999", 400, {"after": ["A whole number (the last id you read)."]}),
         ("?after=-99999999999999999999", 400, {"after": ["A whole number (the last id you read)."]}),

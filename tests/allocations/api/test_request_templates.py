@@ -78,7 +78,7 @@ def test_a_lead_creates_a_team_template_and_it_is_audited(client_as, demo_org) -
     [
         ("member", "vision", 403),  # members use templates; leads manage them
         ("team_lead", None, 403),  # organisation-wide ones are the platform admins'
-        ("team_lead", "nlp", 400),  # not a team the lead may see: "does not exist"
+        ("team_lead", "nlp", 422),  # not a team the lead may see: "does not exist"
         ("platform_admin", None, 201),
         ("platform_admin", "nlp", 201),
     ],

@@ -80,8 +80,8 @@ def test_events_follow_the_same_scoping(client_as, submit, role):
 
 
 # Submitting for team vision: members and leads may; approvers and the admin see the team but are not members (403);
-# the outsider cannot even see it, so the slug does not resolve (400 naming `team`, no existence leak).
-CREATE_STATUS = {"platform_admin": 403, "approver": 403, "team_lead": 201, "member": 201, "outsider": 400}
+# the outsider cannot even see it, so the slug does not resolve (422 naming `team`, no existence leak).
+CREATE_STATUS = {"platform_admin": 403, "approver": 403, "team_lead": 201, "member": 201, "outsider": 422}
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -98,7 +98,7 @@ def test_create_role_matrix(client_as, demo_org, role):
         assert body["spec"]["estimated_monthly_cost"]["currency"] == "USD"
         assert body["created_at"] and body["submitted_at"]
         assert GpuRequest.objects.get(pk=body["id"]).spec == body["spec"]
-    elif response.status_code == 400:
+    elif response.status_code == 422:
         assert "team" in response.json()
         assert not GpuRequest.objects.exists()
     else:
@@ -130,21 +130,21 @@ def test_an_image_that_is_not_a_pinned_reference_is_refused_naming_the_field(cli
 
 
 @pytest.mark.parametrize(
-    ("change", "fields"),
+    ("change", "fields", "expected"),
     [
-        ({"gpu_memory_gb": -5}, {"gpu_memory_gb"}),
-        ({"workload_type": None}, {"workload_type"}),
-        ({"name": ""}, {"name"}),
-        ({"team": "no-such-team"}, {"team"}),
-        ({"cluster": "nowhere"}, {"cluster"}),
-        ({"expires_at": "2000-01-01T00:00:00Z"}, {"expires_at"}),
-        ({"gpu_count": 0, "name": "", "shoe_size": 44}, {"gpu_count", "name", "shoe_size"}),
+        ({"gpu_memory_gb": -5}, {"gpu_memory_gb"}, 400),
+        ({"workload_type": None}, {"workload_type"}, 400),
+        ({"name": ""}, {"name"}, 400),
+        ({"team": "no-such-team"}, {"team"}, 422),  # well formed, names nothing: 422
+        ({"cluster": "nowhere"}, {"cluster"}, 422),
+        ({"expires_at": "2000-01-01T00:00:00Z"}, {"expires_at"}, 400),
+        ({"gpu_count": 0, "name": "", "shoe_size": 44}, {"gpu_count", "name", "shoe_size"}, 400),
     ],
 )
-def test_bad_submission_is_400_naming_the_fields(client_as, demo_org, change, fields):
+def test_bad_submission_is_refused_naming_the_fields(client_as, demo_org, change, fields, expected):
     response = client_as("member").post(URL, {**NEW, **change}, format="json")
 
-    assert response.status_code == 400, response.content
+    assert response.status_code == expected, response.content
     assert fields <= response.json().keys()
     assert not GpuRequest.objects.exists()
 
