@@ -15,9 +15,11 @@ import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KT
+from django.http import HttpRequest
 from django_filters.fields import IsoDateTimeField
 
 from allocations.models import GpuRequest, RequestStatus, SlaTier, Team, WorkloadType
+from allocations.selectors import teams_visible_to
 
 # A request's workload as kubectl shows it (``gpr-12``) or as the portal writes it (``#12``).
 WORKLOAD_NUMBER = re.compile(r"(?:gpr-|#)?(\d{1,18})", re.IGNORECASE)
@@ -42,13 +44,21 @@ class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcIsoDateTimeField
 
 
+def teams_the_caller_sees(request: HttpRequest | None) -> QuerySet[Team]:
+    """The team filter's choices: another team's slug is as unknown as one that does not exist, so the answer
+    cannot tell whether a team the caller may not see exists."""
+    if request is None:
+        return Team.objects.none()
+    return teams_visible_to(request.user)
+
+
 class GpuRequestFilterSet(django_filters.FilterSet):
     """Filter requests by status, team, SLA tier, workload type, creation date, and search them (``search``)."""
 
     q = django_filters.CharFilter(method="search", label="Search")
     status = django_filters.MultipleChoiceFilter(choices=RequestStatus.choices)
     team = django_filters.ModelChoiceFilter(
-        field_name="team", to_field_name="slug", queryset=Team.objects.all(), label="Team"
+        field_name="team", to_field_name="slug", queryset=teams_the_caller_sees, label="Team"
     )
     sla_tier = django_filters.ModelChoiceFilter(
         field_name="sla_tier", to_field_name="slug", queryset=SlaTier.objects.all(), label="SLA tier"

@@ -66,7 +66,7 @@ def request_list_rows(request: HttpRequest) -> RequestListRows:
     shown = chosen_columns(request)
     requests = with_columns(request_list_requests(user=user, mine=mine), shown)
     teams = teams_visible_to(user).only("slug", "name")
-    filterset = GpuRequestFilterSet(request.GET, queryset=requests)
+    filterset = GpuRequestFilterSet(request.GET, queryset=requests, request=request)
     filterset.filters["team"].queryset = teams
     valid = filterset.is_valid()
     # Invalid filters list nothing.

@@ -112,6 +112,17 @@ def test_a_filter_naming_an_unknown_team_is_a_404_and_a_malformed_one_a_400(clie
     assert client_as("member").get("/api/v1/requests/", {"status": "sleeping"}).status_code == 400
 
 
+def test_another_teams_slug_in_the_filter_answers_as_an_unknown_one(client_as, demo_org) -> None:
+    member = client_as("member")
+
+    theirs = member.get("/api/v1/requests/", {"team": demo_org.other_team.slug})
+    unknown = member.get("/api/v1/requests/", {"team": "no-such-team"})
+
+    assert theirs.status_code == unknown.status_code == 404
+    assert theirs.json()["detail"] == unknown.json()["detail"].replace("no-such-team", demo_org.other_team.slug)
+    assert member.get("/api/v1/requests/", {"team": demo_org.team.slug}).status_code == 200
+
+
 def test_an_empty_month_is_malformed(client_as) -> None:
     response = client_as("member").get("/api/v1/reports/", {"month": ""})
 
