@@ -230,7 +230,7 @@ def replay(planned: list[Planned], fleet: dict, *, days: int, reclaim: bool, lab
                     name=f"{item.workload_type[:8]}-{item.index}",
                     profile_data={
                         "workload_type": item.workload_type,
-                        "gpu_memory_gb": 70,
+                        "gpu_memory_gb": 60,
                         "gpu_count": item.gpus,
                         "replicas": item.replicas,
                         "sla_tier": item.tier,
