@@ -130,7 +130,7 @@ def test_the_window_holds_its_units_against_other_teams_requests(demo_org: DemoO
 
     message = refused.value.message_dict["capacity"][0]
     assert "6 held, 12 reserved for other teams over its run" in message
-    assert f"reserved for team nlp from" in message and f"(reservation #{reservation.pk})" in message
+    assert "reserved for team nlp from" in message and f"(reservation #{reservation.pk})" in message
     long.refresh_from_db()
     assert long.status == RequestStatus.PENDING_APPROVAL  # it waits, with the reason
 
