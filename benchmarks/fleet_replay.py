@@ -30,109 +30,21 @@ run that reclaim gave back (target >= 1/3).
 from __future__ import annotations
 
 import argparse
-import math
+import json
 import os
-import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-START = datetime(2026, 10, 1, tzinfo=UTC)
-TEAMS = ["vision", "nlp", "speech", "recsys", "robotics", "search", "ads", "health"]
-# (workload type, share of arrivals, SLA tier, GPUs per replica choices, duration hours range)
-MIX = [
-    ("development", 0.45, "tier3_development", (1, 1, 1, 2), (24, 120)),
-    ("batch_inference", 0.2, "tier2_batch", (1, 2), (4, 24)),
-    ("realtime_inference", 0.15, "tier1_realtime", (1,), (72, 240)),
-    ("training", 0.2, "tier2_batch", (2, 4, 8), (12, 96)),
-]
-IDLE_UTIL = 1.5  # % a notebook shows between sessions (the kernel alive, nobody computing)
-INCOMPLETE_SHARE = 0.03  # notebook hours that a scrape gap leaves incomplete
-
-
-@dataclass
-class Planned:
-    """One request of the replay: when it arrives, what it asks, and its utilization per hour of its life."""
-
-    index: int
-    team: str
-    workload_type: str
-    tier: str
-    gpus: int
-    arrive_hour: int
-    duration_hours: int
-    busy: list[float]  # utilization % per hour of life (index 0: its first hour running)
-    incomplete: set[int] = field(default_factory=set)
-    request_id: int | None = None
-
-    @property
-    def replicas(self) -> int:
-        """Real-time inference runs two replicas (tier 1's availability needs them); the rest one."""
-        return 2 if self.workload_type == "realtime_inference" else 1
-
-
-def profile(rng: random.Random, workload_type: str, hours: int, start_hour: int) -> list[float]:
-    """Utilization per hour by workload type."""
-    if workload_type == "development":
-        out, busy_left, idle_left = [], rng.randint(1, 4), 0
-        for _ in range(hours):
-            if busy_left:
-                out.append(rng.uniform(25, 70))
-                busy_left -= 1
-                if not busy_left:
-                    idle_left = rng.choice([1, 2, 3, 10, 14, 16, 20, 40])  # a break, a night, a weekend
-            else:
-                out.append(IDLE_UTIL)
-                idle_left -= 1
-                if not idle_left:
-                    busy_left = rng.randint(2, 6)
-        return out
-    if workload_type == "batch_inference":
-        return [rng.uniform(60, 95) if rng.random() < 0.7 else rng.uniform(8, 20) for _ in range(hours)]
-    if workload_type == "realtime_inference":
-        return [15 + 50 * max(0.0, math.sin(((start_hour + h) % 24 - 6) / 24 * 2 * math.pi)) for h in range(hours)]
-    return [rng.uniform(85, 98) for _ in range(hours)]
-
-
-def _draw(pick: float) -> tuple[str, str, tuple[int, ...], tuple[int, int]]:
-    """The workload type (with its tier, GPU choices and duration range) a draw in [0, 1) falls on."""
-    for workload_type, share, tier, gpu_choices, durations in MIX:
-        if pick < share:
-            return workload_type, tier, gpu_choices, durations
-        pick -= share
-    workload_type, _, tier, gpu_choices, durations = MIX[-1]
-    return workload_type, tier, gpu_choices, durations
-
-
-def plan(*, requests: int, days: int, seed: int) -> list[Planned]:
-    rng = random.Random(seed)
-    hours = days * 24
-    out = []
-    for index in range(requests):
-        workload_type, tier, gpu_choices, (low, high) = _draw(rng.random())
-        arrive = min(int(rng.random() * hours * 0.9), hours - 2)
-        duration = rng.randint(low, high)
-        item = Planned(
-            index=index,
-            team=TEAMS[index % len(TEAMS)],
-            workload_type=workload_type,
-            tier=tier,
-            gpus=rng.choice(gpu_choices),
-            arrive_hour=arrive,
-            duration_hours=duration,
-            busy=profile(rng, workload_type, duration + hours, arrive),
-        )
-        if workload_type == "development":
-            item.incomplete = {h for h in range(duration + hours) if rng.random() < INCOMPLETE_SHARE}
-        out.append(item)
-    return sorted(out, key=lambda p: (p.arrive_hour, p.index))
+from benchmarks.fleet_replay_plan import IDLE_UTIL, START, TEAMS, Planned, plan
 
 
 def setup_django(suffix: str) -> None:
@@ -146,7 +58,12 @@ def setup_django(suffix: str) -> None:
     from django.db import connection
 
     settings.DATABASES["default"]["TEST"]["NAME"] = f"bench_fleet_{suffix}_{settings.DATABASES['default']['NAME']}"
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    # A throwaway database: commits need not wait for the disk (what is measured is the portal's work, and the
+    # replay makes tens of thousands of small transactions, as production does over a month).
+    with connection.cursor() as cursor:
+        cursor.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
+    connection.close()
     settings.PORTAL_GITOPS_ROOT = tempfile.mkdtemp(prefix="fleet-replay-")
     settings.IDLE_RECLAIM_ENABLED = True
 
@@ -192,6 +109,20 @@ class Outcome:
     keeps: int = 0
     resumes: int = 0
     seconds: float = 0.0
+    gpus: int = 0
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["held_gpu_hours"] = str(self.held_gpu_hours)
+        data["cost_by_team"] = {slug: str(amount) for slug, amount in self.cost_by_team.items()}
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Outcome:
+        data = json.loads(text)
+        data["held_gpu_hours"] = Decimal(data["held_gpu_hours"])
+        data["cost_by_team"] = {slug: Decimal(amount) for slug, amount in data["cost_by_team"].items()}
+        return cls(**data)
 
 
 def replay(planned: list[Planned], fleet: dict, *, days: int, reclaim: bool, label: str) -> Outcome:
@@ -329,7 +260,8 @@ def false_reclaim(item: Planned, start: datetime, now: datetime, request_id: int
 
 
 def write_hour(hour: int, by_id: dict[int, Planned], life_start: dict, cluster, rollups) -> None:
-    """The rollups of one ended hour: one per GPU of every request running through it."""
+    """The rollups of one ended hour: one per GPU of every request running through it, written with ``COPY`` (as the
+    ingest writes its hours: benchmarks/ingest.py)."""
     from allocations.models import GpuRequest, RequestStatus
 
     begin = START + timedelta(hours=hour)
@@ -366,7 +298,25 @@ def write_hour(hour: int, by_id: dict[int, Planned], life_start: dict, cluster, 
                     pulled_at=begin + timedelta(hours=1),
                 )
             )
-    rollups.objects.bulk_create(rows, batch_size=2000)
+    copy_rows(rollups, rows)
+
+
+def copy_rows(model, rows: list) -> None:
+    """Write model instances with PostgreSQL ``COPY``: every concrete column but the id, as the model prepares it."""
+    from django.db import connection
+
+    if not rows:
+        return
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    with (
+        connection.cursor() as cursor,
+        cursor.connection.cursor().copy(
+            f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
+        ) as copy,
+    ):
+        for row in rows:
+            copy.write_row([f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields])
 
 
 def measure(outcome: Outcome, by_id, life_start, end, month_chargeback, rollups, events, requests) -> None:
@@ -419,19 +369,6 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-def reset() -> None:
-    """Every request and rollup gone (the fleet, teams and users stay); the kept values with them."""
-    from django.core.cache import cache
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "TRUNCATE allocations_gpurequest, billing_utilizationrollup, billing_dailyusage, billing_monthlyusage "
-            "RESTART IDENTITY CASCADE"
-        )
-    cache.clear()  # TRUNCATE sends no signals: new cache tokens make every kept value stale
-
-
 def _row(name: str, off: Outcome, on: Outcome, show) -> tuple[str, str, str]:
     return name, show(off), show(on)
 
@@ -472,25 +409,63 @@ def print_table(off: Outcome, on: Outcome, gpus: int, requests: int, days: int) 
     )
 
 
+SCENARIOS = {"off": (False, "no reclaim"), "on": (True, "reclaim on")}
+
+
+def run_scenario(args: argparse.Namespace) -> Outcome:
+    """One scenario in a database of its own (both replay the same seeded month)."""
+    setup_django(f"replay_{args.scenario}")
+    import logging
+
+    logging.disable(logging.WARNING)
+    planned = plan(requests=args.requests, days=args.days, seed=args.seed)
+    fleet = build_fleet(args.gpus)
+    reclaim, label = SCENARIOS[args.scenario]
+    outcome = replay(planned, fleet, days=args.days, reclaim=reclaim, label=label)
+    outcome.gpus = fleet["gpus"]
+    return outcome
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpus", type=int, default=512)
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--scenario", choices=["both", *SCENARIOS], default="both", help="both: each in its own process, at once"
+    )
+    parser.add_argument("--outcome", type=Path, help="with one --scenario: write its outcome (JSON) here")
     args = parser.parse_args()
-    setup_django("replay")
-    import logging
-
-    logging.disable(logging.WARNING)
-    planned = plan(requests=args.requests, days=args.days, seed=args.seed)
-    fleet = build_fleet(args.gpus)
-    off = replay(planned, fleet, days=args.days, reclaim=False, label="no reclaim")
-    reset()
-    for item in planned:
-        item.request_id = None
-    on = replay(planned, fleet, days=args.days, reclaim=True, label="reclaim on")
-    print_table(off, on, fleet["gpus"], args.requests, args.days)
+    if args.scenario != "both":
+        outcome = run_scenario(args)
+        if args.outcome:
+            args.outcome.write_text(outcome.to_json(), encoding="utf-8")
+        return
+    # The two scenarios share nothing but the seed: run them side by side, each against its own database.
+    workdir = Path(tempfile.mkdtemp(prefix="fleet-replay-outcomes-"))
+    common = [*("--gpus", str(args.gpus), "--requests", str(args.requests)), *("--days", str(args.days))]
+    children = {
+        name: subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                *common,
+                "--seed",
+                str(args.seed),
+                "--scenario",
+                name,
+                "--outcome",
+                str(workdir / f"{name}.json"),
+            ]
+        )
+        for name in SCENARIOS
+    }
+    failed = [name for name, child in children.items() if child.wait() != 0]
+    if failed:
+        sys.exit(f"fleet replay: scenario {', '.join(failed)} failed")
+    off, on = (Outcome.from_json((workdir / f"{name}.json").read_text(encoding="utf-8")) for name in SCENARIOS)
+    print_table(off, on, off.gpus, args.requests, args.days)
 
 
 if __name__ == "__main__":

@@ -174,3 +174,41 @@ def upcoming_reservations_by_pool(*, pool_ids: list[int], now: datetime) -> dict
         if len(bucket) < UPCOMING_SHOWN:
             bucket.append(reservation)
     return out
+
+
+@dataclass(frozen=True)
+class WindowHold:
+    """Units of an approved window covering now that its team has not drawn: held for that team until ``end``."""
+
+    team_id: int
+    units: int
+    end: datetime
+    text: str
+
+
+def window_holds_by_pool(*, pool_ids: set[int], at: datetime) -> dict[tuple[int, str], list[WindowHold]]:
+    """Per (pool, resource), the approved windows covering ``at`` with their undrawn units, in two queries."""
+    if not pool_ids:
+        return {}
+    windows = list(
+        Reservation.objects.filter(_in_window_at(at), node_pool_id__in=pool_ids)
+        .values_list("pk", "team_id", "team__slug", "node_pool_id", "resource_name", "quantity", "end")
+        .order_by("end", "pk")
+    )
+    if not windows:
+        return {}
+    held_rows = (
+        GpuRequest.objects.filter(node_pool_id__in=pool_ids, status__in=QUOTA_HOLDING_STATUSES)
+        .values_list("team_id", "node_pool_id", "resource_name")
+        .annotate(total=Sum("resource_units"))
+    )
+    held = {(team_id, pool_id, resource): total for team_id, pool_id, resource, total in held_rows}
+    out: dict[tuple[int, str], list[WindowHold]] = {}
+    for pk, team_id, slug, pool_id, resource, quantity, end in windows:
+        drawn = held.get((team_id, pool_id, resource), 0)
+        units = max(quantity - drawn, 0)
+        held[(team_id, pool_id, resource)] = max(drawn - quantity, 0)  # one team's next window draws what is left
+        if units:
+            text = f"{units} {resource} reserved for team {slug} until {end:%Y-%m-%d %H:%M} UTC (reservation #{pk})."
+            out.setdefault((pool_id, resource), []).append(WindowHold(team_id, units, end, text))
+    return out

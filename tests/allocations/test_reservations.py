@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from allocations.models import Quota, RequestStatus, Reservation, ReservationStatus
 from allocations.requests.services import gpu_request_approve, gpu_request_submit
+from allocations.requests.waiting import request_waiting
 from allocations.reservations.services import reservation_cancel, reservation_create, reservation_decide
 from audit.models import AuditEvent
 from tests.factories import DemoOrg, MembershipFactory, NodePoolFactory, QuotaFactory, UserFactory
@@ -156,6 +157,11 @@ def test_the_teams_requests_in_the_window_draw_on_it(demo_org: DemoOrg, nlp_lead
         with pytest.raises(ValidationError) as full:
             gpu_request_approve(request=one_more, acting_user=demo_org.approver)
         assert "2 reserved for other teams" in full.value.message_dict["capacity"][0]
+        # Waiting says why, and that the window's end frees enough.
+        waiting = request_waiting(one_more)
+        assert waiting.stage == "capacity"
+        assert any("2 nvidia.com/gpu reserved for team nlp until" in reason for reason in waiting.reasons)
+        assert waiting.eta is not None and waiting.eta <= reservation.end
 
 
 def test_reservations_do_not_add_up_to_more_than_the_pool(demo_org: DemoOrg, nlp_lead) -> None:
