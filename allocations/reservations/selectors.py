@@ -45,13 +45,18 @@ def reservation_decide_refusal(*, user: User, reservation: Reservation) -> str |
     return None
 
 
-def reservation_cancel_refusal(*, user: User, reservation: Reservation, now: datetime) -> str | None:
-    """Why ``user`` may not cancel it, or None: who asked or a lead of the team, while it is open and not over."""
+def reservation_cancel_refusal(
+    *, user: User, reservation: Reservation, now: datetime, led_team_ids: set[int] | None = None
+) -> str | None:
+    """Why ``user`` may not cancel it, or None: who asked or a lead of the team, while it is open and not over
+    (``led_team_ids``: the teams the user leads, read once for a list)."""
     if reservation.status not in OPEN_STATUSES:
         return f"This reservation is already {reservation.get_status_display().lower()}."
     if reservation.end <= now:
         return "This reservation's window is over."
-    if reservation.requested_by_id != user.pk and reservation_create_refusal(user=user, team=reservation.team):
+    if led_team_ids is None:
+        led_team_ids = set(teams_user_leads(user=user).values_list("pk", flat=True))
+    if reservation.requested_by_id != user.pk and reservation.team_id not in led_team_ids:
         return "Only who asked for a reservation or a lead of its team cancels it."
     return None
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from allocations.models import Reservation, ReservationStatus
+from allocations.models import Reservation, ReservationStatus, Team
 from allocations.reservations.forms import ReservationDecisionForm, ReservationForm
 from allocations.reservations.selectors import (
     pools_for_team,
@@ -36,9 +36,8 @@ def _visible(request: HttpRequest, pk: int) -> Reservation:
     return reservation
 
 
-def _form(request: HttpRequest) -> ReservationForm | None:
-    """The reservation form for a team lead (None for anyone who leads no team)."""
-    teams = list(teams_user_leads(user=request.user))
+def _form(request: HttpRequest, teams: list[Team]) -> ReservationForm | None:
+    """The reservation form for a lead of ``teams`` (None for anyone who leads no team)."""
     if not teams:
         return None
     pools = {pool.pk: pool for team in teams for pool in pools_for_team(team=team)}
@@ -54,7 +53,9 @@ def reservation_list(request: HttpRequest) -> HttpResponse:
     """Reservations of the user's teams (approvers: all), pending first; a team lead reserves from here."""
     user = request.user
     now = timezone.now()
-    form = _form(request)
+    led_teams = list(teams_user_leads(user=user))
+    led = {team.pk for team in led_teams}
+    form = _form(request, led_teams)
     if request.method == "POST":
         if form is None:
             raise PermissionDenied("Only a team lead reserves capacity for the team.")
@@ -90,14 +91,17 @@ def reservation_list(request: HttpRequest) -> HttpResponse:
         {
             "reservation": item,
             "decide": reservation_decide_refusal(user=user, reservation=item) is None,
-            "cancel": reservation_cancel_refusal(user=user, reservation=item, now=now) is None,
+            "cancel": reservation_cancel_refusal(user=user, reservation=item, now=now, led_team_ids=led) is None,
         }
         for item in visible.filter(status=ReservationStatus.PENDING, end__gt=now).order_by("start", "id")
     ]
     others = visible.exclude(status=ReservationStatus.PENDING, end__gt=now).order_by("-start", "-id")
     page = Paginator(others, RESERVATIONS_PER_PAGE).get_page(request.GET.get("page"))
     rows = [
-        {"reservation": item, "cancel": reservation_cancel_refusal(user=user, reservation=item, now=now) is None}
+        {
+            "reservation": item,
+            "cancel": reservation_cancel_refusal(user=user, reservation=item, now=now, led_team_ids=led) is None,
+        }
         for item in page.object_list
     ]
     context = {
