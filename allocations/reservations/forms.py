@@ -40,13 +40,6 @@ class ReservationForm(forms.Form):
             f"{pool.cluster.name}/{pool.name} · {pool.gpu_model.name} · {pool.gpu_total} GPUs"
         )
 
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        start, end = data.get("start"), data.get("end")
-        if start and end and end <= start:
-            self.add_error("end", "The window must end after it starts.")
-        return data
-
 
 class ReservationDecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=[("approve", "Approve"), ("decline", "Decline")])
