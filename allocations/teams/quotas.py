@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db.models import F
+from django.db.models import F, OuterRef
 from django.utils import timezone
 
 from allocations.models import GpuRequest, NodePool, Quota, Team
 from allocations.teams.quota_usage import columns, constants, quota_covers, quota_usage_by_quota, with_units_held
 from allocations.teams.reservation_holds import (
-    reserved_now_by_team_pool,
+    reserved_now_for,
     reserved_now_for_team,
     reserved_now_in_cohort,
 )
@@ -109,17 +109,23 @@ def quota_headroom_by_request(*, requests: list[GpuRequest]) -> dict[int, list[Q
             quota_covers(quota=columns(), request=columns(requests_of_team)),
             team__gpu_requests__in=[request.pk for request in requests],
         )
-        .annotate(for_request=F(f"{requests_of_team}id"))
+        .annotate(
+            for_request=F(f"{requests_of_team}id"),
+            reserved_now=reserved_now_for(
+                team=OuterRef("team_id"),
+                node_pool=OuterRef(f"{requests_of_team}node_pool_id"),
+                resource_name=OuterRef(f"{requests_of_team}resource_name"),
+                at=timezone.now(),
+            ),
+        )
         .select_related("cluster", "node_pool__cluster")
         .order_by("id")
     )
     headroom: dict[int, list[QuotaHeadroom]] = {request.pk: [] for request in requests}
-    reserved = reserved_now_by_team_pool(team_ids={request.team_id for request in requests}, at=timezone.now())
-    by_id = {request.pk: request for request in requests}
     for quota in with_units_held(pairs):
-        request = by_id[quota.for_request]
-        units = reserved.get((request.team_id, request.node_pool_id, request.resource_name), 0)
-        headroom[quota.for_request].append(QuotaHeadroom(quota=quota, in_use=quota.units_held, reserved=units))
+        headroom[quota.for_request].append(
+            QuotaHeadroom(quota=quota, in_use=quota.units_held, reserved=quota.reserved_now)
+        )
     return headroom
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, NodePool, Quota, Reservation, ReservationStatus, Team
 
@@ -90,6 +91,18 @@ def reserved_now_for_team(*, team_id: int, node_pool_id: int | None, resource_na
         ).aggregate(total=Sum("quantity"))["total"]
         or 0
     )
+
+
+def reserved_now_for(*, team: OuterRef, node_pool: OuterRef, resource_name: OuterRef, at: datetime) -> Coalesce:
+    """``reserved_now_for_team`` as a subquery of an outer query's team, pool and resource columns (0 when none)."""
+    total = (
+        Reservation.objects.filter(_in_window_at(at), team_id=team, node_pool_id=node_pool, resource_name=resource_name)
+        .order_by()
+        .values("team_id")
+        .annotate(total=Sum("quantity"))
+        .values("total")
+    )
+    return Coalesce(Subquery(total, output_field=IntegerField()), 0)
 
 
 def _in_window_at(at: datetime) -> Q:

@@ -12,9 +12,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
 from allocations.models import Quota, RequestStatus, Reservation, ReservationStatus
-from allocations.requests.services import gpu_request_approve, gpu_request_submit
+from allocations.requests.services import gpu_request_approve, gpu_request_cancel, gpu_request_submit
 from allocations.requests.waiting import request_waiting
 from allocations.reservations.services import reservation_cancel, reservation_create, reservation_decide
+from allocations.teams.quotas import quota_fit, quota_headroom_by_request
 from audit.models import AuditEvent
 from tests.factories import DemoOrg, MembershipFactory, NodePoolFactory, QuotaFactory, UserFactory
 
@@ -150,6 +151,12 @@ def test_the_teams_requests_in_the_window_draw_on_it(demo_org: DemoOrg, nlp_lead
     with time_machine.travel(reservation.start + timedelta(minutes=5)):
         inside = submit(demo_org, nlp_lead, demo_org.other_team, 8, "inside")
         assert gpu_request_approve(request=inside, acting_user=demo_org.approver).status == RequestStatus.APPROVED
+        # The approval queue reads the same: two more of NLP's fit the raised quota (8 + 2 <= 10).
+        two = submit(demo_org, nlp_lead, demo_org.other_team, 2, "two")
+        (item,) = quota_headroom_by_request(requests=[two])[two.pk]
+        assert (item.reserved, item.limit, item.in_use) == (10, 10, 8)
+        assert quota_fit(request=two, headroom=[item]).fits
+        gpu_request_cancel(request=two, acting_user=nlp_lead)
         # Vision is kept to what is left: 16 - 8 held - (10 - 8 not yet drawn) = 6.
         six = submit(demo_org, demo_org.member, demo_org.team, 6, "six")
         assert gpu_request_approve(request=six, acting_user=demo_org.approver).status == RequestStatus.APPROVED
