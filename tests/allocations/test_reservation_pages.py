@@ -117,7 +117,7 @@ def test_the_team_page_and_the_capacity_table_show_the_window(demo_org: DemoOrg)
     reservation = approved(demo_org, quantity=6, hours_ahead=1)
 
     team_page = client_for(demo_org.member).get(reverse("allocations:team-detail", args=["vision"])).content.decode()
-    assert f'data-reservation="{reservation.pk}"' in team_page and "× 6" in team_page
+    assert f'data-reservation="{reservation.pk}"' in team_page and "\u00d7 6" in team_page
 
     cluster = reverse("allocations:cluster-detail", args=["demo"])
     with time_machine.travel(reservation.start + timedelta(minutes=1)):
