@@ -7,6 +7,7 @@ from celery import shared_task
 
 from allocations.clusters import tasks as cluster_tasks  # noqa: F401
 from allocations.mig_plans import tasks as mig_plan_tasks  # noqa: F401
+from allocations.reservations import tasks as reservation_tasks  # noqa: F401
 
 
 @shared_task(name="allocations.purge_idempotency_keys")

@@ -10,6 +10,7 @@ from allocations.quota_requests import views as quota_views
 from allocations.request_templates import views as template_views
 from allocations.requests import extension_views, list_views, search_views
 from allocations.requests import views as request_views
+from allocations.reservations import views as reservation_views
 from allocations.teams import member_picker
 from allocations.teams import views as team_views
 
@@ -53,6 +54,9 @@ urlpatterns = [
     path("quotas/<int:pk>/", quota_views.quota_edit, name="quota-edit"),
     path("quotas/<int:pk>/increase/", quota_views.quota_increase_new, name="quota-increase-new"),
     path("quotas/increases/<int:pk>/decide/", quota_views.quota_increase_decision, name="quota-increase-decide"),
+    path("reservations/", reservation_views.reservation_list, name="reservation-list"),
+    path("reservations/<int:pk>/decide/", reservation_views.reservation_decision, name="reservation-decide"),
+    path("reservations/<int:pk>/cancel/", reservation_views.reservation_cancel_view, name="reservation-cancel"),
     path("clusters/", cluster_views.cluster_list, name="cluster-list"),
     path("clusters/<slug:name>/", cluster_views.cluster_detail, name="cluster-detail"),
     path("clusters/<slug:name>/sync/", cluster_views.cluster_sync, name="cluster-sync"),

@@ -25,114 +25,26 @@ run that reclaim gave back (target >= 1/3).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpu_portal .venv/bin/python benchmarks/fleet_replay.py \\
         [--gpus 512] [--requests 2000] [--days 30] [--seed 7]
+
+The two scenarios run at once, each in a database of its own; each writes its outcome as JSON (the folder is
+printed first), and ``--from-outcomes FOLDER`` prints the table again from them.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import random
-import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from datetime import datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-START = datetime(2026, 10, 1, tzinfo=UTC)
-TEAMS = ["vision", "nlp", "speech", "recsys", "robotics", "search", "ads", "health"]
-# (workload type, share of arrivals, SLA tier, GPUs per replica choices, duration hours range)
-MIX = [
-    ("development", 0.45, "tier3_development", (1, 1, 1, 2), (24, 120)),
-    ("batch_inference", 0.2, "tier2_batch", (1, 2), (4, 24)),
-    ("realtime_inference", 0.15, "tier1_realtime", (1,), (72, 240)),
-    ("training", 0.2, "tier2_batch", (2, 4, 8), (12, 96)),
-]
-IDLE_UTIL = 1.5  # % a notebook shows between sessions (the kernel alive, nobody computing)
-INCOMPLETE_SHARE = 0.03  # notebook hours that a scrape gap leaves incomplete
-
-
-@dataclass
-class Planned:
-    """One request of the replay: when it arrives, what it asks, and its utilization per hour of its life."""
-
-    index: int
-    team: str
-    workload_type: str
-    tier: str
-    gpus: int
-    arrive_hour: int
-    duration_hours: int
-    busy: list[float]  # utilization % per hour of life (index 0: its first hour running)
-    incomplete: set[int] = field(default_factory=set)
-    request_id: int | None = None
-
-    @property
-    def replicas(self) -> int:
-        """Real-time inference runs two replicas (tier 1's availability needs them); the rest one."""
-        return 2 if self.workload_type == "realtime_inference" else 1
-
-
-def profile(rng: random.Random, workload_type: str, hours: int, start_hour: int) -> list[float]:
-    """Utilization per hour by workload type."""
-    if workload_type == "development":
-        out, busy_left, idle_left = [], rng.randint(1, 4), 0
-        for _ in range(hours):
-            if busy_left:
-                out.append(rng.uniform(25, 70))
-                busy_left -= 1
-                if not busy_left:
-                    idle_left = rng.choice([1, 2, 3, 10, 14, 16, 20, 40])  # a break, a night, a weekend
-            else:
-                out.append(IDLE_UTIL)
-                idle_left -= 1
-                if not idle_left:
-                    busy_left = rng.randint(2, 6)
-        return out
-    if workload_type == "batch_inference":
-        return [rng.uniform(60, 95) if rng.random() < 0.7 else rng.uniform(8, 20) for _ in range(hours)]
-    if workload_type == "realtime_inference":
-        return [15 + 50 * max(0.0, math.sin(((start_hour + h) % 24 - 6) / 24 * 2 * math.pi)) for h in range(hours)]
-    return [rng.uniform(85, 98) for _ in range(hours)]
-
-
-def _draw(pick: float) -> tuple[str, str, tuple[int, ...], tuple[int, int]]:
-    """The workload type (with its tier, GPU choices and duration range) a draw in [0, 1) falls on."""
-    for workload_type, share, tier, gpu_choices, durations in MIX:
-        if pick < share:
-            return workload_type, tier, gpu_choices, durations
-        pick -= share
-    workload_type, _, tier, gpu_choices, durations = MIX[-1]
-    return workload_type, tier, gpu_choices, durations
-
-
-def plan(*, requests: int, days: int, seed: int) -> list[Planned]:
-    rng = random.Random(seed)
-    hours = days * 24
-    out = []
-    for index in range(requests):
-        workload_type, tier, gpu_choices, (low, high) = _draw(rng.random())
-        arrive = min(int(rng.random() * hours * 0.9), hours - 2)
-        duration = rng.randint(low, high)
-        item = Planned(
-            index=index,
-            team=TEAMS[index % len(TEAMS)],
-            workload_type=workload_type,
-            tier=tier,
-            gpus=rng.choice(gpu_choices),
-            arrive_hour=arrive,
-            duration_hours=duration,
-            busy=profile(rng, workload_type, duration + hours, arrive),
-        )
-        if workload_type == "development":
-            item.incomplete = {h for h in range(duration + hours) if rng.random() < INCOMPLETE_SHARE}
-        out.append(item)
-    return sorted(out, key=lambda p: (p.arrive_hour, p.index))
+from benchmarks.fleet_replay_plan import IDLE_UTIL, START, TEAMS, Planned, plan
+from benchmarks.fleet_replay_report import Outcome, measure, print_table
 
 
 def setup_django(suffix: str) -> None:
@@ -146,7 +58,12 @@ def setup_django(suffix: str) -> None:
     from django.db import connection
 
     settings.DATABASES["default"]["TEST"]["NAME"] = f"bench_fleet_{suffix}_{settings.DATABASES['default']['NAME']}"
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    # A throwaway database: commits need not wait for the disk (what is measured is the portal's work, and the
+    # replay makes tens of thousands of small transactions, as production does over a month).
+    with connection.cursor() as cursor:
+        cursor.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
+    connection.close()
     settings.PORTAL_GITOPS_ROOT = tempfile.mkdtemp(prefix="fleet-replay-")
     settings.IDLE_RECLAIM_ENABLED = True
 
@@ -177,23 +94,6 @@ def build_fleet(gpus: int) -> dict:
     return {"cluster": cluster, "approver": approver, "owners": owners, "gpus": nodes * 8 * 4}
 
 
-@dataclass
-class Outcome:
-    label: str
-    held_gpu_hours: Decimal = Decimal(0)
-    busy_gpu_hours: float = 0.0
-    reclaimed_gpu_hours: float = 0.0
-    idle_notebook_gpu_hours: float = 0.0
-    waits_h: list[float] = field(default_factory=list)
-    never_started: int = 0
-    cost_by_team: dict[str, Decimal] = field(default_factory=dict)
-    false_reclaims: int = 0
-    suspensions: int = 0
-    keeps: int = 0
-    resumes: int = 0
-    seconds: float = 0.0
-
-
 def replay(planned: list[Planned], fleet: dict, *, days: int, reclaim: bool, label: str) -> Outcome:
     import time_machine
     from django.core.exceptions import ValidationError
@@ -218,6 +118,9 @@ def replay(planned: list[Planned], fleet: dict, *, days: int, reclaim: bool, lab
     life_start: dict[int, datetime] = {}  # when its requested life began (first activation)
     hours = days * 24
     for hour in range(hours + 1):
+        if hour and hour % 24 == 0:
+            elapsed = time.perf_counter() - started
+            print(f"{label}: day {hour // 24} of {days} replayed, {elapsed:.0f} s", file=sys.stderr, flush=True)
         now = START + timedelta(hours=hour, minutes=10)
         with time_machine.travel(now, tick=False):
             # 1. arrivals
@@ -230,7 +133,7 @@ def replay(planned: list[Planned], fleet: dict, *, days: int, reclaim: bool, lab
                     name=f"{item.workload_type[:8]}-{item.index}",
                     profile_data={
                         "workload_type": item.workload_type,
-                        "gpu_memory_gb": 70,
+                        "gpu_memory_gb": 60,
                         "gpu_count": item.gpus,
                         "replicas": item.replicas,
                         "sla_tier": item.tier,
@@ -329,7 +232,8 @@ def false_reclaim(item: Planned, start: datetime, now: datetime, request_id: int
 
 
 def write_hour(hour: int, by_id: dict[int, Planned], life_start: dict, cluster, rollups) -> None:
-    """The rollups of one ended hour: one per GPU of every request running through it."""
+    """The rollups of one ended hour: one per GPU of every request running through it, written with ``COPY`` (as the
+    ingest writes its hours: benchmarks/ingest.py)."""
     from allocations.models import GpuRequest, RequestStatus
 
     begin = START + timedelta(hours=hour)
@@ -366,110 +270,42 @@ def write_hour(hour: int, by_id: dict[int, Planned], life_start: dict, cluster, 
                     pulled_at=begin + timedelta(hours=1),
                 )
             )
-    rollups.objects.bulk_create(rows, batch_size=2000)
+    copy_rows(rollups, rows)
 
 
-def measure(outcome: Outcome, by_id, life_start, end, month_chargeback, rollups, events, requests) -> None:
-    from django.db.models import F, FloatField, Sum
-
-    charge = month_chargeback(month=START.date(), now=end, share_idle=False)
-    for slug, team in sorted(charge.teams.items()):
-        outcome.cost_by_team[slug] = team.amount
-        outcome.held_gpu_hours += sum((line.allocated_gpu_hours for line in team.lines), Decimal(0))
-    weighted = rollups.objects.aggregate(
-        weighted=Sum(F("avg_utilization_pct") * F("sample_count"), output_field=FloatField())
-    )["weighted"]
-    outcome.busy_gpu_hours = float(weighted or 0) / 6000  # utilization % x minutes -> busy GPU-hours
-    # Idle notebook GPU-hours held: complete or not, hours of a running notebook under 5 %.
-    idle = rollups.objects.filter(request__workload_type="development", avg_utilization_pct__lt=5).aggregate(
-        minutes=Sum("sample_count")
-    )["minutes"]
-    outcome.idle_notebook_gpu_hours = float(idle or 0) / 60
-    # Reclaimed: suspended hours within the request's life (until it would have ended anyway).
-    for request_id, item in by_id.items():
-        start = life_start.get(request_id)
-        if start is None:
-            continue
-        life_end = min(end, start + timedelta(hours=item.duration_hours))
-        suspended_at = None
-        for event in events.objects.filter(request_id=request_id).order_by("at", "pk"):
-            if event.to_status == "suspended" and event.from_status != "suspended":
-                suspended_at = event.at
-            elif event.from_status == "suspended" and suspended_at is not None:
-                outcome.reclaimed_gpu_hours += item.gpus * max(
-                    0.0, (min(event.at, life_end) - suspended_at).total_seconds() / 3600
-                )
-                suspended_at = None
-        if suspended_at is not None:
-            outcome.reclaimed_gpu_hours += item.gpus * max(0.0, (life_end - suspended_at).total_seconds() / 3600)
-    for request_id, submitted, activated in requests.objects.filter(pk__in=list(by_id)).values_list(
-        "pk", "submitted_at", "activated_at"
-    ):
-        first = life_start.get(request_id) or activated
-        if first is None:
-            outcome.never_started += 1
-        else:
-            outcome.waits_h.append(max(0.0, (first - submitted).total_seconds() / 3600))
-
-
-def p95(values: list[float]) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-
-
-def reset() -> None:
-    """Every request and rollup gone (the fleet, teams and users stay); the kept values with them."""
-    from django.core.cache import cache
+def copy_rows(model, rows: list) -> None:
+    """Write model instances with PostgreSQL ``COPY``: every concrete column but the id, as the model prepares it."""
     from django.db import connection
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "TRUNCATE allocations_gpurequest, billing_utilizationrollup, billing_dailyusage, billing_monthlyusage "
-            "RESTART IDENTITY CASCADE"
-        )
-    cache.clear()  # TRUNCATE sends no signals: new cache tokens make every kept value stale
+    if not rows:
+        return
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    with (
+        connection.cursor() as cursor,
+        cursor.connection.cursor().copy(
+            f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
+        ) as copy,
+    ):
+        for row in rows:
+            copy.write_row([f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields])
 
 
-def _row(name: str, off: Outcome, on: Outcome, show) -> tuple[str, str, str]:
-    return name, show(off), show(on)
+SCENARIOS = {"off": (False, "no reclaim"), "on": (True, "reclaim on")}
 
 
-def print_table(off: Outcome, on: Outcome, gpus: int, requests: int, days: int) -> None:
-    rows = [
-        _row("GPU-hours held", off, on, lambda o: f"{o.held_gpu_hours:,.0f}"),
-        _row("GPU-hours busy", off, on, lambda o: f"{o.busy_gpu_hours:,.0f}"),
-        _row("GPU-hours reclaimed", off, on, lambda o: f"{o.reclaimed_gpu_hours:,.0f}"),
-        _row("idle notebook GPU-hours held", off, on, lambda o: f"{o.idle_notebook_gpu_hours:,.0f}"),
-        _row("wait to start, median (h)", off, on, lambda o: f"{statistics.median(o.waits_h or [0]):.1f}"),
-        _row("wait to start, p95 (h)", off, on, lambda o: f"{p95(o.waits_h):.1f}"),
-        _row("requests never started", off, on, lambda o: str(o.never_started)),
-        _row("suspensions / keeps / resumes", off, on, lambda o: f"{o.suspensions} / {o.keeps} / {o.resumes}"),
-        _row("false reclaims", off, on, lambda o: str(o.false_reclaims)),
-    ]
-    for slug in sorted(set(off.cost_by_team) | set(on.cost_by_team)):
-        rows.append(
-            (
-                f"cost {slug} (USD)",
-                f"{off.cost_by_team.get(slug, Decimal(0)):,.2f}",
-                f"{on.cost_by_team.get(slug, Decimal(0)):,.2f}",
-            )
-        )
-    total_off, total_on = sum(off.cost_by_team.values(), Decimal(0)), sum(on.cost_by_team.values(), Decimal(0))
-    rows.append(("cost, all teams (USD)", f"{total_off:,.2f}", f"{total_on:,.2f}"))
-    rows.append(("replay time (s)", f"{off.seconds:.0f}", f"{on.seconds:.0f}"))
-    print(f"\nFleet replay: {gpus} GPUs, {requests} requests, {days} days ({START:%Y-%m}), PostgreSQL")
-    width = max(len(r[0]) for r in rows)
-    print(f"{'':{width}}  {'no reclaim':>16}  {'reclaim on':>16}")
-    for name, a, b in rows:
-        print(f"{name:{width}}  {a:>16}  {b:>16}")
-    share = on.reclaimed_gpu_hours / off.idle_notebook_gpu_hours if off.idle_notebook_gpu_hours else 0.0
-    verdict = "pass" if share >= 1 / 3 and on.false_reclaims == 0 else "FAIL"
-    print(
-        f"\nReclaimed {on.reclaimed_gpu_hours:,.0f} of the {off.idle_notebook_gpu_hours:,.0f} idle notebook GPU-hours "
-        f"held without reclaim: {share:.0%} (target >= 33 %), false reclaims {on.false_reclaims} (target 0): {verdict}"
-    )
+def run_scenario(args: argparse.Namespace) -> Outcome:
+    """One scenario in a database of its own (both replay the same seeded month)."""
+    setup_django(f"replay_{args.scenario}")
+    import logging
+
+    logging.disable(logging.WARNING)
+    planned = plan(requests=args.requests, days=args.days, seed=args.seed)
+    fleet = build_fleet(args.gpus)
+    reclaim, label = SCENARIOS[args.scenario]
+    outcome = replay(planned, fleet, days=args.days, reclaim=reclaim, label=label)
+    outcome.gpus = fleet["gpus"]
+    return outcome
 
 
 def main() -> None:
@@ -478,19 +314,48 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--scenario", choices=["both", *SCENARIOS], default="both", help="both: each in its own process, at once"
+    )
+    parser.add_argument("--outcome", type=Path, help="with one --scenario: write its outcome (JSON) here")
+    parser.add_argument(
+        "--from-outcomes", type=Path, help="print the table of a finished run's off.json and on.json in this folder"
+    )
     args = parser.parse_args()
-    setup_django("replay")
-    import logging
-
-    logging.disable(logging.WARNING)
-    planned = plan(requests=args.requests, days=args.days, seed=args.seed)
-    fleet = build_fleet(args.gpus)
-    off = replay(planned, fleet, days=args.days, reclaim=False, label="no reclaim")
-    reset()
-    for item in planned:
-        item.request_id = None
-    on = replay(planned, fleet, days=args.days, reclaim=True, label="reclaim on")
-    print_table(off, on, fleet["gpus"], args.requests, args.days)
+    if args.from_outcomes:
+        off, on = (Outcome.from_json((args.from_outcomes / f"{name}.json").read_text()) for name in SCENARIOS)
+        print_table(off, on, off.gpus, args.requests, args.days)
+        return
+    if args.scenario != "both":
+        outcome = run_scenario(args)
+        if args.outcome:
+            args.outcome.write_text(outcome.to_json(), encoding="utf-8")
+        return
+    # The two scenarios share nothing but the seed: run them side by side, each against its own database.
+    workdir = Path(tempfile.mkdtemp(prefix="fleet-replay-outcomes-"))
+    print(f"fleet replay: outcomes in {workdir}", file=sys.stderr, flush=True)
+    common = [*("--gpus", str(args.gpus), "--requests", str(args.requests)), *("--days", str(args.days))]
+    children = {
+        name: subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                *common,
+                "--seed",
+                str(args.seed),
+                "--scenario",
+                name,
+                "--outcome",
+                str(workdir / f"{name}.json"),
+            ]
+        )
+        for name in SCENARIOS
+    }
+    failed = [name for name, child in children.items() if child.wait() != 0]
+    if failed:
+        sys.exit(f"fleet replay: scenario {', '.join(failed)} failed")
+    off, on = (Outcome.from_json((workdir / f"{name}.json").read_text(encoding="utf-8")) for name in SCENARIOS)
+    print_table(off, on, off.gpus, args.requests, args.days)
 
 
 if __name__ == "__main__":

@@ -91,6 +91,8 @@ class WaitingInputs:
     observed_phase: str = ""
     pending_reason: str = ""
     queue_conditions: tuple[QueueCondition, ...] = ()
+    # Other teams' reservation windows on the pool now, in words (their units are among the pool's holdings).
+    reservation_notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +175,7 @@ def _capacity_waiting(inputs: WaitingInputs, *, ahead: int, first_reason: str) -
         first_reason,
         f"Pool {inputs.pool_name} has {pool.capacity} {unit}: {pool.held} held, {pool.free} free; "
         f"it needs {inputs.units}" + (f" after {ahead} asked for ahead of it." if ahead else "."),
+        *inputs.reservation_notes,
     ]
     if eta is None and needed > pool.capacity:
         reasons.append(f"The pool has fewer than {needed} {unit} in all: nodes must be added.")

@@ -20,6 +20,8 @@ app.conf.beat_schedule = {
     "sync-inventory": {"task": "allocations.sync_inventory", "schedule": 600.0},
     # PriorityClasses, GPU Operator ConfigMaps and Kueue queues follow pool and quota edits within five minutes.
     "apply-cluster-objects": {"task": "allocations.apply_cluster_objects", "schedule": 300.0},
+    # A reservation window's quota reaches (and leaves) a Kueue cluster's queues within a minute of its edges.
+    "reconcile-reservation-quotas": {"task": "allocations.reconcile_reservation_quotas", "schedule": 60.0},
     "pull-utilization": {"task": "billing.pull_utilization_all", "schedule": 300.0},
     # The audit trail keeps AUDIT_RETENTION_DAYS; older events are deleted once a day.
     "prune-audit-events": {"task": "audit.prune_events", "schedule": crontab(minute=15, hour=3)},

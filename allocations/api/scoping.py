@@ -10,10 +10,12 @@ from allocations.models import (
     NodePool,
     QuotaIncreaseRequest,
     RequestTemplate,
+    Reservation,
     Team,
 )
 from allocations.quota_requests.selectors import quota_increases_visible_to
 from allocations.request_templates.selectors import request_templates_visible_to
+from allocations.reservations.selectors import reservations_visible_to
 from allocations.selectors import (
     allocation_extensions_visible_to,
     clusters_visible_to,
@@ -33,3 +35,4 @@ def register_allocations_visibility() -> None:
     register_visibility(NodePool, node_pools_visible_to)
     register_visibility(RequestTemplate, request_templates_visible_to)
     register_visibility(QuotaIncreaseRequest, quota_increases_visible_to)
+    register_visibility(Reservation, reservations_visible_to)

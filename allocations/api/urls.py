@@ -11,6 +11,7 @@ from allocations.api import (
     quota_increases,
     recommendations,
     request_templates,
+    reservations,
     teams,
     views,
 )
@@ -25,6 +26,7 @@ router.register("requests", views.GpuRequestViewSet, basename="gpu-request")
 router.register("teams", teams.TeamViewSet, basename="team")
 router.register("templates", request_templates.RequestTemplateViewSet, basename="request-template")
 router.register("quota-increases", quota_increases.QuotaIncreaseViewSet, basename="quota-increase")
+router.register("reservations", reservations.ReservationViewSet, basename="reservation")
 router.register("extensions", extensions.AllocationExtensionViewSet, basename="allocation-extension")
 router.register("clusters", clusters.ClusterViewSet, basename="cluster")
 router.register(r"clusters/(?P<cluster_name>[^/]+)/node-pools", clusters.NodePoolViewSet, basename="node-pool")

@@ -3,12 +3,15 @@ and the GPU Operator ConfigMaps."""
 
 from __future__ import annotations
 
+from django.utils import timezone
+
 from allocations.clusters.placement import gpu_hourly_rates, gpu_price
 from allocations.clusters.provisioning import pool_context
 from allocations.models import NodePool, RequestStatus
 from allocations.reference_data import catalog_from_db
 from allocations.selectors import User, clusters_visible_to, gpu_requests_visible_to
 from allocations.teams.quota_usage import units_allocated_by_pool
+from allocations.teams.reservation_holds import reserved_unclaimed_by_pool, upcoming_reservations_by_pool
 from gpucore.manifests import ManifestError, render_mig_parted_configmap, render_time_slicing_configmap, to_yaml
 from gpucore.vocabulary import SharingMode
 
@@ -16,8 +19,11 @@ from gpucore.vocabulary import SharingMode
 DRIFT_PHASES = ("NotFound", "Pending")
 
 
-def node_pool_capacity_rows(*, pool: NodePool, allocated: dict[str, int]) -> dict[str, object]:
-    """One pool's capacity per resource: configured, observed by inventory sync, allocated, free, and any drift."""
+def node_pool_capacity_rows(
+    *, pool: NodePool, allocated: dict[str, int], reserved: dict[str, int] | None = None
+) -> dict[str, object]:
+    """One pool's capacity per resource: configured, observed by inventory sync, allocated, reserved for a window
+    covering now and not yet drawn by its team, free, and any drift."""
     observed = dict(pool.observed_allocatable or {})
     observed_nodes = observed.pop("nodes", None)
     synced = pool.observed_at is not None
@@ -28,13 +34,15 @@ def node_pool_capacity_rows(*, pool: NodePool, allocated: dict[str, int]) -> dic
         want = configured.get(resource, 0)
         seen = observed.get(resource, 0) if synced else None
         held = allocated.get(resource, 0)
+        kept = (reserved or {}).get(resource, 0)
         rows.append(
             {
                 "resource": resource,
                 "configured": want,
                 "observed": seen,
                 "allocated": held,
-                "free": want - held,
+                "reserved": kept,
+                "free": want - held - kept,
                 "over": held > want,
                 "drift": synced and seen != want,
             }
@@ -114,7 +122,15 @@ def cluster_detail_overview(*, user: User, name: str) -> dict[str, object]:
     cluster = clusters_visible_to(user=user).get(name=name)
     pools = list(cluster.node_pools.select_related("gpu_model").order_by("name"))
     held = units_allocated_by_pool(cluster_ids=[cluster.pk])
-    pool_rows = [node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {})) for pool in pools]
+    now = timezone.now()
+    reserved = reserved_unclaimed_by_pool(pool_ids=[pool.pk for pool in pools], at=now)
+    windows = upcoming_reservations_by_pool(pool_ids=[pool.pk for pool in pools], now=now)
+    pool_rows = [
+        node_pool_capacity_rows(pool=pool, allocated=held.get(pool.pk, {}), reserved=reserved.get(pool.pk, {}))
+        for pool in pools
+    ]
+    for item in pool_rows:
+        item["reservations"] = windows.get(item["pool"].pk, [])  # type: ignore[union-attr]
     rates = gpu_hourly_rates()
     for item in pool_rows:
         item["price"] = gpu_price(item["pool"].gpu_model, rates=rates)  # type: ignore[arg-type]

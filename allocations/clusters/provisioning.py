@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -37,6 +37,7 @@ from allocations.models import (
 )
 from allocations.notifications import notify_expiry_soon_on_commit
 from allocations.reference_data import catalog_from_db, tier_spec
+from allocations.teams.reservation_holds import reserved_now_by_team_pool
 from gpucore.dra_inventory import target_from_json
 from gpucore.manifests import (
     ClusterContext,
@@ -128,8 +129,12 @@ def workload_context(request: GpuRequest) -> WorkloadContext:
     )
 
 
-def _flavor_quotas(quotas: list[Quota], pools: list[NodePool]) -> list[FlavorQuota]:
-    """One team's quotas as Kueue flavor quotas: per pool and advertised resource, the most specific quota."""
+def _flavor_quotas(
+    quotas: list[Quota], pools: list[NodePool], reserved: dict[tuple[int, int, str], int] | None = None
+) -> list[FlavorQuota]:
+    """One team's quotas as Kueue flavor quotas: per pool and advertised resource, the most specific quota; inside
+    an approved reservation's window, a nominal quota smaller than the reservation is raised to it and the borrowing
+    limit lowered by as much (what the team may hold in all stays the same)."""
     # A pool quota wins over a cluster quota, which wins over a team-wide one. A cluster or team-wide quota
     # becomes a per-flavor ceiling on every pool advertising the resource (Kueue cannot bound a sum across
     # flavors); the portal's own check holds the total before anything reaches Kueue (docs/kubernetes-and-kueue.md,
@@ -147,20 +152,25 @@ def _flavor_quotas(quotas: list[Quota], pools: list[NodePool]) -> list[FlavorQuo
             )
             if chosen is None:
                 continue
+            borrowing = chosen.borrowing_limit if chosen.in_cohort else None
+            raised = max((reserved or {}).get((chosen.team_id, pool.pk, resource), 0) - chosen.limit, 0)
+            if raised and borrowing is not None:
+                borrowing = max(borrowing - raised, 0)
             result.append(
                 FlavorQuota(
                     flavor=pool.name,
                     resource=resource,
-                    nominal=chosen.limit,
-                    borrowing_limit=chosen.borrowing_limit if chosen.in_cohort else None,
+                    nominal=chosen.limit + raised,
+                    borrowing_limit=borrowing,
                     lending_limit=chosen.lending_limit if chosen.in_cohort else None,
                 )
             )
     return result
 
 
-def cluster_context(cluster: Cluster) -> ClusterContext:
-    """A cluster as its own objects need it: pools, SLA tiers and, on a Kueue cluster, every team's queue."""
+def cluster_context(cluster: Cluster, *, at: datetime | None = None) -> ClusterContext:
+    """A cluster as its own objects need it: pools, SLA tiers and, on a Kueue cluster, every team's queue with the
+    quota in force at ``at`` (now by default: reservation windows raise it)."""
     pools = list(cluster.node_pools.select_related("gpu_model").order_by("name"))
     tiers = [tier_spec(tier) for tier in SlaTier.objects.order_by("-priority_value", "slug")]
     queues = []
@@ -170,8 +180,9 @@ def cluster_context(cluster: Cluster) -> ClusterContext:
         by_team: dict[int, list[Quota]] = {}
         for quota in quotas:
             by_team.setdefault(quota.team_id, []).append(quota)
+        reserved = reserved_now_by_team_pool(team_ids=set(by_team), at=at or timezone.now())
         for team_quotas in by_team.values():
-            flavor_quotas = _flavor_quotas(team_quotas, pools)
+            flavor_quotas = _flavor_quotas(team_quotas, pools, reserved)
             if flavor_quotas:
                 team = team_quotas[0].team
                 queues.append(
@@ -194,21 +205,23 @@ def cluster_context(cluster: Cluster) -> ClusterContext:
     )
 
 
-def cluster_objects(cluster: Cluster) -> list[dict[str, Any]]:
+def cluster_objects(cluster: Cluster, *, at: datetime | None = None) -> list[dict[str, Any]]:
     """The cluster's own objects (PriorityClasses, GPU Operator ConfigMaps, Kueue objects); ManifestError if bad."""
     try:
-        return render_cluster_objects(cluster_context(cluster), catalog=catalog_from_db())
+        return render_cluster_objects(cluster_context(cluster, at=at), catalog=catalog_from_db())
     except ManifestError as error:
         raise ManifestError(f"Cluster {cluster.name} cannot be rendered: {error}") from error
 
 
-def cluster_objects_apply(*, cluster: Cluster, gateway: ClusterGateway | None = None) -> ApplyResult:
+def cluster_objects_apply(
+    *, cluster: Cluster, gateway: ClusterGateway | None = None, at: datetime | None = None
+) -> ApplyResult:
     """Apply a cluster's own objects through its gateway (server-side apply or the GitOps tree); idempotent.
 
     Raises ManifestError when the cluster's pools or quotas cannot be rendered, GatewayError when the cluster
     refuses or cannot be reached.
     """
-    result = (gateway or cluster_gateway(cluster)).apply(cluster_objects(cluster))
+    result = (gateway or cluster_gateway(cluster)).apply(cluster_objects(cluster, at=at))
     if result.drifted:
         logger.info("cluster %s: re-applied drifted objects %s", cluster.name, ", ".join(map(str, result.drifted)))
     return result

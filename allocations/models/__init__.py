@@ -44,6 +44,7 @@ from allocations.models.mig_plans import (
 )
 from allocations.models.quota_requests import QuotaIncreaseRequest, QuotaRequestStatus
 from allocations.models.request_templates import RequestTemplate
+from allocations.models.reservations import Reservation, ReservationStatus
 from allocations.models.teams import Membership, Quota, SlaTier, Team
 from allocations.models.validators import dns_label_validator, resource_name_validator
 
@@ -84,6 +85,8 @@ __all__ = [
     "RequestEvent",
     "RequestStatus",
     "RequestTemplate",
+    "Reservation",
+    "ReservationStatus",
     "Role",
     "SavedListColumns",
     "SharingMode",

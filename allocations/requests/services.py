@@ -48,6 +48,7 @@ from allocations.requests.refusals import (
 )
 from allocations.selectors import membership_role
 from allocations.teams.quotas import QuotaExceeded, may_borrow, quota_check
+from allocations.teams.reservation_holds import reserved_for_other_teams
 from audit.services import audit_record
 from gpucore.decision import ProfileError, WorkloadProfile
 from gpucore.image_refs import image_reference_problem
@@ -273,15 +274,36 @@ def require_pool_capacity(request: GpuRequest) -> None:
         .aggregate(total=Sum("resource_units"))["total"]
         or 0
     )
-    if held + request.resource_units > capacity:
+    holds = reserved_for_other_teams(
+        node_pool_id=pool.pk,
+        resource_name=request.resource_name,
+        team_id=request.team_id,
+        start=timezone.now(),
+        end=_held_until(request),
+    )
+    reserved = sum(hold.unclaimed for hold in holds)
+    if held + reserved + request.resource_units > capacity:
+        why = (
+            f"{reserved} reserved for other teams over its run ({'; '.join(h.text for h in holds)}), " if holds else ""
+        )
+        after = "others are released or the reservation is over" if holds else "others are released"
         raise ValidationError(
             {
                 "capacity": [
-                    f"Node pool {pool} has {capacity} {request.resource_name} in all: {held} held, "
-                    f"{request.resource_units} asked. Approve it when others are released, or add nodes to the pool."
+                    f"Node pool {pool} has {capacity} {request.resource_name} in all: {held} held, {why}"
+                    f"{request.resource_units} asked. Approve it when {after}, or add nodes to the pool."
                 ]
             }
         )
+
+
+def _held_until(request: GpuRequest) -> datetime | None:
+    """When the request would give its units back if approved now: its expiry, else its duration (None: open)."""
+    if request.expires_at is not None:
+        return request.expires_at
+    if request.duration_hours is not None:
+        return timezone.now() + timedelta(hours=float(request.duration_hours))
+    return None
 
 
 def _approve_locked(

@@ -17,6 +17,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from allocations.models import QUOTA_HOLDING_STATUSES, GpuRequest, RequestEvent, RequestStatus
+from allocations.teams.reservation_holds import WindowHold, window_holds_by_pool
 from gpucore.waiting import WAITING_STATUSES, Holding, PoolOutlook, QueueCondition, Waiting, WaitingInputs, waiting_for
 
 PoolKey = tuple[int, str]
@@ -91,15 +92,22 @@ def waiting_by_request(requests: Iterable[GpuRequest], *, now: datetime | None =
     now = now or timezone.now()
     waiting_ones = [request for request in requests if request.status in WAITING_STATUSES]
     places = _queue_places([r.pk for r in waiting_ones if r.status == RequestStatus.PENDING_APPROVAL])
-    holdings = _holdings({r.node_pool_id for r in waiting_ones if r.node_pool_id})
+    pool_ids = {r.node_pool_id for r in waiting_ones if r.node_pool_id}
+    holdings = _holdings(pool_ids)
+    windows = window_holds_by_pool(pool_ids=pool_ids, at=now)
     answer: dict[int, Waiting | None] = {request.pk: None for request in requests}
     for request in waiting_ones:
         pool = request.node_pool if request.node_pool_id else None
         outlook = None
+        others_windows: list[WindowHold] = []
         if pool is not None:
             groups = holdings.get((pool.pk, request.resource_name), [])
+            others_windows = [
+                hold for hold in windows.get((pool.pk, request.resource_name), []) if hold.team_id != request.team_id
+            ]
+            reserved = tuple(Holding(units=hold.units, ends_at=hold.end) for hold in others_windows)
             outlook = PoolOutlook(
-                capacity=pool.capacity().get(request.resource_name, 0), holdings=_others(groups, request)
+                capacity=pool.capacity().get(request.resource_name, 0), holdings=_others(groups, request) + reserved
             )
         position, units_ahead = places.get(request.pk, (None, 0))
         detail = request.status_detail or ""
@@ -117,6 +125,7 @@ def waiting_by_request(requests: Iterable[GpuRequest], *, now: datetime | None =
                 observed_phase=request.observed_phase,
                 pending_reason=detail.removeprefix("Pending: ") if request.observed_phase == "Pending" else "",
                 queue_conditions=_conditions(request),
+                reservation_notes=tuple(hold.text for hold in others_windows),
             )
         )
     return answer

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils import timezone
+
 from allocations.models import QUOTA_HOLDING_STATUSES, RequestStatus, Role, Team
 from allocations.selectors import (
     User,
@@ -12,11 +14,14 @@ from allocations.selectors import (
     user_reads_every_team,
 )
 from allocations.teams.quota_usage import quota_usage_by_quota
+from allocations.teams.reservation_holds import team_reservations
 from allocations.teams.services import team_members_refusal
 from infra.pagination import BoundedCountPaginator
 
 # Active allocations a team page shows at once; more are paged (a team can hold thousands).
 ALLOCATIONS_PER_PAGE = 25
+# Reservations a team page lists; the reservations page has them all.
+RESERVATIONS_SHOWN = 10
 
 
 def team_overview(*, user: User, slug: str, allocations_page: str | None = None) -> dict[str, object]:
@@ -56,6 +61,9 @@ def team_overview(*, user: User, slug: str, allocations_page: str | None = None)
         "can_manage_members": team_members_refusal(user=user, team=team) is None,
         "lead_count": lead_count,
         "role_choices": Role.choices,
+        # Open reservations not over yet (a team has a handful: windows are bounded and decided one by one).
+        "reservations": list(team_reservations(team=team, now=timezone.now())[:RESERVATIONS_SHOWN]),
+        "now": timezone.now(),
     }
 
 

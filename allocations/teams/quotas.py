@@ -11,10 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db.models import F
+from django.db.models import F, OuterRef
+from django.utils import timezone
 
 from allocations.models import GpuRequest, NodePool, Quota, Team
 from allocations.teams.quota_usage import columns, constants, quota_covers, quota_usage_by_quota, with_units_held
+from allocations.teams.reservation_holds import (
+    reserved_now_for,
+    reserved_now_for_team,
+    reserved_now_in_cohort,
+)
 from gpucore.quota import CohortMember, admit
 
 
@@ -26,10 +32,17 @@ class QuotaHeadroom:
     in_use: int
     # Units of the checked ask beyond the nominal quota, lent by the cohort (only preemptible tiers borrow).
     borrowed: int = 0
+    # Units the team reserved on the pool for a window covering now: the nominal quota is at least this much.
+    reserved: int = 0
+
+    @property
+    def limit(self) -> int:
+        """The nominal quota in force now: the quota's, raised to an approved reservation's units in its window."""
+        return max(self.quota.limit, self.reserved)
 
     @property
     def available(self) -> int:
-        return max(self.quota.limit - self.in_use, 0)
+        return max(self.limit - self.in_use, 0)
 
 
 class QuotaExceeded(ValidationError):
@@ -70,9 +83,15 @@ def applicable_quotas(*, team: Team, resource_name: str, node_pool: NodePool | N
 
 
 def quota_headroom(*, team: Team, resource_name: str, node_pool: NodePool | None) -> list[QuotaHeadroom]:
-    """Each applicable quota with what the team holds against it now, in one query."""
+    """Each applicable quota with what the team holds against it now and what it reserved for now on the pool."""
+    reserved = reserved_now_for_team(
+        team_id=team.pk,
+        node_pool_id=node_pool.pk if node_pool is not None else None,
+        resource_name=resource_name,
+        at=timezone.now(),
+    )
     return [
-        QuotaHeadroom(quota=quota, in_use=quota.units_held)
+        QuotaHeadroom(quota=quota, in_use=quota.units_held, reserved=reserved)
         for quota in applicable_quotas(team=team, resource_name=resource_name, node_pool=node_pool)
     ]
 
@@ -90,13 +109,23 @@ def quota_headroom_by_request(*, requests: list[GpuRequest]) -> dict[int, list[Q
             quota_covers(quota=columns(), request=columns(requests_of_team)),
             team__gpu_requests__in=[request.pk for request in requests],
         )
-        .annotate(for_request=F(f"{requests_of_team}id"))
+        .annotate(
+            for_request=F(f"{requests_of_team}id"),
+            reserved_now=reserved_now_for(
+                team=OuterRef("team_id"),
+                node_pool=OuterRef(f"{requests_of_team}node_pool_id"),
+                resource_name=OuterRef(f"{requests_of_team}resource_name"),
+                at=timezone.now(),
+            ),
+        )
         .select_related("cluster", "node_pool__cluster")
         .order_by("id")
     )
     headroom: dict[int, list[QuotaHeadroom]] = {request.pk: [] for request in requests}
     for quota in with_units_held(pairs):
-        headroom[quota.for_request].append(QuotaHeadroom(quota=quota, in_use=quota.units_held))
+        headroom[quota.for_request].append(
+            QuotaHeadroom(quota=quota, in_use=quota.units_held, reserved=quota.reserved_now)
+        )
     return headroom
 
 
@@ -108,13 +137,25 @@ def cohort_members(*, quota: Quota) -> list[CohortMember]:
         ).exclude(team_id=quota.team_id)
     )
     usage = quota_usage_by_quota(quotas=others)
-    return [_member(other, usage[other.pk]) for other in others]
+    # A team inside a reservation window lends none of the reserved units: they count as its own, used.
+    reserved = reserved_now_in_cohort(quotas=others, at=timezone.now())
+    return [
+        _member(
+            other,
+            max(usage[other.pk], reserved.get(other.pk, 0)),
+            max(other.limit, reserved.get(other.pk, 0)),
+        )
+        for other in others
+    ]
 
 
-def _member(quota: Quota, in_use: int) -> CohortMember:
+def _member(quota: Quota, in_use: int, nominal: int | None = None) -> CohortMember:
     # A blank borrowing limit means no borrowing in the portal (never Kueue's unlimited): 0.
     return CohortMember(
-        nominal=quota.limit, used=in_use, borrowing_limit=quota.borrowing_limit or 0, lending_limit=quota.lending_limit
+        nominal=quota.limit if nominal is None else nominal,
+        used=in_use,
+        borrowing_limit=quota.borrowing_limit or 0,
+        lending_limit=quota.lending_limit,
     )
 
 
@@ -126,13 +167,14 @@ def may_borrow(request: GpuRequest) -> bool:
 def _judge(*, team: Team, resource_name: str, item: QuotaHeadroom, units: int, borrow: bool) -> QuotaHeadroom:
     """The headroom with the units ``units`` borrows, or QuotaExceeded saying why the quota refuses them."""
     quota = item.quota
-    if item.in_use + units <= quota.limit:
+    if item.in_use + units <= item.limit:
         return item
+    reserved = f", raised to {item.reserved} by a reservation for now" if item.reserved > quota.limit else ""
     intro = (
-        f"Quota exceeded: team {team.slug} may hold {quota.limit} {resource_name} ({quota.scope_label}); "
+        f"Quota exceeded: team {team.slug} may hold {item.limit} {resource_name} ({quota.scope_label}{reserved}); "
         f"{item.in_use} in use, {units} asked, {item.available} available"
     )
-    refused = {"quota": quota, "shortfall": item.in_use + units - quota.limit}
+    refused = {"quota": quota, "shortfall": item.in_use + units - item.limit}
     if not (quota.in_cohort and quota.borrowing_limit):
         raise QuotaExceeded(f"{intro}.", code="quota_exceeded", short="No borrowing on this quota.", **refused)
     if not borrow:
@@ -143,7 +185,7 @@ def _judge(*, team: Team, resource_name: str, item: QuotaHeadroom, units: int, b
             short=f"Only tier 3 may borrow (up to {quota.borrowing_limit} more).",
             **refused,
         )
-    admission = admit(_member(quota, item.in_use), cohort_members(quota=quota), units, may_borrow=True)
+    admission = admit(_member(quota, item.in_use, item.limit), cohort_members(quota=quota), units, may_borrow=True)
     if not admission.fits:
         raise QuotaExceeded(
             f"{intro}; borrowing up to {quota.borrowing_limit} more, {admission.available} can be admitted "
@@ -152,7 +194,7 @@ def _judge(*, team: Team, resource_name: str, item: QuotaHeadroom, units: int, b
             short=f"Even borrowing, {admission.available} can be admitted now.",
             **refused,
         )
-    return QuotaHeadroom(quota=quota, in_use=item.in_use, borrowed=admission.borrowed)
+    return QuotaHeadroom(quota=quota, in_use=item.in_use, borrowed=admission.borrowed, reserved=item.reserved)
 
 
 def quota_check(

@@ -37,30 +37,41 @@ def idle_since(request: GpuRequest, resumed: datetime | None) -> datetime:
     return max(moments) if moments else request.created_at
 
 
-def device_readings(*, request: GpuRequest, start: datetime, end: datetime) -> list[DeviceReading]:
-    """The request's rollup rows of the hours in ``[start, end)``, one per device and hour (a device's rows for
-    several pods of the request in one hour each stand alone: every one has to be idle)."""
-    rows = UtilizationRollup.objects.filter(request=request, hour__gte=start, hour__lt=end).values_list(
-        "hour",
-        "gpu_uuid",
-        "mig_instance",
-        "pod",
-        "sample_count",
-        "avg_utilization_pct",
-        "peak_memory_used_mib",
-        "is_complete",
-    )
-    return [
-        DeviceReading(
-            hour=hour,
-            device=f"{uuid}/{mig}" if mig else uuid,
-            sample_count=samples,
-            avg_utilization_pct=util,
-            peak_memory_used_mib=memory,
-            is_complete=complete,
+def device_readings_by_request(*, starts: dict[int, datetime], end: datetime) -> dict[int, list[DeviceReading]]:
+    """Per request id, its rollup rows of the hours in ``[starts[id], end)``, one per device and hour (a device's rows
+    for several pods of the request in one hour each stand alone: every one has to be idle); one query for all."""
+    readings: dict[int, list[DeviceReading]] = {request_id: [] for request_id in starts}
+    if not starts:
+        return readings
+    rows = (
+        UtilizationRollup.objects.filter(request_id__in=list(starts), hour__gte=min(starts.values()), hour__lt=end)
+        .order_by("request_id", "hour", "gpu_uuid", "mig_instance", "pod")
+        .values_list(
+            "request_id",
+            "hour",
+            "gpu_uuid",
+            "mig_instance",
+            "pod",
+            "sample_count",
+            "avg_utilization_pct",
+            "peak_memory_used_mib",
+            "is_complete",
         )
-        for hour, uuid, mig, _pod, samples, util, memory, complete in rows
-    ]
+    )
+    for request_id, hour, uuid, mig, _pod, samples, util, memory, complete in rows:
+        if hour < starts[request_id]:
+            continue
+        readings[request_id].append(
+            DeviceReading(
+                hour=hour,
+                device=f"{uuid}/{mig}" if mig else uuid,
+                sample_count=samples,
+                avg_utilization_pct=util,
+                peak_memory_used_mib=memory,
+                is_complete=complete,
+            )
+        )
+    return readings
 
 
 def window_start(now: datetime, window_hours: int) -> datetime:

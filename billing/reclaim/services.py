@@ -20,7 +20,13 @@ from allocations.idle_policy import reclaim_enabled, reclaim_thresholds
 from allocations.models import GpuRequest
 from allocations.requests.reclaim_services import gpu_request_idle_warn, gpu_request_suspend
 from billing.reclaim.notices import tell_owner
-from billing.reclaim.readings import device_readings, idle_since, last_resumed, reclaim_candidates, window_start
+from billing.reclaim.readings import (
+    device_readings_by_request,
+    idle_since,
+    last_resumed,
+    reclaim_candidates,
+    window_start,
+)
 from gpucore.idle_reclaim import ReclaimAction, ReclaimDecision, decide
 
 logger = logging.getLogger(__name__)
@@ -44,10 +50,17 @@ def idle_reclaim_run() -> ReclaimRunResult:
     result = ReclaimRunResult()
     candidates = reclaim_candidates()
     resumed = last_resumed([request.pk for request in candidates])
+    thresholds_of = {
+        request.pk: reclaim_thresholds(request.sla_tier.slug if request.sla_tier_id else None) for request in candidates
+    }
+    # Every candidate's window read in one query (a pass over hundreds of notebooks is one round trip, not hundreds).
+    readings_of = device_readings_by_request(
+        starts={pk: window_start(now, thresholds.window_hours) for pk, thresholds in thresholds_of.items()}, end=now
+    )
     for request in candidates:
-        thresholds = reclaim_thresholds(request.sla_tier.slug if request.sla_tier_id else None)
+        thresholds = thresholds_of[request.pk]
         since = idle_since(request, resumed.get(request.pk))
-        readings = device_readings(request=request, start=window_start(now, thresholds.window_hours), end=now)
+        readings = readings_of[request.pk]
         decision = decide(
             workload_type=request.workload_type,
             readings=readings,

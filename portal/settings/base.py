@@ -458,6 +458,9 @@ IDLE_RECLAIM_ENABLED = env_bool("IDLE_RECLAIM_ENABLED", True)
 IDLE_RECLAIM_THRESHOLDS: dict[str, dict[str, object]] = json.loads(env_str("IDLE_RECLAIM_THRESHOLDS") or "{}")
 if not isinstance(IDLE_RECLAIM_THRESHOLDS, dict):
     raise ImproperlyConfigured("IDLE_RECLAIM_THRESHOLDS must be a JSON object of tier slug -> thresholds.")
+# Reservations (docs/reservations.md): the longest window, and how far ahead one may start.
+RESERVATION_MAX_DAYS = env_int("RESERVATION_MAX_DAYS", 31)
+RESERVATION_HORIZON_DAYS = env_int("RESERVATION_HORIZON_DAYS", 180)
 # MIG plan rollouts: seconds between passes over a plan's nodes, and how long one task drives a rollout before it
 # hands over to a fresh one (nodes reboot for minutes).
 MIG_PLAN_POLL_SECONDS = float(env_str("MIG_PLAN_POLL_SECONDS") or 10)

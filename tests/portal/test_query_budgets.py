@@ -38,6 +38,8 @@ from allocations.models import (
     RequestEvent,
     RequestStatus,
     RequestTemplate,
+    Reservation,
+    ReservationStatus,
     Role,
     SharingMode,
     SlaTier,
@@ -76,6 +78,7 @@ PAGES = {
     "team_list": ("/teams/", "approver"),
     "team_page": ("/teams/vision/", "member"),
     "team_page_lead": ("/teams/vision/", "team_lead"),  # with the lead's member controls
+    "reservation_list": ("/reservations/", "team_lead"),  # with the lead's form and the windows' rows
     "cluster_list": ("/clusters/", "platform_admin"),
     "cluster_detail": ("/clusters/demo/", "platform_admin"),
     "mig_pool": (f"/clusters/demo/pools/{MIG_POOL}/mig/", "platform_admin"),
@@ -100,6 +103,7 @@ PAGES = {
     "team_usage_api": ("/api/v1/teams/vision/usage/?month={month}", "member"),
     "team_budget_api": ("/api/v1/teams/vision/budget/", "team_lead"),
     "extensions_api": ("/api/v1/extensions/", "member"),
+    "reservations_api": ("/api/v1/reservations/", "team_lead"),
     "clusters_api": ("/api/v1/clusters/", "platform_admin"),
     "cluster_detail_api": ("/api/v1/clusters/demo/", "platform_admin"),
     "node_pools_api": ("/api/v1/clusters/demo/node-pools/", "platform_admin"),
@@ -217,6 +221,20 @@ class Rows:
                 team=org.team, name=f"preset-{n}", profile={"workload_type": "training", "gpu_memory_gb": 8}
             )
             for n in numbers
+        )
+        # A reservation of the team on each new pool, the first approved (its window on now), then every other one.
+        Reservation.objects.bulk_create(
+            Reservation(
+                team=org.team,
+                node_pool=pool,
+                resource_name="nvidia.com/gpu",
+                quantity=1,
+                start=now - timedelta(hours=1),
+                end=now + timedelta(hours=8),
+                requested_by=org.team_lead,
+                status=ReservationStatus.PENDING if n % 2 else ReservationStatus.APPROVED,
+            )
+            for n, pool in zip(numbers, pools[count:], strict=True)
         )
 
         # Tokens, audit events, MIG plans of the MIG pool, closed reports of earlier months.
