@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import QuerySet, Sum
 
 from allocations.models import GpuModel, GpuRequest, NodePool, SharingMode, SlaTier, Team
@@ -86,9 +87,21 @@ def filter_choices(*, teams: QuerySet[Team]) -> dict[str, list[tuple[str, str]]]
 
 def _pools_of(request_ids: Iterable[int]) -> dict[int, str]:
     """Request id -> "cluster/pool" of the node pool it ran on (imports and unplaced requests have none)."""
-    rows = GpuRequest.objects.filter(pk__in=set(request_ids), node_pool__isnull=False).values_list(
-        "pk", "node_pool__cluster__name", "node_pool__name"
-    )
+    ids = sorted(set(request_ids))
+    if connection.vendor == "postgresql":
+        # One array parameter: an IN list of thousands of ids costs more to send and plan than to answer.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT r.id, c.name, p.name FROM allocations_gpurequest r"
+                " JOIN allocations_nodepool p ON p.id = r.node_pool_id"
+                " JOIN allocations_cluster c ON c.id = p.cluster_id WHERE r.id = ANY(%s)",
+                [ids],
+            )
+            rows = cursor.fetchall()
+    else:
+        rows = GpuRequest.objects.filter(pk__in=ids, node_pool__isnull=False).values_list(
+            "pk", "node_pool__cluster__name", "node_pool__name"
+        )
     return {pk: f"{cluster}/{pool}" for pk, cluster, pool in rows}
 
 
