@@ -15,6 +15,7 @@ from billing.models import DayCharge, ImportedUsage, PricedDay
 from gpucore.pricing import to_cents
 from portal.celery import app
 from tests.billing.cost_helpers import OCT, held_request, load_book
+from tests.billing.test_dashboard_controls import _csv, october  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -120,3 +121,17 @@ def test_the_task_is_scheduled_and_idempotent(month) -> None:
     assert app.conf.beat_schedule["price-past-days"]["task"] == price_past_days.name
     stored = price_past_days()
     assert stored["stored"] > 0 and price_past_days() == {"stored": 0, "raced": 0}
+
+
+def test_the_dashboards_show_the_same_month_from_stored_days(october, client, django_assert_max_num_queries) -> None:  # noqa: F811
+    client.force_login(october.platform_admin)
+    charts = ("cost-over-time", "strategy-mix", "cost-per-request", "allocation-vs-utilization")
+    params = {"month": "2026-10", "group": "team", "idle": "1"}
+    live = {chart: _csv(client, chart, **params) for chart in charts}
+    day_charges_catch_up()
+    assert PricedDay.objects.filter(day__gte=OCTOBER, day__lt=date(2026, 11, 1), complete=True).count() == 31
+    assert {chart: _csv(client, chart, **params) for chart in charts} == live
+    assert {"month": "2026-10", "team": "vision", "cost": "40.00"} in live["cost-over-time"]
+    with django_assert_max_num_queries(8):  # whole days: sums over the stored rows, none of the requests read
+        charges = month_charges(month=OCTOBER, now=datetime(2026, 11, 1, tzinfo=UTC))
+    assert charges.stored_days == 31 and len(charges.rows) == 2
