@@ -200,7 +200,11 @@ def month_charges(*, month: date, now: datetime) -> MonthCharges:
         for model, amount in by_model.values_list("gpu_model", "base"):
             base[model.casefold()] = base.get(model.casefold(), ZERO) + amount
     if through < end:
-        _add_live(charges, chargeback_between(start=through, end=end, share_idle=False), base)
+        live = chargeback_between(start=through, end=end, share_idle=False)
+        _add_live(charges, live, base)
+        if through == start:  # nothing stored: the live chargeback's idle is the month's
+            charges.idle_cost = live.total_idle_cost
+            return charges
     periods, fallback = price_periods(until=end), catalog_fallback_rates()
     for model, gpus in capacity_gpus_by_model().items():
         capacity = capacity_cost(
