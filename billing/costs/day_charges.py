@@ -109,10 +109,13 @@ def day_charges_store(*, day: date) -> int:
 
 def day_charges_catch_up(*, now: datetime | None = None, max_days: int | None = None) -> dict[str, int]:
     """Store every day over since the first of ``MONTHS_PRICED`` months ago that is not stored (at most
-    ``max_days`` of them, oldest first); idempotent. Returns the days stored and those that raced a change."""
+    ``max_days`` of them, oldest first), and remove the stored days before it (those months are closed, or priced
+    live if not); idempotent. Returns the days stored and those that raced a change."""
     now = now or timezone.now()
     today = now.astimezone(UTC).date()
     first = add_months(today.replace(day=1), -(MONTHS_PRICED - 1))
+    PricedDay.objects.filter(day__lt=first).delete()
+    DayCharge.objects.filter(day__lt=first).delete()
     stored = set(PricedDay.objects.filter(day__gte=first, complete=True).values_list("day", flat=True))
     todo = [d for d in (first + timedelta(days=n) for n in range((today - first).days)) if d not in stored]
     result = {"stored": 0, "raced": 0}

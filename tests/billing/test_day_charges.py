@@ -79,6 +79,10 @@ def test_stored_days_and_the_live_rest_give_the_live_chargeback(month) -> None:
     _assert_same_as_live(NOW)
     _assert_same_as_live(datetime(2026, 10, 31, 23, tzinfo=UTC))  # days stored, then the rest of the month live
     assert day_charges_catch_up(now=NOW) == {"stored": 0, "raced": 0}  # idempotent
+    # A month later August is no longer kept: its rows go, and the days since are stored.
+    assert day_charges_catch_up(now=NOW + timedelta(days=31))["stored"] == 31
+    assert not DayCharge.objects.filter(day__lt=date(2026, 9, 1)).exists()
+    assert not PricedDay.objects.filter(day__lt=date(2026, 9, 1)).exists()
 
 
 def test_a_change_forgets_the_days_it_touches_and_they_are_priced_again(month) -> None:
