@@ -15,7 +15,7 @@ for every month but the last two. Then, each a ratio against a baseline measured
 - the pricing of one past day (``billing.price_past_days``, run once after the build) and the peak Python memory
   (``tracemalloc``) of a cold 12-month dashboards render.
 
-Not measured here: the pull against its interval (``benchmarks/ingest.py`` and a real Prometheus) and the request
+Not measured here: the pull against its interval (``benchmarks/fleet_pull.py``, a real Prometheus) and the request
 pages at 100,000 requests (``benchmarks/list_scaling.py``). ``--quick`` is a smoke run (50 and 100 GPUs, 2 months).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpu_portal .venv/bin/python benchmarks/fleet_scale.py [--quick]
