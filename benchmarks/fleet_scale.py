@@ -11,9 +11,11 @@ for every month but the last two. Then, each a ratio against a baseline measured
   monthly totals of the same range (target: at most 5x);
 - closing a month (rolled back each time) against a raw SUM over that month's totals;
 - at the largest fleet, each dashboards range against the same range at the smallest (flat: at most 1.5x);
-- the hourly tables' size (with indexes) per GPU-year.
+- the hourly tables' size (with indexes) per GPU-year;
+- the pricing of one past day (``billing.price_past_days``, run once after the build) and the peak Python memory
+  (``tracemalloc``) of a cold 12-month dashboards render.
 
-Not measured here: the pull against its interval (``benchmarks/ingest.py`` and a real Prometheus) and the request
+Not measured here: the pull against its interval (``benchmarks/fleet_pull.py``, a real Prometheus) and the request
 pages at 100,000 requests (``benchmarks/list_scaling.py``). ``--quick`` is a smoke run (50 and 100 GPUs, 2 months).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpu_portal .venv/bin/python benchmarks/fleet_scale.py [--quick]
@@ -25,6 +27,7 @@ import argparse
 import os
 import sys
 import time
+import tracemalloc
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -49,6 +52,7 @@ def _fleet(
     from django.db import connection, transaction
     from django.test import Client
 
+    from billing.costs.day_charges import day_charges_catch_up
     from billing.costs.services import monthly_reports_close
     from billing.metering.partitions import HOURLY_TABLES, ensure_month_partitions
     from gpucore.months import add_months
@@ -74,9 +78,13 @@ def _fleet(
         f"(totals kept in {built['aggregate_seconds']:.0f} s)",
         flush=True,
     )
+    started = time.perf_counter()
+    priced = day_charges_catch_up()  # as the hourly billing.price_past_days task does, every past day once
+    seconds = time.perf_counter() - started
+    print(f"  {priced['stored']} past days priced and stored in {seconds:.0f} s", flush=True)
     client = Client()
     client.force_login(User.objects.get(username="bench"))
-    figures: dict[str, list[float]] = {}
+    figures: dict[str, list[float]] = {"past day priced and stored, seconds": [seconds / max(priced["stored"], 1)]}
 
     def raw_totals(first_month: date, last_month: date) -> None:
         # What the dashboards show, as one SUM over the stored totals (whole months: monthly; the last: daily).
@@ -102,6 +110,12 @@ def _fleet(
             page = best(render_cold, repeat)
             figures.setdefault(f"dashboards {span} months / raw SUM over totals", []).append(page / raw)
             figures.setdefault(f"dashboards {span} months (s)", []).append(page)
+        if span == 12:
+            tracemalloc.start()
+            render_cold()
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            figures["dashboards 12 months, peak Python memory (MB)"] = [peak / 1e6]
     closing = add_months(last, -1) if months > 1 else last
 
     def close() -> None:
@@ -164,13 +178,13 @@ def main() -> None:
         for name, values in figures.items():
             print(f"  {name:55} {spread(values)}", flush=True)
             target = Target(AT_MOST, 5) if "/ raw SUM" in name and name.startswith("dashboards") else None
-            if "raw SUM" in name or "GB per" in name:
+            if "raw SUM" in name or "GB per" in name or "MB" in name:
                 record("fleet_scale", f"{gpus} GPUs: {name}", values, target)
     smallest, largest = sizes[0], sizes[-1]
     if largest != smallest:
         print(f"{largest:,} GPUs against {smallest:,} GPUs (target: flat, <= 1.5x):")
         for name, values in results[largest].items():
-            if name.endswith("(s)"):
+            if name.endswith(("(s)", "(MB)")):
                 ratios = [big / small for big, small in zip(values, results[smallest][name], strict=True)]
                 print(f"  {name:55} {spread(ratios)}")
                 record("fleet_scale", f"{largest} vs {smallest} GPUs: {name}", ratios, Target(AT_MOST, 1.5))

@@ -59,6 +59,13 @@ BENCHMARKS = [
     Benchmark("mig_planning.py", quick=("--demands", "5", "--max-gpus", "50")),
     # Building 10,000 GPUs' months of rollups alone takes many minutes on a small machine.
     Benchmark("fleet_scale.py", quick=("--quick",), limit=3600),
+    # Generating and loading 10,000 GPUs' hours into Prometheus takes minutes before the pull is timed.
+    Benchmark(
+        "fleet_pull.py",
+        quick=("--gpus", "100", "--hours", "2", "--repeat", "1"),
+        limit=3600,
+        needs=("prometheus", "promtool"),
+    ),
 ]
 
 

@@ -8,9 +8,11 @@ class BillingConfig(AppConfig):
 
     def ready(self) -> None:
         from billing.api.scoping import register_billing_visibility
+        from billing.costs.day_charges import connect_day_charge_receivers
         from billing.utilization.request_list_values import register_request_list_values
 
         register_billing_visibility()
+        connect_day_charge_receivers()
         register_request_list_values()
 
         from allocations.clusters.queue_observation import request_preempted

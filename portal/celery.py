@@ -36,6 +36,8 @@ app.conf.beat_schedule = {
     "purge-idempotency-keys": {"task": "allocations.purge_idempotency_keys", "schedule": crontab(minute=50, hour=3)},
     # Money budgets: a threshold crossed notifies within the hour, once a month (billing.costs.budget_alerts).
     "check-team-budgets": {"task": "billing.check_team_budgets", "schedule": crontab(minute=20)},
+    # Each day over priced once and stored, so the cost dashboards read a month not closed yet as sums.
+    "price-past-days": {"task": "billing.price_past_days", "schedule": crontab(minute=40)},
     # Idle reclaim: warn, then suspend, idle development workloads, after the hour's utilization is pulled.
     "reclaim-idle-workloads": {"task": "billing.reclaim_idle_workloads", "schedule": crontab(minute=25)},
     "close-monthly-reports": {

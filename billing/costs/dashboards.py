@@ -1,8 +1,8 @@
 """Reads behind the cost dashboards: every chart's table, aggregated in SQL, scoped to the teams a user may see.
 
 Each function returns ``(columns, rows)``: the table shown under the chart and served as its CSV. Closed months come
-from the stored reports; the month in progress (or one not closed yet) from the live chargeback, which is computed
-once per page from per-request aggregates, never from a Python loop over rollup rows.
+from the stored reports; a month not closed yet (the one in progress) from its days' stored charges and the live
+chargeback of the days not stored (``billing.costs.day_charges.month_charges``), read once per page.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import QuerySet, Sum
 
 from allocations.models import GpuModel, GpuRequest, NodePool, SharingMode, SlaTier, Team
 from allocations.requests.held_intervals import held_span_rows
-from billing.costs.chargeback import closed_reports, month_bounds, month_chargeback
+from billing.costs.chargeback import closed_reports, month_bounds
 from billing.costs.dashboard_query import DashboardQuery
+from billing.costs.day_charges import MonthCharges, month_charges
 from billing.metering.selectors import usage_totals
 from billing.models import (
     ImportedUsage,
@@ -32,7 +34,6 @@ from billing.models import (
     ReportStatus,
     TeamBudget,
 )
-from gpucore.chargeback import Chargeback
 from gpucore.pricing import to_cents
 from gpucore.vocabulary import Strategy
 
@@ -52,20 +53,20 @@ class MonthRows:
     closed: bool
     rows: list[dict[str, Any]]
     idle_cost: Decimal | None
-    chargeback: Chargeback | None = None
 
 
 class ChargebackMemo:
-    """Each month's live chargeback computed once per page (several charts read the same month)."""
+    """Each month's charges (``billing.costs.day_charges.month_charges``) read once per page (several charts read
+    the same month)."""
 
     def __init__(self, now: datetime) -> None:
         self.now = now
-        self._months: dict[date, Chargeback] = {}
+        self._months: dict[date, MonthCharges] = {}
         self.rows: dict[date, MonthRows | None] = {}  # range_rows' months (None: left out), for the page's charts
 
-    def get(self, month: date) -> Chargeback:
+    def get(self, month: date) -> MonthCharges:
         if month not in self._months:
-            self._months[month] = month_chargeback(month=month, now=self.now)
+            self._months[month] = month_charges(month=month, now=self.now)
         return self._months[month]
 
 
@@ -86,9 +87,21 @@ def filter_choices(*, teams: QuerySet[Team]) -> dict[str, list[tuple[str, str]]]
 
 def _pools_of(request_ids: Iterable[int]) -> dict[int, str]:
     """Request id -> "cluster/pool" of the node pool it ran on (imports and unplaced requests have none)."""
-    rows = GpuRequest.objects.filter(pk__in=set(request_ids), node_pool__isnull=False).values_list(
-        "pk", "node_pool__cluster__name", "node_pool__name"
-    )
+    ids = sorted(set(request_ids))
+    if connection.vendor == "postgresql":
+        # One array parameter: an IN list of thousands of ids costs more to send and plan than to answer.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT r.id, c.name, p.name FROM allocations_gpurequest r"
+                " JOIN allocations_nodepool p ON p.id = r.node_pool_id"
+                " JOIN allocations_cluster c ON c.id = p.cluster_id WHERE r.id = ANY(%s)",
+                [ids],
+            )
+            rows = cursor.fetchall()
+    else:
+        rows = GpuRequest.objects.filter(pk__in=ids, node_pool__isnull=False).values_list(
+            "pk", "node_pool__cluster__name", "node_pool__name"
+        )
     return {pk: f"{cluster}/{pool}" for pk, cluster, pool in rows}
 
 
@@ -123,31 +136,8 @@ def _closed_lines(closed: QuerySet[MonthlyReport]) -> list[dict[str, Any]]:
     ]
 
 
-def _live_lines(chargeback: Chargeback, slugs: set[str]) -> list[dict[str, Any]]:
-    merged: dict[tuple, dict[str, Any]] = {}
-    for slug, charge in chargeback.teams.items():
-        if slug not in slugs:
-            continue
-        for line in charge.lines:
-            a = line.allocation
-            row = merged.setdefault(
-                (slug, a.key),
-                {
-                    "team": slug,
-                    "request": a.request_id,
-                    "name": a.name,
-                    "strategy": a.strategy,
-                    "gpu_model": a.gpu_model,
-                    "tier": a.sla_tier or "",
-                    "amount": Decimal(0),
-                    "dedicated": Decimal(0),
-                    "gpu_hours": Decimal(0),
-                },
-            )
-            row["amount"] += line.amount
-            row["dedicated"] += line.dedicated_amount
-            row["gpu_hours"] += line.allocated_gpu_hours
-    return list(merged.values())
+def _live_lines(charges: MonthCharges, slugs: set[str]) -> list[dict[str, Any]]:
+    return [dict(row) for (slug, _), row in charges.rows.items() if slug in slugs]
 
 
 def _closed_cache_keys(months: list[date], teams: QuerySet[Team], show_idle: bool) -> tuple[dict[date, str], set[date]]:
@@ -205,18 +195,12 @@ def month_rows(
         if cache_key is not None:
             cache.set(cache_key, data, CLOSED_MONTH_CACHE_SECONDS)
         return data
-    chargeback = (memo or ChargebackMemo(now)).get(month)
-    rows += _live_lines(chargeback, slugs - closed_slugs)
-    idle_cost = summary.idle_cost if summary else chargeback.total_idle_cost
-    if chargeback.idle_shared:
+    charges = (memo or ChargebackMemo(now)).get(month)
+    rows += _live_lines(charges, slugs - closed_slugs)
+    idle_cost = summary.idle_cost if summary else charges.idle_cost
+    if charges.idle_shared:
         idle_cost = Decimal(0)  # already in the teams' totals
-    return MonthRows(
-        month=month,
-        closed=False,
-        rows=_with_groups(rows),
-        idle_cost=idle_cost if show_idle else None,
-        chargeback=chargeback,
-    )
+    return MonthRows(month=month, closed=False, rows=_with_groups(rows), idle_cost=idle_cost if show_idle else None)
 
 
 def range_rows(

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import date
 
+from billing.costs.day_charges import day_charges_forget
 from gpucore.month_curves import MonthCurves
 from infra.reference_cache import MONTH_HELD, MONTH_PRICES, cached, cached_each, invalidate, scoped
 
@@ -57,7 +58,8 @@ def teams_month_curves(
 
 def month_to_date_changed(*, team_ids: Iterable[int] | None = None) -> None:
     """The requests, events or imported usage of these teams changed; None: of teams not known, so every team's and
-    the organisation's curves are rebuilt."""
+    the organisation's curves are rebuilt. Every stored day's charges are priced again (``day_charges``)."""
+    day_charges_forget()
     if team_ids is None:
         invalidate(MONTH_PRICES)
     else:

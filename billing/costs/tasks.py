@@ -1,4 +1,5 @@
-"""Celery tasks of costs: the monthly email (queued by ``monthly_reports_close``) and the budget alerts (beat).
+"""Celery tasks of costs: the monthly email (queued by ``monthly_reports_close``), the budget alerts and the
+pricing of past days (beat).
 
 Registered via ``billing.tasks``.
 
@@ -13,6 +14,7 @@ from datetime import date
 from celery import shared_task
 
 from billing.costs.budget_alerts import team_budgets_check
+from billing.costs.day_charges import day_charges_catch_up
 from billing.costs.emails import reports_email
 
 
@@ -35,3 +37,10 @@ def check_team_budgets() -> dict[str, object]:
         "failed": result.failed,
         "expired": result.expired,
     }
+
+
+@shared_task(name="billing.price_past_days", acks_late=True)
+def price_past_days() -> dict[str, object]:
+    """Price and store each day over that is not stored yet (``billing.costs.day_charges``; beat: hourly); a re-run
+    stores nothing twice."""
+    return day_charges_catch_up()

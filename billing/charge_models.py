@@ -1,0 +1,53 @@
+"""Each past day's chargeback, priced once and stored, so the month in progress is read as sums. Exported by
+``billing.models``; written by ``billing.costs.day_charges``."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from allocations.models import GpuRequest, Team
+
+
+def _money() -> models.DecimalField:
+    # Unrounded like the chargeback's lines (money is rounded to the cent only when shown).
+    return models.DecimalField(max_digits=28, decimal_places=12)
+
+
+class PricedDay(models.Model):
+    """A UTC day whose charges are stored in ``DayCharge``; a day without one is priced live.
+
+    Removed when something the day was priced from changes (``billing.costs.day_charges``), so a stored day is
+    never stale: the next pricing run stores it again.
+    """
+
+    day = models.DateField(unique=True)
+    # Set when pricing starts; ``complete`` only if no change removed the row meanwhile (then the run stores nothing).
+    token = models.UUIDField()
+    complete = models.BooleanField(default=False)
+    priced_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.day:%Y-%m-%d} priced"
+
+
+class DayCharge(models.Model):
+    """One allocation's charge (a request, or an imported usage row) for one UTC day, as the chargeback priced it."""
+
+    day = models.DateField()
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    request = models.ForeignKey(GpuRequest, on_delete=models.CASCADE, null=True, related_name="+")
+    imported = models.ForeignKey("billing.ImportedUsage", on_delete=models.CASCADE, null=True, related_name="+")
+    name = models.CharField(max_length=200)
+    strategy = models.CharField(max_length=20)
+    gpu_model = models.CharField(max_length=100)
+    sla_tier = models.CharField(max_length=50, blank=True)
+    amount = _money()
+    dedicated_amount = _money()
+    base_amount = _money()
+    allocated_gpu_hours = _money()
+
+    class Meta:
+        indexes = [models.Index(fields=["day", "team"])]
+
+    def __str__(self) -> str:
+        return f"{self.day:%Y-%m-%d} {self.team_id} {self.name}"
