@@ -36,6 +36,7 @@ from allocations.models import (
     Team,
 )
 from allocations.notifications import notify_on_commit
+from allocations.reference_data import with_default_replicas
 from allocations.requests.refusals import (
     CANCEL_REFUSAL,
     RELEASE_REFUSAL,
@@ -103,7 +104,7 @@ def gpu_request_submit(
     if image_problem:
         errors["image"] = [image_problem]
     try:
-        profile = WorkloadProfile.from_mapping(profile_data)
+        profile = WorkloadProfile.from_mapping(with_default_replicas(profile_data))
     except ProfileError as exc:
         errors.update(exc.errors)
         profile = None

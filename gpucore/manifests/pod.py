@@ -14,7 +14,7 @@ from gpucore.manifests.contexts import PRODUCT_LABEL, REPLICAS_LABEL, WorkloadCo
 from gpucore.manifests.dra import container_claims, pod_claims
 from gpucore.manifests.jobset import master_pod_hostname
 from gpucore.manifests.kai import KAI_SCHEDULER_NAME
-from gpucore.manifests.scheduling import node_selector, tolerations, topology_affinity
+from gpucore.manifests.scheduling import node_selector, spread_across_nodes, tolerations, topology_affinity
 from gpucore.manifests.sizing import ContainerSize, format_memory
 from gpucore.sla import SlaTierSpec
 
@@ -177,6 +177,9 @@ def pod_template(
     if ctx.topology_aware:
         spec["affinity"] = topology_affinity(ctx.request_id, allocation.replicas)
         annotations[NUMA_ANNOTATION] = "single-numa-node"
+    if ctx.workload_type not in JOB_WORKLOADS and allocation.replicas > 1 and is_critical_tier(ctx.tier):
+        # 99.99 % is kept by two replicas only if one node's reboot cannot take both.
+        spec["topologySpreadConstraints"] = spread_across_nodes(ctx.request_id)
     if ctx.workload_type in JOB_WORKLOADS:
         spec["restartPolicy"] = "Never"
         if ctx.tier is not None and not ctx.tier.preemptible:

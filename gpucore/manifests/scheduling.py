@@ -133,3 +133,22 @@ def topology_affinity(request_id: int, replicas: int) -> dict[str, Any]:
             "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": term}]
         }
     return affinity
+
+
+def spread_across_nodes(request_id: int) -> list[dict[str, Any]]:
+    """Topology spread keeping a serving request's replicas on at least two nodes, evenly."""
+    # minDomains counts a pool of one node as too few nodes: the second replica then stays Pending rather than sit
+    # behind the same reboot or driver update. matchLabelKeys spreads each rollout's pods among themselves.
+    return [
+        {
+            "maxSkew": 1,
+            "minDomains": 2,
+            "topologyKey": HOSTNAME_LABEL,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {REQUEST_LABEL: str(request_id)}},
+            "matchLabelKeys": ["pod-template-hash"],
+            # Only the pool's nodes (the pod's nodeSelector) that the pod tolerates count as places to spread to.
+            "nodeAffinityPolicy": "Honor",
+            "nodeTaintsPolicy": "Honor",
+        }
+    ]
