@@ -27,6 +27,7 @@ from allocations.models import (
 )
 from allocations.reference_data import with_default_replicas
 from allocations.request_templates.selectors import request_template_request_values
+from allocations.requests.run_time import request_run_time
 from allocations.requests.waiting import request_waiting
 from gpucore.decision import ProfileError, WorkloadProfile
 from gpucore.profile import MAX_GPU_MEMORY_GB, MAX_GPUS_PER_REPLICA, MAX_NUMBER, MAX_REPLICAS
@@ -350,16 +351,38 @@ class WaitingSerializer(serializers.Serializer):
     reasons = serializers.ListField(child=serializers.CharField())
 
 
+class RunTimeSerializer(serializers.Serializer):
+    """Time asked for against time run (``allocations.requests.run_time``)."""
+
+    requested_hours = serializers.FloatField(
+        allow_null=True, help_text="duration_hours, else the hours from activation to expiry; null: neither."
+    )
+    ran_seconds = serializers.IntegerField(help_text="Seconds it held GPUs: from activation to its end, or to now.")
+    ended_at = serializers.DateTimeField(allow_null=True, help_text="When it ended; null while it runs.")
+    ended_as = serializers.CharField(
+        allow_null=True, help_text="How: the Job's condition (Complete, Failed) or the status it ended in."
+    )
+    summary = serializers.CharField(help_text='E.g. "Requested 72 h, ran 5 h 12 min, ended Complete at ...".')
+
+
 class GpuRequestDetailSerializer(GpuRequestSerializer):
-    """One request as its detail answers it: every field of the list's items, and ``waiting``."""
+    """One request as its detail answers it: every field of the list's items, ``waiting`` and ``run_time``."""
 
     waiting = serializers.SerializerMethodField(
         help_text="Where the request waits and until when; null once it runs (or ended, or is a draft)."
     )
+    run_time = serializers.SerializerMethodField(
+        help_text="Requested against run time once it began holding GPUs; null before."
+    )
 
     class Meta(GpuRequestSerializer.Meta):
-        fields = [*GpuRequestSerializer.Meta.fields, "waiting"]
+        fields = [*GpuRequestSerializer.Meta.fields, "waiting", "run_time"]
         read_only_fields = fields
+
+    @extend_schema_field(RunTimeSerializer(allow_null=True))
+    def get_run_time(self, obj: GpuRequest) -> dict[str, Any] | None:
+        run_time = request_run_time(obj)
+        return run_time.to_dict() if run_time is not None else None
 
     @extend_schema_field(WaitingSerializer(allow_null=True))
     def get_waiting(self, obj: GpuRequest) -> dict[str, Any] | None:

@@ -57,6 +57,8 @@ SYSTEM = "system:provisioning"
 # not running: it ends its request (``_end_finished``).
 RUNNING_PHASES = frozenset({"Running", "Unobservable"})
 JOB_FINISHED = "system:job-finished"
+# The key of that event's details naming the Job's condition: "Complete" or "Failed".
+JOB_CONDITION_DETAIL = "job_condition"
 
 
 def team_context(team: Team, cluster: Cluster) -> TeamContext:
@@ -314,6 +316,8 @@ def _end_finished(request: GpuRequest, status: WorkloadStatus, updates: dict[str
         actor_label=JOB_FINISHED,
         comment=reason,
         updates=updates,
+        # The Job's own condition, for the request page's "ended Complete at ..." (allocations.requests.run_time).
+        details={JOB_CONDITION_DETAIL: "Complete" if status.phase == "Succeeded" else "Failed"},
     )
     return Outcome(request.pk, "completed" if status.phase == "Succeeded" else "job-failed", reason)
 

@@ -377,7 +377,8 @@ def test_list_and_detail_answer_exactly_what_the_serializer_documents(client_as,
         assert json.dumps(client.get(f"{URL}{obj.pk}/").json()) == json.dumps(detail)
         assert json.dumps(listed[obj.pk]) == json.dumps(documented)
         # The detail is the list's item and where the request waits.
-        assert list(detail) == [*documented, "waiting"] and detail["waiting"]["stage"] == "approval"
+        assert list(detail) == [*documented, "waiting", "run_time"] and detail["waiting"]["stage"] == "approval"
+        assert detail["run_time"] is None  # not activated yet
         assert client.get(f"{URL}{obj.pk}/?fields=id,team,expires_at,gpu_memory_gb").json() == {
             name: documented[name] for name in ("id", "team", "expires_at", "gpu_memory_gb")
         }
