@@ -152,7 +152,16 @@ class GpuRequestCreateSerializer(ProfileInputSerializer):
     purpose = serializers.CharField(required=False, allow_blank=True, default="")
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
     image = serializers.CharField(required=False, allow_blank=True, max_length=255, default="")
-    command = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False, default=list)
+    command = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        default=list,
+        help_text=(
+            'The container\'s command, e.g. ["torchrun", "train.py"]. Required with the default image (image empty), '
+            "which runs nothing by itself (400 naming command), except for development, which then starts "
+            "JupyterLab on port 8888. With an image of your own, empty runs its entrypoint."
+        ),
+    )
     template = serializers.IntegerField(
         required=False,
         help_text="A template's id (GET /api/v1/templates/): its values fill in the fields this body leaves out.",

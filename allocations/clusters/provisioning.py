@@ -108,7 +108,10 @@ def workload_context(request: GpuRequest) -> WorkloadContext:
         name=request.name,
         workload_type=request.workload_type,
         image=request.image or settings.PORTAL_DEFAULT_IMAGES[request.workload_type],
-        command=list(request.command or []),
+        # The default image's default command where it has one (JupyterLab for development); submission refused
+        # the other default images without a command.
+        command=list(request.command or [])
+        or (list(settings.PORTAL_DEFAULT_COMMANDS.get(request.workload_type, ())) if default_image else []),
         spec=request.spec,
         team=team_context(request.team, request.cluster),
         duration_hours=request.duration_hours,

@@ -97,7 +97,14 @@ class GpuRequestForm(forms.Form):
         max_length=255, required=False, label="Container image", help_text="Empty: the default for the workload."
     )
     command = forms.CharField(
-        required=False, label="Command", help_text="Shell-style, e.g. python train.py --epochs 10"
+        required=False,
+        label="Command",
+        help_text=(
+            "Shell-style, e.g. torchrun train.py --epochs 10, or tritonserver --model-repository=s3://bucket/models. "
+            "Required with the default image, which runs nothing by itself; development starts JupyterLab on port "
+            "8888 when left empty (its token is in the pod's log). With an image of your own, empty runs its "
+            "entrypoint."
+        ),
     )
     # One-time token of this form page: a second post of the same page lands on the request it made
     # (allocations.requests.form_submissions.form_submission_claim).

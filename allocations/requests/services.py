@@ -46,6 +46,7 @@ from allocations.requests.refusals import (
     require_owner_or_lead,
     require_reviewer,
 )
+from allocations.requests.runnable import command_problem
 from allocations.selectors import membership_role
 from allocations.teams.quotas import QuotaExceeded, may_borrow, quota_check
 from audit.services import audit_record
@@ -103,6 +104,11 @@ def gpu_request_submit(
     image_problem = image_reference_problem(image) if image else None
     if image_problem:
         errors["image"] = [image_problem]
+    command_missing = command_problem(
+        workload_type=str(profile_data.get("workload_type", "")), image=image, command=command or []
+    )
+    if command_missing:
+        errors["command"] = [command_missing]
     try:
         profile = WorkloadProfile.from_mapping(with_default_replicas(profile_data))
     except ProfileError as exc:

@@ -26,6 +26,7 @@ SERVING = {
     "workload_type": "realtime_inference",
     "gpu_memory_gb": 30,
     "sla_tier": "tier1_realtime",
+    "command": ["tritonserver", "--model-repository=s3://models/ranker"],
 }
 
 
@@ -45,7 +46,7 @@ def test_an_explicit_single_replica_is_refused_on_the_field(demo_org, api_client
 
 
 def test_the_recommendation_preview_defaults_the_same_way(demo_org, api_client) -> None:
-    profile = {key: value for key, value in SERVING.items() if key not in ("team", "name")}
+    profile = {key: value for key, value in SERVING.items() if key not in ("team", "name", "command")}
     response = api_client.post("/api/v1/recommendations/", profile, format="json")
     assert response.status_code == 200, response.json()
     assert response.json()["replicas"] == 2
@@ -53,7 +54,7 @@ def test_the_recommendation_preview_defaults_the_same_way(demo_org, api_client) 
 
 @pytest.mark.parametrize("workload_type", ["training", "hpc_simulation"])
 def test_a_tier1_job_of_one_pod_is_accepted_as_one_pod(demo_org, api_client, workload_type) -> None:
-    body = {**SERVING, "workload_type": workload_type, "name": "one-pod", "command": ["python", "train.py"]}
+    body = {**SERVING, "workload_type": workload_type, "name": "one-pod", "command": ["torchrun", "train.py"]}
     response = api_client.post(URL, body, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["replicas"] == 1

@@ -154,6 +154,12 @@ REQUESTS: list[tuple[str, str, str, str, dict[str, Any], str]] = [
         RequestStatus.REJECTED,
     ),
 ]
+# What each demo workload runs (the default images run nothing by themselves; development starts JupyterLab).
+DEMO_COMMANDS = {
+    "training": ["torchrun", "--nproc-per-node=2", "train.py", "--epochs", "30"],
+    "batch_inference": ["python", "embed.py", "--input", "s3://corpus/nightly"],
+    "realtime_inference": ["tritonserver", "--model-repository=s3://models/detector"],
+}
 # How each demo request reaches its status, through the services. Approval queues provisioning once the transaction
 # commits; "provision" runs the same (idempotent) service at once, so the demo does not depend on a worker.
 WALKS = {
@@ -303,7 +309,12 @@ class Command(BaseCommand):
             if GpuRequest.objects.filter(team=team, name=name).exists():
                 continue
             request = gpu_request_submit(
-                acting_user=users[username], team=team, name=name, purpose=purpose, profile_data=profile
+                acting_user=users[username],
+                team=team,
+                name=name,
+                purpose=purpose,
+                profile_data=profile,
+                command=DEMO_COMMANDS.get(profile["workload_type"], []),
             )
             for step in WALKS[target]:
                 if step == "approve":

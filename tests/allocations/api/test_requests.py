@@ -17,7 +17,14 @@ from infra.api_pagination import COUNT_LIMIT
 from tests.factories import ROLES, GpuRequestFactory
 
 URL = "/api/v1/requests/"
-NEW = {"team": "vision", "name": "resnet", "purpose": "fine-tune", "workload_type": "training", "gpu_memory_gb": 40}
+NEW = {
+    "team": "vision",
+    "name": "resnet",
+    "purpose": "fine-tune",
+    "workload_type": "training",
+    "gpu_memory_gb": 40,
+    "command": ["python", "main.py"],
+}
 
 pytestmark = pytest.mark.django_db
 
