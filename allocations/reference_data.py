@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
+from typing import Any
 
 from allocations.models import GpuModel, SlaTier
 from gpucore.catalog import Catalog
+from gpucore.decision.rules import default_replicas
 from gpucore.sla import SlaTierSpec
-from gpucore.vocabulary import IsolationFloor
+from gpucore.vocabulary import IsolationFloor, WorkloadType
 from infra.reference_cache import REFERENCE_DATA, cached
 
 
@@ -48,3 +51,19 @@ def tiers_by_slug() -> dict[str, SlaTierSpec]:
         REFERENCE_DATA, "tiers", lambda: tuple((tier.slug, tier_spec(tier)) for tier in SlaTier.objects.all())
     )
     return dict(frozen)  # a fresh dict: callers may change theirs
+
+
+def with_default_replicas(profile_data: Mapping[str, Any]) -> dict[str, Any]:
+    """The profile with ``replicas`` filled in where it names none and its tier needs more than one: real-time
+    inference on a 99.99 % tier (tier 1) gets 2 rather than a refusal of a default the user never chose."""
+    data = dict(profile_data)
+    if data.get("replicas") not in (None, "") or not isinstance(data.get("sla_tier"), str):
+        return data
+    try:
+        workload_type = WorkloadType(data.get("workload_type"))
+    except ValueError:
+        return data  # the profile's own check names the field
+    replicas = default_replicas(workload_type, tiers_by_slug().get(data["sla_tier"]))
+    if replicas > 1:
+        data["replicas"] = replicas
+    return data

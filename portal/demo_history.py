@@ -92,6 +92,12 @@ def history_start(now: datetime) -> date:
     return month_start(now, HISTORY_MONTHS)
 
 
+# What each demo workload runs: the default images run nothing by themselves (development starts JupyterLab).
+DEMO_COMMANDS = {
+    "training": ["torchrun", "--nproc-per-node=2", "train.py", "--epochs", "30"],
+    "batch_inference": ["python", "embed.py", "--input", "s3://corpus/nightly"],
+    "realtime_inference": ["tritonserver", "--model-repository=s3://models/detector"],
+}
 H100_TRAINING = {"workload_type": "training", "sla_tier": "tier2_batch", "gpu_model": "H100-80GB"}
 STORY: list[DemoRequest] = [
     DemoRequest(
@@ -201,6 +207,7 @@ def _walk(item: DemoRequest, users: dict[str, User], team: Team, now: datetime) 
             name=item.name,
             purpose=item.purpose,
             profile_data=item.profile,
+            command=DEMO_COMMANDS.get(item.profile["workload_type"], []),
         )
     if item.outcome == "pending":
         return request

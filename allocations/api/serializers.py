@@ -25,7 +25,9 @@ from allocations.models import (
     Team,
     WorkloadType,
 )
+from allocations.reference_data import with_default_replicas
 from allocations.request_templates.selectors import request_template_request_values
+from allocations.requests.run_time import request_run_time
 from allocations.requests.waiting import request_waiting
 from gpucore.decision import ProfileError, WorkloadProfile
 from gpucore.profile import MAX_DECIMAL_PLACES, MAX_GPU_MEMORY_GB, MAX_GPUS_PER_REPLICA, MAX_NUMBER, MAX_REPLICAS
@@ -83,7 +85,16 @@ class ProfileInputSerializer(serializers.Serializer):
     gpu_count = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_GPUS_PER_REPLICA, help_text="GPUs per replica (default 1)."
     )
-    replicas = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPLICAS)
+    replicas = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_REPLICAS,
+        help_text=(
+            "Pods of the workload (default 1). Left out, real-time inference on a tier promising 99.99 % (tier 1) "
+            "gets 2, so one node's reboot cannot take it down; an explicit 1 there is refused. A training or HPC "
+            "Job with more than 1 runs as one distributed job."
+        ),
+    )
     latency_sensitive = serializers.BooleanField(
         required=False, allow_null=True, help_text="Default: true for realtime_inference, else false."
     )
@@ -116,7 +127,7 @@ class ProfileInputSerializer(serializers.Serializer):
         # others (cluster, team, ...) are validated by DRF as usual.
         own = {name: field for name, field in self.fields.items() if name not in _PROFILE_FIELD_NAMES}
         # Unknown keys go to the core along with the profile fields, which names them in its answer.
-        profile_data = {key: data[key] for key in data if key not in own}
+        profile_data = with_default_replicas({key: data[key] for key in data if key not in own})
         errors: dict[str, Any] = {}
         validated: dict[str, Any] = {}
         try:
@@ -157,7 +168,16 @@ class GpuRequestCreateSerializer(ProfileInputSerializer):
     purpose = serializers.CharField(required=False, allow_blank=True, default="")
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
     image = serializers.CharField(required=False, allow_blank=True, max_length=255, default="")
-    command = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False, default=list)
+    command = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        default=list,
+        help_text=(
+            'The container\'s command, e.g. ["torchrun", "train.py"]. Required with the default image (image empty), '
+            "which runs nothing by itself (400 naming command), except for development, which then starts "
+            "JupyterLab on port 8888. With an image of your own, empty runs its entrypoint."
+        ),
+    )
     template = serializers.IntegerField(
         required=False,
         help_text="A template's id (GET /api/v1/templates/): its values fill in the fields this body leaves out.",
@@ -356,16 +376,38 @@ class WaitingSerializer(serializers.Serializer):
     reasons = serializers.ListField(child=serializers.CharField())
 
 
+class RunTimeSerializer(serializers.Serializer):
+    """Time asked for against time run (``allocations.requests.run_time``)."""
+
+    requested_hours = serializers.FloatField(
+        allow_null=True, help_text="duration_hours, else the hours from activation to expiry; null: neither."
+    )
+    ran_seconds = serializers.IntegerField(help_text="Seconds it held GPUs: from activation to its end, or to now.")
+    ended_at = serializers.DateTimeField(allow_null=True, help_text="When it ended; null while it runs.")
+    ended_as = serializers.CharField(
+        allow_null=True, help_text="How: the Job's condition (Complete, Failed) or the status it ended in."
+    )
+    summary = serializers.CharField(help_text='E.g. "Requested 72 h, ran 5 h 12 min, ended Complete at ...".')
+
+
 class GpuRequestDetailSerializer(GpuRequestSerializer):
-    """One request as its detail answers it: every field of the list's items, and ``waiting``."""
+    """One request as its detail answers it: every field of the list's items, ``waiting`` and ``run_time``."""
 
     waiting = serializers.SerializerMethodField(
         help_text="Where the request waits and until when; null once it runs (or ended, or is a draft)."
     )
+    run_time = serializers.SerializerMethodField(
+        help_text="Requested against run time once it began holding GPUs; null before."
+    )
 
     class Meta(GpuRequestSerializer.Meta):
-        fields = [*GpuRequestSerializer.Meta.fields, "waiting"]
+        fields = [*GpuRequestSerializer.Meta.fields, "waiting", "run_time"]
         read_only_fields = fields
+
+    @extend_schema_field(RunTimeSerializer(allow_null=True))
+    def get_run_time(self, obj: GpuRequest) -> dict[str, Any] | None:
+        run_time = request_run_time(obj)
+        return run_time.to_dict() if run_time is not None else None
 
     @extend_schema_field(WaitingSerializer(allow_null=True))
     def get_waiting(self, obj: GpuRequest) -> dict[str, Any] | None:

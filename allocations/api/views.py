@@ -38,6 +38,7 @@ from allocations.api.request_values import gpu_request_values, serialize_gpu_req
 from allocations.models import AllocationExtension, GpuRequest
 from allocations.requests import extension_services, idempotency, reclaim_services, services
 from allocations.requests.filtersets import GpuRequestFilterSet
+from allocations.requests.run_time import request_run_time
 from allocations.requests.waiting import request_waiting
 from gpucore.waiting import WAITING_STATUSES
 from infra.api_pagination import COUNT_LIMIT, KeysetPageNumberPagination
@@ -155,7 +156,16 @@ class GpuRequestViewSet(
         answer = serialize_gpu_requests([row], self._column_fields())[0]
         if "waiting" in self._answered_fields():
             answer["waiting"] = self._waiting(row)
+        if "run_time" in self._answered_fields():
+            answer["run_time"] = self._run_time(row)
         return Response(answer)
+
+    def _run_time(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        """The detail's ``run_time``: read only for a request that began holding GPUs."""
+        if "activated_at" in row and row["activated_at"] is None:
+            return None
+        run_time = request_run_time(self.get_queryset().get(pk=row["id"]))
+        return run_time.to_dict() if run_time is not None else None
 
     def _waiting(self, row: dict[str, Any]) -> dict[str, Any] | None:
         """The detail's ``waiting``: read only for a request that is not running yet (its status says so)."""
@@ -183,8 +193,8 @@ class GpuRequestViewSet(
         return self._answered
 
     def _column_fields(self) -> list[str]:
-        """The answered fields read from the request's columns (not ``waiting``, which is worked out)."""
-        return [name for name in self._answered_fields() if name != "waiting"]
+        """The answered fields read from the request's columns (not ``waiting`` or ``run_time``, worked out)."""
+        return [name for name in self._answered_fields() if name not in ("waiting", "run_time")]
 
     def _selected_fields(self) -> list[str] | None:
         """The fields ``?brief=``, ``?fields=`` and ``?omit=`` ask for on list and detail; None for all of them."""

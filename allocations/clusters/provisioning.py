@@ -59,6 +59,8 @@ SYSTEM = "system:provisioning"
 # not running: it ends its request (``_end_finished``).
 RUNNING_PHASES = frozenset({"Running", "Unobservable"})
 JOB_FINISHED = "system:job-finished"
+# The key of that event's details naming the Job's condition: "Complete" or "Failed".
+JOB_CONDITION_DETAIL = "job_condition"
 
 
 def team_context(team: Team, cluster: Cluster) -> TeamContext:
@@ -111,7 +113,10 @@ def workload_context(request: GpuRequest) -> WorkloadContext:
         name=request.name,
         workload_type=request.workload_type,
         image=request.image or settings.PORTAL_DEFAULT_IMAGES[request.workload_type],
-        command=list(request.command or []),
+        # The default image's default command where it has one (JupyterLab for development); submission refused
+        # the other default images without a command.
+        command=list(request.command or [])
+        or (list(settings.PORTAL_DEFAULT_COMMANDS.get(request.workload_type, ())) if default_image else []),
         spec=request.spec,
         team=team_context(request.team, request.cluster),
         duration_hours=request.duration_hours,
@@ -332,6 +337,8 @@ def _end_finished(request: GpuRequest, status: WorkloadStatus, updates: dict[str
         actor_label=JOB_FINISHED,
         comment=reason,
         updates=updates,
+        # The Job's own condition, for the request page's "ended Complete at ..." (allocations.requests.run_time).
+        details={JOB_CONDITION_DETAIL: "Complete" if status.phase == "Succeeded" else "Failed"},
     )
     return Outcome(request.pk, "completed" if status.phase == "Succeeded" else "job-failed", reason)
 

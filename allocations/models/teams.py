@@ -14,6 +14,7 @@ from django.db.models import F, Q
 from allocations.choices import IsolationFloor, Role
 from allocations.models.clusters import Cluster, NodePool
 from allocations.models.validators import dns_label_validator, resource_name_validator
+from gpucore.manifests.namespace import PROTECTED_TIER_PRIORITY
 
 
 class SlaTier(models.Model):
@@ -41,6 +42,19 @@ class SlaTier(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        # Every non-preemptible tier shares one kube-scheduler priority; a preemptible one at or above it could not
+        # be evicted by them, and would be refused when the PriorityClasses are rendered.
+        if self.preemptible and self.priority_value >= PROTECTED_TIER_PRIORITY:
+            raise ValidationError(
+                {
+                    "priority_value": (
+                        f"A preemptible tier's priority must stay below {PROTECTED_TIER_PRIORITY:,}, the value every "
+                        "non-preemptible tier's PriorityClass has."
+                    )
+                }
+            )
 
 
 class Team(models.Model):

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from allocations.models import MAX_EXTENSION_HOURS, Cluster, GpuModel, SlaTier, WorkloadType
+from allocations.reference_data import with_default_replicas
 from allocations.requests.services import OPEN_DUPLICATE
 from allocations.selectors import teams_of
 from gpucore.decision import ProfileError, WorkloadProfile
@@ -62,8 +63,10 @@ class GpuRequestForm(forms.Form):
     replicas = ProfileNumberField(
         profile_field="replicas",
         integer=True,
-        initial=1,
+        required=False,
+        widget=forms.NumberInput(attrs={"step": "1", "placeholder": "1 (2 for tier-1 serving)"}),
         help_text=(
+            "Empty: 1, or 2 for real-time inference on tier 1 (99.99 % needs a second replica on another node). "
             "Training or HPC with more than one replica runs as one distributed job (torchrun/NCCL): its pods must "
             "start together. On a cluster without Kueue, partial admission can deadlock GPUs."
         ),
@@ -94,7 +97,14 @@ class GpuRequestForm(forms.Form):
         max_length=255, required=False, label="Container image", help_text="Empty: the default for the workload."
     )
     command = forms.CharField(
-        required=False, label="Command", help_text="Shell-style, e.g. python train.py --epochs 10"
+        required=False,
+        label="Command",
+        help_text=(
+            "Shell-style, e.g. torchrun train.py --epochs 10, or tritonserver --model-repository=s3://bucket/models. "
+            "Required with the default image, which runs nothing by itself; development starts JupyterLab on port "
+            "8888 when left empty (its token is in the pod's log). With an image of your own, empty runs its "
+            "entrypoint."
+        ),
     )
     # One-time token of this form page: a second post of the same page lands on the request it made
     # (allocations.requests.form_submissions.form_submission_claim).
@@ -131,7 +141,8 @@ class GpuRequestForm(forms.Form):
         return cleaned
 
     def profile_data(self) -> dict[str, Any]:
-        """The workload profile as the decision framework reads it (blank optional fields left out)."""
+        """The workload profile as the decision framework reads it (blank optional fields left out, replicas
+        defaulted by the tier)."""
         data: dict[str, Any] = {}
         for name in PROFILE_FIELDS:
             value = self.cleaned_data.get(name)
@@ -141,7 +152,7 @@ class GpuRequestForm(forms.Form):
                 value = {"true": True, "false": False}.get(value or "")
             if value not in (None, ""):
                 data[name] = value
-        return data
+        return with_default_replicas(data)
 
     def expires_at(self) -> datetime | None:
         """The expiry as an aware datetime: the start of the day after the chosen date, in the portal's time zone."""

@@ -37,6 +37,7 @@ from allocations.models import (
     Team,
 )
 from allocations.notifications import notify_on_commit
+from allocations.reference_data import with_default_replicas
 from allocations.requests.refusals import (
     CANCEL_REFUSAL,
     RELEASE_REFUSAL,
@@ -46,6 +47,7 @@ from allocations.requests.refusals import (
     require_owner_or_lead,
     require_reviewer,
 )
+from allocations.requests.runnable import command_problem
 from allocations.selectors import membership_role
 from allocations.teams.quotas import QuotaExceeded, may_borrow, quota_check
 from allocations.teams.reservation_holds import reserved_for_other_teams
@@ -104,8 +106,13 @@ def gpu_request_submit(
     image_problem = image_reference_problem(image) if image else None
     if image_problem:
         errors["image"] = [image_problem]
+    command_missing = command_problem(
+        workload_type=str(profile_data.get("workload_type", "")), image=image, command=command or []
+    )
+    if command_missing:
+        errors["command"] = [command_missing]
     try:
-        profile = WorkloadProfile.from_mapping(profile_data)
+        profile = WorkloadProfile.from_mapping(with_default_replicas(profile_data))
     except ProfileError as exc:
         errors.update(exc.errors)
         profile = None

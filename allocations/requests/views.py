@@ -35,6 +35,7 @@ from allocations.requests.pages import (
     gpu_request_manifests_yaml,
 )
 from allocations.requests.reclaim_services import gpu_request_keep, gpu_request_resume
+from allocations.requests.run_time import request_run_time
 from allocations.requests.services import (
     gpu_request_cancel,
     gpu_request_reapply,
@@ -263,6 +264,7 @@ def request_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "extension_rows": gpu_request_extension_rows(user=request.user, request=gpu_request),
         "live": gpu_request_live_status(request=gpu_request),
         "waiting": request_waiting(gpu_request),
+        "run_time": request_run_time(gpu_request, gpu_request.events.all()),
         "preemption": last_preemption(gpu_request.events.all()),
         "manifests_yaml": gpu_request_manifests_yaml(request=gpu_request),
     }

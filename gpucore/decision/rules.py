@@ -73,20 +73,39 @@ def tier1_latency_ms(tiers: Iterable[SlaTierSpec]) -> Decimal:
     return min(targets) if targets else TIER1_LATENCY_P99_MS
 
 
+def needs_two_replicas(workload_type: WorkloadType | str, tier: SlaTierSpec | None) -> bool:
+    """Whether the tier's availability calls for a second replica: serving (a Deployment) at 99.99 % or more. A Job
+    is not served: its pods are one run, so more of them would make it a distributed one, not a more available one."""
+    return (
+        WorkloadType(workload_type) is WorkloadType.REALTIME_INFERENCE
+        and tier is not None
+        and tier.availability_pct is not None
+        and tier.availability_pct >= HIGH_AVAILABILITY_PCT
+    )
+
+
+def default_replicas(workload_type: WorkloadType | str, tier: SlaTierSpec | None) -> int:
+    """The replicas a request gets when it names none: 2 for serving on a 99.99 % tier (tier 1), else 1."""
+    return HIGH_AVAILABILITY_MIN_REPLICAS if needs_two_replicas(workload_type, tier) else 1
+
+
 def check_replicas(profile: WorkloadProfile, tier: SlaTierSpec | None) -> None:
-    """Refuse a tier whose availability one replica cannot give (99.99 % needs two); ``ProfileError`` on replicas."""
-    if tier is None or tier.availability_pct is None or tier.availability_pct < HIGH_AVAILABILITY_PCT:
+    """Refuse serving on a tier whose availability one replica cannot give (99.99 % needs two); ``ProfileError`` on
+    replicas. Jobs are not refused: a one-pod tier-1 training run stays one pod."""
+    if tier is None or not needs_two_replicas(profile.workload_type, tier):
         return
-    if profile.replicas < HIGH_AVAILABILITY_MIN_REPLICAS:
-        raise ProfileError(
-            {
-                "replicas": [
-                    f"{tier.name} promises {_plain(tier.availability_pct)} % availability, which one replica cannot "
-                    "give: a node's driver update, reboot or failure takes the service down for longer than that "
-                    f"allows (about 52 minutes a year). Ask for at least {HIGH_AVAILABILITY_MIN_REPLICAS} replicas."
-                ]
-            }
-        )
+    if profile.replicas >= HIGH_AVAILABILITY_MIN_REPLICAS:
+        return
+    raise ProfileError(
+        {
+            "replicas": [
+                f"{tier.name} promises {_plain(tier.availability_pct)} % availability, which one replica cannot "
+                "give: a node's driver update, reboot or failure takes the service down for longer than that "
+                f"allows (about 52 minutes a year). Ask for at least {HIGH_AVAILABILITY_MIN_REPLICAS} replicas, or "
+                f"leave replicas out: real-time inference on this tier defaults to {HIGH_AVAILABILITY_MIN_REPLICAS}."
+            ]
+        }
+    )
 
 
 # --- the tree and the floors -----------------------------------------------------------------------------------

@@ -31,6 +31,11 @@ NETWORK_POLICY_NAME = "gpu-portal-default"
 SLA_TIER_LABEL = "gpu-portal/sla-tier"
 # scheduling.k8s.io/v1: user-defined PriorityClass values may not exceed one billion.
 HIGHEST_USER_PRIORITY = 1_000_000_000
+# kube-scheduler evicts pods of any lower value to place a 'PreemptLowerPriority' pod, whatever their tier. A
+# non-preemptible tier promises that no other tier evicts it, so every non-preemptible tier shares this one value
+# (equal priorities never preempt each other), above every preemptible tier's. The tiers' own values still order
+# Kueue's queues (their WorkloadPriorityClasses), where nothing in a team's queue is preempted.
+PROTECTED_TIER_PRIORITY = 1_000_000
 
 
 def _meta(name: str, team: TeamContext, *, namespaced: bool = True) -> dict[str, Any]:
@@ -161,11 +166,25 @@ def render_team_objects(team: TeamContext) -> list[dict[str, Any]]:
     return objects
 
 
+def scheduler_priority(tier: SlaTierSpec) -> int:
+    """The value of a tier's PriorityClass: ``PROTECTED_TIER_PRIORITY`` for every non-preemptible tier, the tier's own
+    (lower) value for a preemptible one."""
+    if not tier.preemptible:
+        return PROTECTED_TIER_PRIORITY
+    if tier.priority_value >= PROTECTED_TIER_PRIORITY:
+        raise ManifestError(
+            f"Tier '{tier.slug}' is preemptible, so its priority must stay below {PROTECTED_TIER_PRIORITY:,} (the "
+            f"non-preemptible tiers' value); it is {tier.priority_value:,}."
+        )
+    return tier.priority_value
+
+
 def render_priority_class(tier: SlaTierSpec) -> dict[str, Any]:
     """The cluster-wide PriorityClass of an SLA tier."""
     # ``preemptionPolicy`` says whether pods of *this* class may evict lower-priority pods to get scheduled. A
-    # preemptible tier (tier 3) gets ``Never``: its pods wait for free GPUs rather than evicting anyone, while the
-    # higher tiers keep ``PreemptLowerPriority`` and may evict tier-3 pods, which is what "may be preempted" means.
+    # preemptible tier (tier 3) gets ``Never``: its pods wait for free GPUs rather than evicting anyone. The
+    # non-preemptible tiers keep ``PreemptLowerPriority`` and may evict tier-3 pods (what "may be preempted" means)
+    # but, sharing one value, never each other.
     if not is_dns_subdomain(tier.priority_class_name):
         raise ManifestError(f"PriorityClass name '{tier.priority_class_name}' is not a DNS subdomain.")
     if not is_label_value(tier.slug):
@@ -180,7 +199,7 @@ def render_priority_class(tier: SlaTierSpec) -> dict[str, Any]:
             "name": tier.priority_class_name,
             "labels": {MANAGED_BY_LABEL: MANAGED_BY, SLA_TIER_LABEL: tier.slug},
         },
-        "value": tier.priority_value,
+        "value": scheduler_priority(tier),
         "globalDefault": False,
         "preemptionPolicy": "Never" if tier.preemptible else "PreemptLowerPriority",
         "description": tier.description or tier.name,

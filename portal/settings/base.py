@@ -7,6 +7,7 @@ Every variable is listed in docs/operating.md, "Configuration".
 from __future__ import annotations
 
 import json
+import shlex
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -429,6 +430,22 @@ PORTAL_DEFAULT_IMAGES = {
     "realtime_inference": env_str("PORTAL_IMAGE_REALTIME_INFERENCE") or "nvcr.io/nvidia/tritonserver:24.05-py3",
     "development": env_str("PORTAL_IMAGE_DEVELOPMENT") or "nvcr.io/nvidia/pytorch:24.05-py3",
     "hpc_simulation": env_str("PORTAL_IMAGE_HPC_SIMULATION") or "nvcr.io/nvidia/hpc-benchmarks:24.03",
+}
+# The command a workload runs when its request names none and uses the default image, per workload type: only where
+# that image has a useful one. Development starts JupyterLab (in the NGC PyTorch image) on the port the request
+# page's port-forward uses; its token is in the pod's log. A training script or Triton's model repository cannot be
+# guessed, so those requests must give a command (or an image of their own whose entrypoint runs the work).
+PORTAL_DEFAULT_COMMANDS = {
+    workload_type: shlex.split(value)
+    for workload_type, value in {
+        "training": env_str("PORTAL_COMMAND_TRAINING") or "",
+        "batch_inference": env_str("PORTAL_COMMAND_BATCH_INFERENCE") or "",
+        "realtime_inference": env_str("PORTAL_COMMAND_REALTIME_INFERENCE") or "",
+        "development": env_str("PORTAL_COMMAND_DEVELOPMENT")
+        or "jupyter lab --ip=0.0.0.0 --port=8888 --no-browser --ServerApp.root_dir=/home/portal",
+        "hpc_simulation": env_str("PORTAL_COMMAND_HPC_SIMULATION") or "",
+    }.items()
+    if value
 }
 # Real-time inference: HTTP probe paths of the default image (Triton's; empty: probe the port over TCP), and the
 # label of namespaces whose pods may call inference Services (the ingress controller, callers), "key=value".

@@ -35,7 +35,9 @@ def admin_client_(demo_org: DemoOrg) -> Client:
 
 
 def submit(org: DemoOrg, name: str = "train") -> GpuRequest:
-    return gpu_request_submit(acting_user=org.member, team=org.team, name=name, profile_data=TRAINING)
+    return gpu_request_submit(
+        command=["python", "main.py"], acting_user=org.member, team=org.team, name=name, profile_data=TRAINING
+    )
 
 
 def provisioned(org: DemoOrg, capture, name: str = "train") -> GpuRequest:

@@ -32,7 +32,9 @@ def client_for(user) -> Client:
 
 def submit(org: DemoOrg, user=None, **profile) -> GpuRequest:
     data = {"workload_type": "training", "gpu_memory_gb": 40, **profile}
-    return gpu_request_submit(acting_user=user or org.member, team=org.team, name="job", profile_data=data)
+    return gpu_request_submit(
+        command=["python", "main.py"], acting_user=user or org.member, team=org.team, name="job", profile_data=data
+    )
 
 
 def messages_of(response) -> list[str]:

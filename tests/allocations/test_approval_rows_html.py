@@ -27,7 +27,9 @@ def test_each_row_shows_the_fit_headroom_cost_and_review(demo_org, client) -> No
     QuotaFactory(team=org.team, resource_name="nvidia.com/mig-1g.10gb", limit=3)
 
     def submit(profile, name):
-        return gpu_request_submit(acting_user=org.member, team=org.team, name=name, profile_data=profile)
+        return gpu_request_submit(
+            command=["python", "main.py"], acting_user=org.member, team=org.team, name=name, profile_data=profile
+        )
 
     # All pass submission (the quota is free), then approving the first uses the nominal 2 up.
     first = submit({**TIER2, "gpu_count": 2}, "first")
@@ -100,7 +102,17 @@ def test_each_row_shows_the_image_command_and_purpose_to_catch_a_bad_one(demo_or
         image="registry.example.com/ml/train:2.4",
         command=["python", "train.py", "--epochs", "3"],
     )
-    default = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="bare", profile_data=TIER2)
+    # Development is the one workload whose default image runs a default command (JupyterLab).
+    notebook = {"workload_type": "development", "gpu_memory_gb": 3, "sla_tier": "tier3_development"}
+    default = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="bare", profile_data=notebook)
+    own = gpu_request_submit(
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="own",
+        purpose="x",
+        profile_data=TIER2,
+        image="registry.example.com/ml/train:2.5",
+    )
 
     client.force_login(demo_org.approver)
     html = client.get(reverse("allocations:approvals")).content.decode()
@@ -110,4 +122,5 @@ def test_each_row_shows_the_image_command_and_purpose_to_catch_a_bad_one(demo_or
     assert "<code>registry.example.com/ml/train:2.4</code>" in mine
     assert "<code>python train.py --epochs 3</code>" in mine
     bare = html.partition(f'id="workload-{default.pk}"')[2].partition("</div>")[0]
-    assert "No purpose given" in bare and "the training default" in bare and "No command: the image's own" in bare
+    assert "No purpose given" in bare and "the development default" in bare and "the workload's default" in bare
+    assert "No command: the image's own" in html.partition(f'id="workload-{own.pk}"')[2].partition("</div>")[0]

@@ -89,7 +89,13 @@ def test_nobody_clones_another_teams_request(demo_org: DemoOrg, rejected) -> Non
 
 
 def test_a_pending_request_offers_a_clone_and_asks_before_cancelling(demo_org: DemoOrg) -> None:
-    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="train", profile_data=PROFILE)
+    request = gpu_request_submit(
+        command=["python", "main.py"],
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="train",
+        profile_data=PROFILE,
+    )
 
     html = client_for(demo_org.member).get(reverse("allocations:request-detail", args=[request.pk])).content.decode()
 
@@ -99,7 +105,13 @@ def test_a_pending_request_offers_a_clone_and_asks_before_cancelling(demo_org: D
 
 
 def test_the_bulk_buttons_ask_and_each_row_names_its_request(demo_org: DemoOrg) -> None:
-    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="train", profile_data=PROFILE)
+    request = gpu_request_submit(
+        command=["python", "main.py"],
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="train",
+        profile_data=PROFILE,
+    )
 
     html = client_for(demo_org.approver).get(reverse("allocations:approvals")).content.decode()
 

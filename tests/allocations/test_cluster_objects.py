@@ -67,6 +67,7 @@ def test_a_request_on_a_kueue_cluster_brings_its_teams_queue(
     gitops_root, kueue_demo, django_capture_on_commit_callbacks
 ):
     request = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=kueue_demo.member,
         team=kueue_demo.team,
         name="train",
@@ -112,6 +113,7 @@ def test_a_kai_cluster_writes_a_parent_and_team_queues_and_its_workloads_name_th
     assert nlp["spec"]["resources"]["gpu"] == {"quota": 4, "limit": 4, "overQuotaWeight": 0}
 
     request = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=kai_demo.member,
         team=kai_demo.team,
         name="train",

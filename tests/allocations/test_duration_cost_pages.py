@@ -45,7 +45,11 @@ def budgeted(demo_org: DemoOrg) -> DemoOrg:
 def test_the_request_page_and_queue_show_the_48_hour_cost_and_the_budget(budgeted, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         request = gpu_request_submit(
-            acting_user=budgeted.member, team=budgeted.team, name="train", profile_data=FORTY_EIGHT_HOURS
+            command=["python", "main.py"],
+            acting_user=budgeted.member,
+            team=budgeted.team,
+            name="train",
+            profile_data=FORTY_EIGHT_HOURS,
         )
     assert request.spec["estimated_cost"] == {"amount": "330.24", "currency": "USD", "hours": 48}
 
@@ -72,6 +76,7 @@ def test_the_request_page_and_queue_show_the_48_hour_cost_and_the_budget(budgete
 
 def test_a_request_with_only_an_expiry_is_priced_until_it(budgeted):
     request = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=budgeted.member,
         team=budgeted.team,
         name="until",
@@ -85,6 +90,7 @@ def test_a_request_with_only_an_expiry_is_priced_until_it(budgeted):
 
 def test_over_budget_is_said_in_the_queue(budgeted):
     gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=budgeted.member,
         team=budgeted.team,
         name="long",

@@ -52,7 +52,7 @@ def test_another_teams_request_of_the_same_name_does_not_count(demo_org) -> None
 
 def test_the_api_keeps_submitting_same_named_requests(demo_org, api_client) -> None:
     api_client.force_authenticate(demo_org.member)
-    body = {"team": "vision", "name": "sweep", "workload_type": "training", "gpu_memory_gb": 40}
+    body = {"team": "vision", "name": "sweep", "workload_type": "training", "gpu_memory_gb": 40, "command": ["sweep"]}
     assert api_client.post("/api/v1/requests/", body, format="json").status_code == 201
     assert api_client.post("/api/v1/requests/", body, format="json").status_code == 201
 

@@ -30,6 +30,7 @@ def _post(client: Client, tokens: dict[str, str], name: str = "once") -> object:
         "gpu_memory_gb": "40",
         "gpu_count": "1",
         "replicas": "1",
+        "command": "python main.py",
     }
     return client.post(reverse("allocations:request-new"), body)
 

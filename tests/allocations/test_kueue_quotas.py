@@ -29,6 +29,7 @@ def cohort(demo_org):
 
 def submit(org, profile, *, name="job", team=None, user=None, units=1):
     return gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=user or org.member,
         team=team or org.team,
         name=name,
@@ -157,7 +158,13 @@ def test_the_api_answers_borrowed_for_tier3_and_a_quota_400_for_tier2(cohort) ->
     gpu_request_approve(request=submit(org, TIER2, name="first", units=2), acting_user=org.approver)
     client = APIClient()
     client.force_authenticate(org.member)
-    body = {"team": org.team.slug, "name": "dev", "purpose": "explore", "gpu_count": 1}
+    body = {
+        "team": org.team.slug,
+        "name": "dev",
+        "purpose": "explore",
+        "gpu_count": 1,
+        "command": ["python", "main.py"],
+    }
 
     borrowing = client.post("/api/v1/requests/", {**body, **TIER3, "gpu_count": 1}, format="json")
     assert borrowing.status_code == 201, borrowing.json()

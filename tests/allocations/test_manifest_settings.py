@@ -33,6 +33,7 @@ def test_renamed_shares_are_their_own_resource_and_quota(demo_org) -> None:
     )
     QuotaFactory(team=demo_org.team, cluster=demo_org.cluster, resource_name="nvidia.com/gpu.shared", limit=16)
     request = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=demo_org.member,
         team=demo_org.team,
         name="notebook",
@@ -63,8 +64,11 @@ def test_only_time_slicing_pools_rename_shares(demo_org) -> None:
 def test_the_default_image_gets_its_probe_paths_and_a_chosen_image_tcp_probes(demo_org, settings) -> None:
     settings.PORTAL_INFERENCE_CALLER_NAMESPACE_LABELS = {"gpu-portal/inference-caller": "true"}
     Quota.objects.filter(team=demo_org.team).update(limit=16)
-    default = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="t", profile_data=SERVING)
+    default = gpu_request_submit(
+        command=["python", "main.py"], acting_user=demo_org.member, team=demo_org.team, name="t", profile_data=SERVING
+    )
     chosen = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=demo_org.member,
         team=demo_org.team,
         name="v",

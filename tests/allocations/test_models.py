@@ -29,6 +29,16 @@ def test_team_slug_must_be_a_dns_label() -> None:
     assert "slug" in excinfo.value.message_dict
 
 
+def test_a_preemptible_tier_may_not_reach_the_protected_priority() -> None:
+    tier3 = SlaTier.objects.get(slug="tier3_development")
+    tier3.priority_value = 1_000_000
+    with pytest.raises(ValidationError) as error:
+        tier3.full_clean()
+    assert "must stay below 1,000,000" in error.value.message_dict["priority_value"][0]
+    tier3.priority_value = 999_999
+    tier3.full_clean()
+
+
 def test_data_migration_seeded_the_three_tiers() -> None:
     assert set(SlaTier.objects.values_list("slug", flat=True)) == {t.slug for t in DEFAULT_TIERS}
     tier1 = SlaTier.objects.get(slug="tier1_realtime")

@@ -28,7 +28,9 @@ def test_approval_beyond_the_pools_gpus_is_refused_with_the_reason(demo_org) -> 
     Quota.objects.update(limit=1000)
     org = demo_org
     first, second, third = (
-        gpu_request_submit(acting_user=user, team=team, name=f"big-{i}", profile_data=EIGHT_GPUS)
+        gpu_request_submit(
+            command=["python", "main.py"], acting_user=user, team=team, name=f"big-{i}", profile_data=EIGHT_GPUS
+        )
         for i, (user, team) in enumerate(
             ((org.member, org.team), (org.outsider, org.other_team), (org.member, org.team))
         )
@@ -63,7 +65,13 @@ def test_a_time_sliced_pool_counts_its_shares(demo_org) -> None:
     )
     profile = {"workload_type": "development", "gpu_memory_gb": 4, "expected_utilization_pct": 10}
     requests = [
-        gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name=f"small-{i}", profile_data=profile)
+        gpu_request_submit(
+            command=["python", "main.py"],
+            acting_user=demo_org.member,
+            team=demo_org.team,
+            name=f"small-{i}",
+            profile_data=profile,
+        )
         for i in range(3)
     ]
     shared = [r for r in requests if r.node_pool_id == pool.pk]

@@ -14,7 +14,7 @@ from tests.factories import DemoOrg
 
 pytestmark = pytest.mark.django_db
 
-BASE = {"team": "vision", "workload_type": "training", "gpu_count": "1", "replicas": "1"}
+BASE = {"team": "vision", "workload_type": "training", "gpu_count": "1", "replicas": "1", "command": "python main.py"}
 
 
 def messages_from_form(org: DemoOrg, memory: str, gpu_count: str = "1") -> list[str]:
@@ -47,6 +47,7 @@ def messages_from_api(org: DemoOrg, memory: float, gpu_count: int = 1, expected:
         "workload_type": "training",
         "gpu_memory_gb": memory,
         "gpu_count": gpu_count,
+        "command": ["python", "main.py"],
     }
     response = client.post("/api/v1/requests/", body, format="json")
     assert response.status_code == expected, response.content

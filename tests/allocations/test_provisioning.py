@@ -38,7 +38,11 @@ def tree(root: Path) -> dict[str, dict]:
 
 def approved(org, **profile) -> GpuRequest:
     request = gpu_request_submit(
-        acting_user=org.member, team=org.team, name="train", profile_data={**TRAINING, **profile}
+        command=["python", "main.py"],
+        acting_user=org.member,
+        team=org.team,
+        name="train",
+        profile_data={**TRAINING, **profile},
     )
     gpu_request_approve(request=request, acting_user=org.approver)
     request.refresh_from_db()
@@ -84,7 +88,9 @@ def test_release_deletes_only_the_requests_own_objects(demo_org, gitops_root) ->
 
 
 def test_unrenderable_request_fails_with_a_readable_message(demo_org) -> None:
-    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="t", profile_data=TRAINING)
+    request = gpu_request_submit(
+        command=["python", "main.py"], acting_user=demo_org.member, team=demo_org.team, name="t", profile_data=TRAINING
+    )
     # The pool changes under the frozen spec: the renderer refuses, and the request says why.
     demo_org.pool.sharing_mode = "time-slicing"
     demo_org.pool.time_slice_replicas = 4
@@ -112,7 +118,9 @@ def test_expiry_warns_a_day_before_once_then_expires_and_tears_down(demo_org, gi
 
 
 def test_reconcile_requeues_a_request_stuck_in_approved(demo_org) -> None:
-    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="t", profile_data=TRAINING)
+    request = gpu_request_submit(
+        command=["python", "main.py"], acting_user=demo_org.member, team=demo_org.team, name="t", profile_data=TRAINING
+    )
     # Simulate a lost message: approved in the database, nothing queued, and no progress for a while.
     GpuRequest.objects.filter(pk=request.pk).update(
         status=RequestStatus.APPROVED, updated_at=timezone.now() - timedelta(minutes=10)
@@ -164,7 +172,9 @@ def test_gpu_memory_is_kept_exactly(demo_org) -> None:
 def test_a_release_that_lands_while_applying_withdraws_the_applied_objects(demo_org, gitops_root) -> None:
     from allocations.clusters.gateways.gitops import GitOpsGateway
 
-    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="t", profile_data=TRAINING)
+    request = gpu_request_submit(
+        command=["python", "main.py"], acting_user=demo_org.member, team=demo_org.team, name="t", profile_data=TRAINING
+    )
     GpuRequest.objects.filter(pk=request.pk).update(status=RequestStatus.APPROVED)
 
     class ReleasedWhileApplying(GitOpsGateway):

@@ -37,7 +37,9 @@ def client_for(user) -> Client:
 
 
 def submit(org: DemoOrg) -> GpuRequest:
-    return gpu_request_submit(acting_user=org.member, team=org.team, name="train", profile_data=TRAINING)
+    return gpu_request_submit(
+        command=["python", "main.py"], acting_user=org.member, team=org.team, name="train", profile_data=TRAINING
+    )
 
 
 @pytest.fixture

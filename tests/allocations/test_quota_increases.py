@@ -34,6 +34,7 @@ def pool_quota(demo_org: DemoOrg) -> Quota:
     Quota.objects.filter(team=demo_org.team).delete()
     quota = QuotaFactory(team=demo_org.team, node_pool=demo_org.pool, resource_name="nvidia.com/gpu", limit=4)
     held = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=demo_org.member,
         team=demo_org.team,
         name="running",
@@ -44,7 +45,7 @@ def pool_quota(demo_org: DemoOrg) -> Quota:
 
 
 def form_data(**values) -> dict[str, object]:
-    return {"team": "vision", "name": "big", "workload_type": "training", "replicas": 1, **values}
+    return {"team": "vision", "name": "big", "workload_type": "training", "replicas": 1, "command": "main", **values}
 
 
 def test_a_refusal_offers_to_ask_for_the_missing_units(demo_org: DemoOrg, pool_quota: Quota) -> None:

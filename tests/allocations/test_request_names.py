@@ -16,7 +16,13 @@ PROFILE = {"workload_type": "training", "gpu_memory_gb": 40}
 @pytest.mark.parametrize("name", ["two\nlines", "carriage\rreturn", "tab\there", "line\u2028separator"])
 def test_a_name_with_a_newline_or_control_character_is_refused(demo_org, name: str) -> None:
     with pytest.raises(ValidationError) as info:
-        gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name=name, profile_data=PROFILE)
+        gpu_request_submit(
+            command=["python", "main.py"],
+            acting_user=demo_org.member,
+            team=demo_org.team,
+            name=name,
+            profile_data=PROFILE,
+        )
     assert "one line" in info.value.message_dict["name"][0]
     assert GpuRequest.objects.count() == 0
 
@@ -24,7 +30,13 @@ def test_a_name_with_a_newline_or_control_character_is_refused(demo_org, name: s
 def test_an_older_name_with_a_newline_still_gets_its_emails(demo_org) -> None:
     demo_org.member.email = "member@example.com"
     demo_org.member.save()
-    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="fine", profile_data=PROFILE)
+    request = gpu_request_submit(
+        command=["python", "main.py"],
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="fine",
+        profile_data=PROFILE,
+    )
     GpuRequest.objects.filter(pk=request.pk).update(name="injected\nBcc: attacker@example.com")
     mail.outbox.clear()
     gpu_request_approve(request=request, acting_user=demo_org.approver)

@@ -82,6 +82,7 @@ def test_the_filled_form_submits(demo_org: DemoOrg, vision_template) -> None:
 
 def test_any_request_of_the_team_offers_a_clone_whatever_its_status(demo_org: DemoOrg) -> None:
     request = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=demo_org.member,
         team=demo_org.team,
         name="train",
@@ -150,6 +151,7 @@ def test_a_lead_saves_a_request_as_a_team_template_and_deletes_it(demo_org: Demo
 
 def test_a_member_cannot_save_a_template(demo_org: DemoOrg) -> None:
     request = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=demo_org.member,
         team=demo_org.team,
         name="detector",

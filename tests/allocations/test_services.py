@@ -23,8 +23,13 @@ TRAINING = {"workload_type": "training", "gpu_memory_gb": 40, "sla_tier": "tier2
 
 
 def submit(org, user=None, profile=None, name="job", **kwargs):
+    kwargs.setdefault("command", ["python", "main.py"])  # the default image runs nothing without one
     return gpu_request_submit(
-        acting_user=user or org.member, team=org.team, name=name, profile_data=profile or TRAINING, **kwargs
+        acting_user=user or org.member,
+        team=org.team,
+        name=name,
+        profile_data=profile or TRAINING,
+        **kwargs,
     )
 
 
@@ -76,6 +81,7 @@ def test_quota_refusal_says_which_quota_limit_use_and_ask(demo_org) -> None:
 def test_no_quota_for_the_resource_is_refused(demo_org) -> None:
     with pytest.raises(ValidationError) as excinfo:
         gpu_request_submit(
+            command=["python", "main.py"],
             acting_user=demo_org.member,
             team=demo_org.team,
             name="x",

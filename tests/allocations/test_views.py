@@ -18,7 +18,13 @@ from tests.factories import DemoOrg, GpuRequestFactory, MembershipFactory, UserF
 
 pytestmark = pytest.mark.django_db
 
-TRAINING = {"workload_type": "training", "gpu_memory_gb": "40", "gpu_count": "1", "replicas": "1"}
+TRAINING = {
+    "workload_type": "training",
+    "gpu_memory_gb": "40",
+    "gpu_count": "1",
+    "replicas": "1",
+    "command": "python main.py",
+}
 
 
 def client_for(user) -> Client:
@@ -33,7 +39,9 @@ def form_data(**overrides: str) -> dict[str, str]:
 
 def submit(org: DemoOrg, user=None, **profile) -> GpuRequest:
     data = {"workload_type": "training", "gpu_memory_gb": 40, **profile}
-    return gpu_request_submit(acting_user=user or org.member, team=org.team, name="job", profile_data=data)
+    return gpu_request_submit(
+        command=["python", "main.py"], acting_user=user or org.member, team=org.team, name="job", profile_data=data
+    )
 
 
 def messages_of(response) -> list[str]:

@@ -98,6 +98,7 @@ def test_a_refused_pool_write_records_nothing(demo_org: DemoOrg) -> None:
 
 def test_request_lifecycle_from_the_browser(demo_org: DemoOrg) -> None:
     request = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=demo_org.member,
         team=demo_org.team,
         name="train",

@@ -110,6 +110,9 @@ def gateway_calls() -> tuple[set[Triple], set[str]]:
         # kind a cluster renders, on a Kueue cluster with MIG and time-sliced pools and the Prometheus Operator.
         for ctx in (kueue_cluster(monitoring_namespace="monitoring"), kueue_cluster(scheduler="default")):
             cluster_objects = render_cluster_objects(ctx)
+            # A PriorityClass an earlier release rendered with another value: replaced, as its value is immutable.
+            (priority_class, *_) = [o for o in cluster_objects if o["kind"] == "PriorityClass"]
+            cluster.put({**priority_class, "value": priority_class["value"] - 1})
             gateway.apply(cluster_objects)
             gateway.apply(cluster_objects)
         # A MIG plan's rollout (NodeMaintenanceGateway): read, cordon and label a node, list and evict its GPU pods.

@@ -23,6 +23,7 @@ def test_a_rejection_in_the_browser_shows_on_the_audit_page(new_page) -> None:
     from allocations.requests.services import gpu_request_submit
 
     request = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=User.objects.get(username="alice"),
         team=Team.objects.get(slug="vision"),
         name="audited",

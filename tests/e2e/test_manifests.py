@@ -22,6 +22,7 @@ def _submit_as_alice(name: str):
     from allocations.requests.services import gpu_request_submit
 
     return gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=User.objects.get(username="alice"),
         team=Team.objects.get(slug="vision"),
         name=name,

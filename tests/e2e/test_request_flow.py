@@ -58,6 +58,7 @@ def test_submit_approve_and_see_it_approved(new_page) -> None:
     alice.fill("#id_gpu_memory_gb", "16")
     alice.select_option("#id_sla_tier", "tier2_batch")
     alice.fill("#id_duration_hours", "12")
+    alice.fill("#id_command", "python segment.py --input s3://scans/today")
     alice.locator("#preview .rec-resource").wait_for()
     alice.click("button:has-text('Submit for approval')")
     alice.wait_for_url(re.compile(r"/requests/\d+/$"))

@@ -91,6 +91,7 @@ def test_a_draft_is_restored_after_signing_in_again(new_page, demo) -> None:
     page.select_option("#id_workload_type", "batch_inference")
     page.fill("#id_gpu_memory_gb", "16")
     page.fill("#id_duration_hours", "6")
+    page.fill("#id_command", "python infer.py")
     page.context.clear_cookies(name="sessionid")  # the session expired while the form was open
 
     page.click("button:has-text('Submit for approval')")
@@ -124,6 +125,7 @@ def test_a_quota_refusal_offers_the_next_steps(new_page) -> None:
     page.fill("#id_gpu_memory_gb", "480")
     page.fill("#id_gpu_count", "8")
     page.fill("#id_replicas", "2")
+    page.fill("#id_command", "torchrun train.py")
     page.click("button:has-text('Submit for approval')")
     page.locator("#quota-next-steps").wait_for()
     assert "Ask for a quota increase" in page.locator("#quota-next-steps").inner_text()

@@ -212,7 +212,9 @@ def org(transactional_db: None, cluster: EmulatedCluster) -> DemoOrg:
 
 def submit_training_request(org: DemoOrg, cluster: EmulatedCluster) -> GpuRequest:
     """A training request waiting for approval, with the pod its Job will have already running (no controller here)."""
-    request = gpu_request_submit(acting_user=org.member, team=org.team, name="resnet", profile_data=PROFILE)
+    request = gpu_request_submit(
+        command=["python", "main.py"], acting_user=org.member, team=org.team, name="resnet", profile_data=PROFILE
+    )
     assert request.status == RequestStatus.PENDING_APPROVAL
     cluster.put(running_pod_of(request))
     return request

@@ -259,6 +259,12 @@ class PortalKubernetesEmulator(kmock.KubernetesEmulator):
                 code, event, obj = 201, "ADDED", self._objects[key]
             else:
                 before = existing.raw
+                changed = [
+                    f for f in _IMMUTABLE.get(request.resource.plural, ()) if f in body and body[f] != before.get(f)
+                ]
+                if changed:
+                    message = f"{request.name}: {changed[0]}: Forbidden: may not be changed in an update."
+                    return _refuse(422, "Invalid", message)
                 existing.patch(copy.deepcopy(body))
                 if existing.raw == before:
                     del existing.history[-1]  # a no-op apply writes nothing, as a real server
@@ -305,6 +311,10 @@ class PortalKubernetesEmulator(kmock.KubernetesEmulator):
 
 class SelectorError(kmock.KubernetesError):
     """A selector the emulator does not evaluate: answered 400 so no test trusts a wrong list."""
+
+
+# Fields the real API server refuses to update in place (ValidatePriorityClassUpdate).
+_IMMUTABLE = {"priorityclasses": ("value", "preemptionPolicy")}
 
 
 def _refuse(code: int, reason: str, message: str) -> aiohttp.web.Response:

@@ -25,7 +25,13 @@ from tests.integration.gunicorn import gunicorn
 from tests.integration.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-NEW = {"team": "vision", "name": "through-a-restart", "workload_type": "training", "gpu_memory_gb": 40}
+NEW = {
+    "team": "vision",
+    "name": "through-a-restart",
+    "workload_type": "training",
+    "gpu_memory_gb": 40,
+    "command": ["python", "main.py"],
+}
 
 
 def _terminate_django_backend() -> None:

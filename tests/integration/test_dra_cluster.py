@@ -55,7 +55,9 @@ def test_an_approved_request_is_applied_as_a_claim_the_pods_reference(
 ) -> None:
     sync_inventory(dra_org.cluster.pk)
     profile = {"workload_type": "training", "gpu_memory_gb": 40, "gpu_count": 4, "sla_tier": "tier2_batch"}
-    request = gpu_request_submit(acting_user=dra_org.member, team=dra_org.team, name="dra", profile_data=profile)
+    request = gpu_request_submit(
+        command=["python", "main.py"], acting_user=dra_org.member, team=dra_org.team, name="dra", profile_data=profile
+    )
     with django_capture_on_commit_callbacks(execute=True):
         gpu_request_approve(request=request, acting_user=dra_org.approver)
 

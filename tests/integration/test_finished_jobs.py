@@ -52,7 +52,13 @@ def running(demo_org: DemoOrg, emulated: EmulatedCluster, django_capture_on_comm
     cluster = demo_org.cluster
     cluster.backend, cluster.api_endpoint = ClusterBackend.KUBERNETES, emulated.url
     cluster.save(update_fields=["backend", "api_endpoint"])
-    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="train", profile_data=TRAINING)
+    request = gpu_request_submit(
+        command=["python", "main.py"],
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="train",
+        profile_data=TRAINING,
+    )
     with django_capture_on_commit_callbacks(execute=True):
         gpu_request_approve(request=request, acting_user=demo_org.approver)
     assert emulated.get("Job", f"gpr-{request.pk}", NAMESPACE) is not None
@@ -99,7 +105,13 @@ def test_a_completed_job_releases_its_request_frees_the_quota_and_stops_billing(
     (interval,) = allocation_intervals(start=finished - timedelta(days=1), end=timezone.now() + timedelta(hours=1))
     assert interval.end == finished
     # The team may use its whole quota again at once.
-    again = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="next", profile_data=TRAINING)
+    again = gpu_request_submit(
+        command=["python", "main.py"],
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="next",
+        profile_data=TRAINING,
+    )
     assert again.status == RequestStatus.PENDING_APPROVAL
 
 
@@ -140,7 +152,9 @@ def test_a_completed_jobset_releases_its_multi_pod_training_request(
     cluster.backend, cluster.api_endpoint = ClusterBackend.KUBERNETES, emulated.url
     cluster.save(update_fields=["backend", "api_endpoint"])
     gang = {**TRAINING, "gpu_count": 4, "replicas": 2}
-    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="gang", profile_data=gang)
+    request = gpu_request_submit(
+        command=["python", "main.py"], acting_user=demo_org.member, team=demo_org.team, name="gang", profile_data=gang
+    )
     with django_capture_on_commit_callbacks(execute=True):
         gpu_request_approve(request=request, acting_user=demo_org.approver)
     name = f"gpr-{request.pk}"

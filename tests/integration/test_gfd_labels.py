@@ -144,7 +144,13 @@ def test_approval_onto_a_pool_whose_nodes_disagree_is_refused_with_the_reason(
     emulated.put(dedicated_h100("gpu-h100-1"))
     sync_inventory(demo_org.cluster.pk)
 
-    request = gpu_request_submit(acting_user=demo_org.member, team=demo_org.team, name="train", profile_data=TRAINING)
+    request = gpu_request_submit(
+        command=["python", "main.py"],
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="train",
+        profile_data=TRAINING,
+    )
     assert request.node_pool_id == demo_org.pool.pk
     with pytest.raises(ValidationError) as refused:
         gpu_request_approve(request=request, acting_user=demo_org.approver)

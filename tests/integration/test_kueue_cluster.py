@@ -84,6 +84,7 @@ def test_a_kueue_cluster_receives_its_queues_and_a_gang_of_two_training_pods(
     )
 
     request = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=demo_org.member,
         team=demo_org.team,
         name="ddp",

@@ -75,7 +75,13 @@ def test_approve_cancel_and_release_racing_on_one_request(org, record_property):
     outcomes: Counter[str] = Counter()
     problems: list[str] = []
     for trial in range(TRIALS):
-        request = gpu_request_submit(acting_user=org.member, team=org.team, name=f"race-{trial}", profile_data=PROFILE)
+        request = gpu_request_submit(
+            command=["python", "main.py"],
+            acting_user=org.member,
+            team=org.team,
+            name=f"race-{trial}",
+            profile_data=PROFILE,
+        )
         codes = _race(org, request.pk)
         winners = sorted(action for action, code in codes.items() if code in (200, 202))
         losers = {action: code for action, code in codes.items() if code not in (200, 202)}

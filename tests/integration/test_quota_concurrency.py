@@ -121,7 +121,9 @@ def _outcome(response: Any) -> str:
 
 def test_concurrent_approvals_never_exceed_the_quota(org):
     pending = [
-        gpu_request_submit(acting_user=org.member, team=org.team, name=f"job-{i}", profile_data=PROFILE)
+        gpu_request_submit(
+            command=["python", "main.py"], acting_user=org.member, team=org.team, name=f"job-{i}", profile_data=PROFILE
+        )
         for i in range(WORKERS + 10)
     ]
 
@@ -144,7 +146,9 @@ def test_concurrent_approvals_never_exceed_the_quota(org):
 def test_concurrent_submissions_and_approvals_never_exceed_the_quota(org):
     def submit_then_approve(index: int) -> str:
         submitted = _client(org.member).post(
-            "/api/v1/requests/", {"team": "vision", "name": f"job-{index}", **PROFILE}, format="json"
+            "/api/v1/requests/",
+            {"team": "vision", "name": f"job-{index}", **PROFILE, "command": ["python", "main.py"]},
+            format="json",
         )
         if submitted.status_code != 201:
             return f"submit {_outcome(submitted)}"
@@ -167,7 +171,13 @@ def test_concurrent_auto_approved_submissions_never_exceed_the_quota(org):
     org.team.auto_approve_tiers.add(*org.team.auto_approve_tiers.model.objects.filter(slug="tier2_batch"))
 
     def submit(index: int) -> str:
-        body = {"team": "vision", "name": f"auto-{index}", "sla_tier": "tier2_batch", **PROFILE}
+        body = {
+            "team": "vision",
+            "name": f"auto-{index}",
+            "sla_tier": "tier2_batch",
+            **PROFILE,
+            "command": ["python", "main.py"],
+        }
         return _outcome(_client(org.member).post("/api/v1/requests/", body, format="json"))
 
     with HeldUnitsMonitor() as monitor:

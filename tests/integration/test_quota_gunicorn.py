@@ -99,7 +99,7 @@ def test_concurrent_submit_and_approve_over_gunicorn_never_over_commits(record_p
 
         def submit_then_approve(trial: int, barrier: threading.Barrier, index: int) -> str:
             barrier.wait(timeout=180)
-            body = {"team": org.team.slug, "name": f"t{trial}-job-{index}", **PROFILE}
+            body = {"team": org.team.slug, "name": f"t{trial}-job-{index}", **PROFILE, "command": ["python", "main.py"]}
             submitted = requests.post(f"{server.url}/api/v1/requests/", json=body, headers=member, timeout=180)
             if submitted.status_code != 201:
                 return _outcome("submit", submitted)

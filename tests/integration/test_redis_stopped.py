@@ -26,7 +26,7 @@ pytestmark = [
     pytest.mark.redis_server,
     pytest.mark.django_db(transaction=True),
 ]
-NEW = {"team": "vision", "workload_type": "training", "gpu_memory_gb": 40}
+NEW = {"team": "vision", "workload_type": "training", "gpu_memory_gb": 40, "command": ["python", "main.py"]}
 
 
 def _signed_in(url: str, username: str) -> requests.Session:

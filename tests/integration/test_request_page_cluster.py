@@ -40,7 +40,11 @@ def active(demo_org: DemoOrg, settings, tmp_path: Path, django_capture_on_commit
     """A development request provisioned on the demo cluster's GitOps tree, so it is active with its manifests."""
     settings.PORTAL_GITOPS_ROOT = tmp_path
     request = gpu_request_submit(
-        acting_user=demo_org.member, team=demo_org.team, name="notebook", profile_data=DEVELOPMENT
+        command=["python", "main.py"],
+        acting_user=demo_org.member,
+        team=demo_org.team,
+        name="notebook",
+        profile_data=DEVELOPMENT,
     )
     with django_capture_on_commit_callbacks(execute=True):
         gpu_request_approve(request=request, acting_user=demo_org.approver)

@@ -58,8 +58,12 @@ def member_token(db, keep_test_connection) -> str:
     """A member's API token, over the demo organisation with a pending and an approved request."""
     org = build_demo_org()
     profile = {"workload_type": "training", "gpu_memory_gb": 40}
-    gpu_request_submit(acting_user=org.member, team=org.team, name="pending", profile_data=profile)
-    approved = gpu_request_submit(acting_user=org.member, team=org.team, name="approved", profile_data=profile)
+    gpu_request_submit(
+        command=["python", "main.py"], acting_user=org.member, team=org.team, name="pending", profile_data=profile
+    )
+    approved = gpu_request_submit(
+        command=["python", "main.py"], acting_user=org.member, team=org.team, name="approved", profile_data=profile
+    )
     gpu_request_approve(request=approved, acting_user=org.approver)
     return api_key_for(user=org.member).key
 

@@ -38,6 +38,7 @@ def _filled(pattern: str, values: dict[str, str]) -> str:
 
 def test_every_api_route_refuses_a_format_suffix_without_a_500(demo_org) -> None:
     request = gpu_request_submit(
+        command=["python", "main.py"],
         acting_user=demo_org.member,
         team=demo_org.team,
         name="suffix",

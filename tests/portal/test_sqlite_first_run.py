@@ -53,7 +53,8 @@ stored = dict(GpuRequest.objects.filter(pk__in=specs).values_list("pk", "spec"))
 profile = {"workload_type": "realtime_inference", "gpu_memory_gb": 8, "sla_tier": "tier2_batch"}
 lifecycle = {"recommend": listed.post("/api/v1/recommendations/", profile, content_type="application/json")}
 submitted = listed.post("/api/v1/requests/", {**profile, "team": "vision", "name": "sqlite-check",
-                        "duration_hours": 2}, content_type="application/json")
+                        "duration_hours": 2, "command": ["tritonserver", "--model-repository=/models"]},
+                        content_type="application/json")
 lifecycle["submit"] = submitted
 approver = Client()
 approver.force_login(User.objects.get(username="carol"))

@@ -39,6 +39,7 @@ from allocations.clusters.gateways.kubernetes_readings import (
     holds_gpus,
     job_finished,
     mig_instances,
+    needs_replacement,
     node_inventory,
     pod_status,
     queued_workload_of,
@@ -178,6 +179,8 @@ class KubernetesGateway:
             live = self._call("GET", path, what=ref, missing_ok=True)
             if live is not None and not covers(live, obj):
                 drifted.append(ref)
+            if needs_replacement(live, obj):
+                self._call("DELETE", path, what=ref, missing_ok=True)
             query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
             self._call("PATCH", path, what=ref, query=query, body=dict(obj), content_type=APPLY_PATCH)
             applied.append(ref)

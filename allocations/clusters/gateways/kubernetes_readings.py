@@ -28,6 +28,16 @@ MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 # Keys holding quantities (sizeLimit) or maps of them (limits, hard): the API server stores them canonically, so
 # "1024Mi" reads back as "1Gi" and must not count as drift.
 QUANTITY_PARENTS = frozenset({"limits", "requests", "hard", "default", "defaultRequest", "max", "min"})
+# Top-level fields the API server refuses to change on an existing object: a new rendering of them means deleting
+# and creating the object again (pods already admitted keep the priority they were given).
+IMMUTABLE_FIELDS = {"PriorityClass": ("value", "preemptionPolicy")}
+
+
+def needs_replacement(live: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
+    """Whether the live object differs from the rendering in a field the API server will not update in place."""
+    if live is None:
+        return False
+    return any(live.get(name) != wanted.get(name) for name in IMMUTABLE_FIELDS.get(str(wanted.get("kind")), ()))
 
 
 def gateway_error(status: int, body: bytes | str | None, what: object) -> GatewayError:

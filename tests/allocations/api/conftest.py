@@ -34,6 +34,7 @@ def submit(demo_org: DemoOrg) -> Callable[..., GpuRequest]:
 
     def make(user: User | None = None, name: str = "train", **profile: Any) -> GpuRequest:
         return gpu_request_submit(
+            command=["python", "main.py"],
             acting_user=user or demo_org.member,
             team=demo_org.team,
             name=name,

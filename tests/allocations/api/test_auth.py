@@ -10,7 +10,7 @@ from allocations.models import GpuRequest
 from tests.factories import api_key_for
 
 PROFILE = {"workload_type": "training", "gpu_memory_gb": 40}
-NEW = {"team": "vision", "name": "from-a-notebook", **PROFILE}
+NEW = {"team": "vision", "name": "from-a-notebook", **PROFILE, "command": ["python", "main.py"]}
 
 pytestmark = pytest.mark.django_db
 

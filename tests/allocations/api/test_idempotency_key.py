@@ -17,7 +17,13 @@ from allocations.models import GpuRequest, IdempotencyKey
 from allocations.tasks import purge_idempotency_keys
 
 pytestmark = pytest.mark.django_db
-NEW = {"team": "vision", "name": "from-a-notebook", "workload_type": "training", "gpu_memory_gb": 40}
+NEW = {
+    "team": "vision",
+    "name": "from-a-notebook",
+    "workload_type": "training",
+    "gpu_memory_gb": 40,
+    "command": ["python", "main.py"],
+}
 
 
 def _client(user) -> APIClient:

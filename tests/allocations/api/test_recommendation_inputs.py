@@ -28,6 +28,7 @@ def test_gpu_count_above_the_largest_node_is_a_422_naming_gpu_count(client_as, d
 
 def test_gpu_count_is_refused_at_submission_too(client_as, demo_org):
     body = {"team": "vision", "name": "big", "workload_type": "training", "gpu_memory_gb": 640, "gpu_count": 16}
+    body["command"] = ["python", "main.py"]
     response = client_as("member").post("/api/v1/requests/", body, format="json")
 
     assert response.status_code == 422, response.content  # well formed, but no node holds it

@@ -13,7 +13,13 @@ from rest_framework.test import APIClient
 from allocations.models import GpuRequest
 
 pytestmark = pytest.mark.django_db
-NEW = {"team": "vision", "name": "long-one", "workload_type": "training", "gpu_memory_gb": 40}
+NEW = {
+    "team": "vision",
+    "name": "long-one",
+    "workload_type": "training",
+    "gpu_memory_gb": 40,
+    "command": ["python", "main.py"],
+}
 
 
 def _submit(user, **fields) -> object:

@@ -17,7 +17,14 @@ from infra.api_pagination import COUNT_LIMIT
 from tests.factories import ROLES, GpuRequestFactory
 
 URL = "/api/v1/requests/"
-NEW = {"team": "vision", "name": "resnet", "purpose": "fine-tune", "workload_type": "training", "gpu_memory_gb": 40}
+NEW = {
+    "team": "vision",
+    "name": "resnet",
+    "purpose": "fine-tune",
+    "workload_type": "training",
+    "gpu_memory_gb": 40,
+    "command": ["python", "main.py"],
+}
 
 pytestmark = pytest.mark.django_db
 
@@ -378,7 +385,8 @@ def test_list_and_detail_answer_exactly_what_the_serializer_documents(client_as,
         assert json.dumps(client.get(f"{URL}{obj.pk}/").json()) == json.dumps(detail)
         assert json.dumps(listed[obj.pk]) == json.dumps(documented)
         # The detail is the list's item and where the request waits.
-        assert list(detail) == [*documented, "waiting"] and detail["waiting"]["stage"] == "approval"
+        assert list(detail) == [*documented, "waiting", "run_time"] and detail["waiting"]["stage"] == "approval"
+        assert detail["run_time"] is None  # not activated yet
         assert client.get(f"{URL}{obj.pk}/?fields=id,team,expires_at,gpu_memory_gb").json() == {
             name: documented[name] for name in ("id", "team", "expires_at", "gpu_memory_gb")
         }

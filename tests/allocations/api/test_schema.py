@@ -84,5 +84,5 @@ def test_field_selection_answers_are_documented_as_partial_and_the_rest_stay_str
     assert "activated_at" in components["GpuRequest"]["required"]  # the full answer (submit, actions) stays strict
     # The detail adds where a request waits; the list's items do not carry it.
     detail = components["GpuRequestDetail"]["properties"]
-    assert set(detail) - set(components["GpuRequest"]["properties"]) == {"waiting"}
+    assert set(detail) - set(components["GpuRequest"]["properties"]) == {"waiting", "run_time"}
     assert "waiting" in components["GpuRequestDetail"]["required"]

@@ -146,6 +146,13 @@ def test_a_tier_1_service_with_one_replica_is_refused_with_the_reason():
     assert rec(workload_type="realtime_inference", gpu_memory_gb=5, sla_tier="tier1_realtime", replicas=2)
 
 
+@pytest.mark.parametrize("workload_type", ["training", "batch_inference", "hpc_simulation"])
+def test_a_tier_1_job_of_one_pod_stays_one_pod(workload_type):
+    # A Job's pods are one run: a second one would make it distributed, not more available.
+    result = rec(workload_type=workload_type, gpu_memory_gb=40, sla_tier="tier1_realtime", gpu_model="H100-80GB")
+    assert (result.strategy, result.replicas) == (D, 1)
+
+
 # --- 9. several time-sliced pools of one model --------------------------------------------------------------------
 
 

@@ -78,9 +78,10 @@ def forbidden(strategy, profile):
 
 
 def run(profile, price_book, pool):
-    """The recommendation, or None where a refusal is due: tier 1 with one replica (99.99 % needs two), memory no
-    single GPU (named, or any) can hold."""
-    if profile.sla_tier == "tier1_realtime" and profile.replicas < 2:
+    """The recommendation, or None where a refusal is due: tier-1 serving with one replica (99.99 % needs two; a
+    Job is one run whatever its tier), memory no single GPU (named, or any) can hold."""
+    serving = profile.workload_type == "realtime_inference"
+    if serving and profile.sla_tier == "tier1_realtime" and profile.replicas < 2:
         with pytest.raises(ProfileError) as caught:
             recommend(profile, BUILTIN_CATALOG, rates=price_book, time_slice_replicas=pool)
         assert list(caught.value.errors) == ["replicas"]

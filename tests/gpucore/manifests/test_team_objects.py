@@ -3,6 +3,9 @@ and the renderer's refusals of bad specs, contexts, teams and pools."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+
 import pytest
 
 from gpucore.catalog import BUILTIN_CATALOG
@@ -11,6 +14,7 @@ from gpucore.manifests import (
     PoolContext,
     TeamContext,
     render_limit_range,
+    render_priority_class,
     render_priority_classes,
     render_request_objects,
     render_resource_quota,
@@ -127,6 +131,28 @@ def test_priority_classes_per_tier() -> None:
     # Tier 3 is preemptible: it waits for capacity and never evicts anyone itself.
     assert by_name["gpu-portal-tier3-development"]["preemptionPolicy"] == "Never"
     assert all(c["globalDefault"] is False for c in classes)
+
+
+def _may_evict(preemptor: dict, victim: dict) -> bool:
+    # kube-scheduler's rule: a pod whose class preempts may evict pods of strictly lower priority, whatever their class.
+    return preemptor["preemptionPolicy"] == "PreemptLowerPriority" and preemptor["value"] > victim["value"]
+
+
+def test_only_preemptible_tiers_can_be_evicted_by_another_tier() -> None:
+    by_slug = {tier.slug: tier for tier in DEFAULT_TIERS}
+    classes = {c["metadata"]["labels"]["gpu-portal/sla-tier"]: c for c in render_priority_classes(DEFAULT_TIERS)}
+    for preemptor, victim in itertools.permutations(classes, 2):
+        expected = by_slug[victim].preemptible and not by_slug[preemptor].preemptible
+        assert _may_evict(classes[preemptor], classes[victim]) is expected, (preemptor, victim)
+    # Tier 1 may still take a tier-3 pod's GPU; it can never take tier 2's.
+    assert _may_evict(classes["tier1_realtime"], classes["tier3_development"])
+    assert not _may_evict(classes["tier1_realtime"], classes["tier2_batch"])
+
+
+def test_a_preemptible_tier_at_the_protected_priority_is_refused() -> None:
+    tier3 = next(tier for tier in DEFAULT_TIERS if tier.preemptible)
+    with pytest.raises(ManifestError, match="must stay below 1,000,000"):
+        render_priority_class(dataclasses.replace(tier3, priority_value=1_000_000))
 
 
 # --- Refusals -------------------------------------------------------------------------------------------------------
