@@ -50,7 +50,11 @@ def ask(org: DemoOrg, user, team, quantity: int, *, hours_ahead: float = 24, hou
 
 def submit(org: DemoOrg, user, team, gpus: int, name: str, **profile):
     return gpu_request_submit(
-        acting_user=user, team=team, name=name, profile_data={**TRAINING, "gpu_count": gpus, **profile}
+        acting_user=user,
+        team=team,
+        name=name,
+        profile_data={**TRAINING, "gpu_count": gpus, **profile},
+        command=["python", "train.py"],
     )
 
 

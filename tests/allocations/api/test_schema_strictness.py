@@ -136,7 +136,9 @@ def test_a_profile_naming_an_unknown_tier_or_model_is_a_422(client_as) -> None:
 
     tier = client.post("/api/v1/recommendations/", {**profile, "sla_tier": "gold"}, format="json")
     model = client.post(
-        "/api/v1/requests/", {**profile, "team": "vision", "name": "x", "gpu_model": "Z9"}, format="json"
+        "/api/v1/requests/",
+        {**profile, "team": "vision", "name": "x", "gpu_model": "Z9", "command": ["python", "train.py"]},
+        format="json",
     )
 
     assert (tier.status_code, list(tier.json())) == (422, ["sla_tier"])
