@@ -61,6 +61,10 @@ def _bad(field: str, message: str) -> exceptions.ValidationError:
     return exceptions.ValidationError({field: [message]})
 
 
+# What parse_instant takes, as the schema says it: a time with its offset, or a bare date.
+INSTANT_SCHEMA = {"oneOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}]}
+
+
 def parse_instant(value: str, *, field: str) -> datetime:
     """An ISO 8601 time with a UTC offset (or ``Z``), or a date meaning 00:00 UTC; 400 naming ``field`` otherwise."""
     value = value.strip()
@@ -117,8 +121,8 @@ class TeamUsageView(ScopedViewMixin, APIView):
         tags=["teams"],
         operation_id="teams_usage_retrieve",
         parameters=[
-            OpenApiParameter("start", OpenApiTypes.DATETIME, description="ISO 8601 with a UTC offset, or a date."),
-            OpenApiParameter("end", OpenApiTypes.DATETIME, description="Exclusive; with start."),
+            OpenApiParameter("start", INSTANT_SCHEMA, description="ISO 8601 with a UTC offset, or a date (00:00 UTC)."),
+            OpenApiParameter("end", INSTANT_SCHEMA, description="Exclusive; with start; a time or a date, as start."),
             OpenApiParameter("month", OpenApiTypes.STR, description="YYYY-MM, instead of start and end."),
         ],
         responses={200: UsageResponse, 400: OpenApiResponse(description="A bad parameter, named."), 404: None},

@@ -133,3 +133,25 @@ def test_token_auth_works(api_client: APIClient, demo_org: DemoOrg) -> None:
     token = api_key_for(user=demo_org.member)
     api_client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     assert api_client.get(url(), {"month": "2026-10"}).status_code == 200
+
+
+def test_the_schema_says_start_and_end_take_a_time_or_a_date(
+    api_client: APIClient, demo_org: DemoOrg, usage_data: int
+) -> None:
+    from drf_spectacular.generators import SchemaGenerator
+
+    operation = SchemaGenerator().get_schema(request=None, public=True)["paths"]["/api/v1/teams/{slug}/usage/"]["get"]
+    formats = {
+        param["name"]: {choice["format"] for choice in param["schema"]["oneOf"]}
+        for param in operation["parameters"]
+        if param["name"] in ("start", "end")
+    }
+    api_client.force_authenticate(demo_org.member)
+    by_date = api_client.get(f"/api/v1/teams/{demo_org.team.slug}/usage/", {"start": "2026-10-01", "end": "2026-10-02"})
+    by_time = api_client.get(
+        f"/api/v1/teams/{demo_org.team.slug}/usage/", {"start": "2026-10-01T00:00:00Z", "end": "2026-10-02T00:00:00Z"}
+    )
+
+    assert formats == {"start": {"date-time", "date"}, "end": {"date-time", "date"}}
+    assert by_date.status_code == by_time.status_code == 200
+    assert by_date.json() == by_time.json()
