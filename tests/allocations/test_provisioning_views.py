@@ -280,6 +280,7 @@ def test_cluster_detail_shows_capacity_allocated_and_free(demo_org: DemoOrg, act
             "configured": 16,
             "observed": None,
             "allocated": 1,
+            "reserved": 0,
             "free": 15,
             "over": False,
             "drift": False,

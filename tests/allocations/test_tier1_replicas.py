@@ -39,7 +39,8 @@ def test_tier1_serving_without_replicas_gets_two(demo_org, api_client) -> None:
 
 def test_an_explicit_single_replica_is_refused_on_the_field(demo_org, api_client) -> None:
     response = api_client.post(URL, {**SERVING, "replicas": 1}, format="json")
-    assert response.status_code == 400
+    # Well formed, but no allocation can keep the tier's promise with it: 422, naming the field.
+    assert response.status_code == 422
     (message,) = response.json()["replicas"]
     assert "99.99 % availability, which one replica cannot give" in message
     assert "leave replicas out" in message

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.test import APIClient, APIRequestFactory
 from rest_framework.views import APIView
@@ -26,6 +28,7 @@ from allocations.models import (
     QuotaIncreaseRequest,
     RequestStatus,
     RequestTemplate,
+    Reservation,
     Team,
 )
 from billing.api.reports import PriceBookView
@@ -116,7 +119,17 @@ def _other_objects(org: DemoOrg) -> dict[type, dict[str, object]]:
         reason="r",
         requested_by=org.outsider,
     )
+    reservation = Reservation.objects.create(
+        team=org.other_team,
+        node_pool=org.pool,
+        resource_name="nvidia.com/gpu",
+        quantity=1,
+        start=timezone.now() + timedelta(days=1),
+        end=timezone.now() + timedelta(days=1, hours=4),
+        requested_by=org.outsider,
+    )
     return {
+        Reservation: {"pk": reservation.pk},
         RequestTemplate: {"pk": template.pk},
         QuotaIncreaseRequest: {"pk": increase.pk},
         GpuRequest: {"pk": theirs.pk},
@@ -129,7 +142,16 @@ def _other_objects(org: DemoOrg) -> dict[type, dict[str, object]]:
 
 
 # Per-team objects are 404 for a member of another team; clusters and pools (approvers only) are 403 or 404.
-PER_TEAM = {GpuRequest, AllocationExtension, Team, ApiToken, MonthlyReport, RequestTemplate, QuotaIncreaseRequest}
+PER_TEAM = {
+    GpuRequest,
+    AllocationExtension,
+    Team,
+    ApiToken,
+    MonthlyReport,
+    RequestTemplate,
+    QuotaIncreaseRequest,
+    Reservation,
+}
 
 
 def _object_routes() -> list[ApiRoute]:

@@ -17,7 +17,7 @@ from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
-MEMBER_LINKS = ["New request", "My requests", "Teams", "Dashboards", "Reports"]
+MEMBER_LINKS = ["New request", "My requests", "Teams", "Reservations", "Dashboards", "Reports"]
 APPROVER_LINKS = ["New request", "Requests", "Approvals", "Clusters", "Utilization", "Teams", "Dashboards", "Reports"]
 
 
