@@ -141,10 +141,10 @@ def test_controls_filter_group_drill_down_and_narrow_screens(new_page) -> None:
     assert "month=2026-10" in page.url
     rows = page.text_content("#panel-cost-per-request table") or ""
     assert "resnet-sweep" in rows and "seg-serving" not in rows  # only the dedicated ones
-    # An empty state, not a -1..1 axis: nothing on time-slicing in nlp.
-    page.goto("/billing/dashboards/?month=2026-10&team=nlp&strategy=time-slicing")
+    # An empty state, not a -1..1 axis: the speech team's first work is in October.
+    page.goto("/billing/dashboards/?month=2026-08&team=speech&strategy=time-slicing")
     assert page.is_visible("[data-empty=cost-over-time]")
-    assert "No GPU cost in October 2026 for these filters." in page.inner_text("#panel-cost-over-time")
+    assert "No GPU cost in August 2026 for these filters." in page.inner_text("#panel-cost-over-time")
     # 390 px: the controls stack and nothing scrolls sideways.
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto("/billing/dashboards/?month=2026-10")
@@ -176,7 +176,9 @@ def test_the_heatmap_and_cost_per_request_axes_thin_out_on_a_phone(new_page) -> 
     axes = page.evaluate(NARROW_AXES)
 
     assert 2 <= axes["dayTicks"] <= 5 and not axes["overlap"], axes
-    assert axes["barShare"] >= 0.55, axes  # the 220 px label margin left the bars a quarter of the chart
+    # The 220 px label margin left the bars a quarter of the chart; labels sized to the short names leave them about
+    # half (less with five-digit request numbers, as a long-lived database has).
+    assert axes["barShare"] >= 0.45, axes
     assert "resnet-sweep" in axes["labels"][-1] and all(len(label) <= 20 for label in axes["labels"]), axes
     for chart in ("pool-heatmap", "cost-per-request"):
         page.locator(f"#panel-{chart}").screenshot(path=f"/tmp/hux-{chart}-390.png")

@@ -92,8 +92,11 @@ def test_a_budget_set_on_its_page_fires_to_the_teams_chat_and_shows_on_the_leads
 
         result = team_budgets_check()  # what beat's hourly billing.check_team_budgets runs
 
-        assert (result.created, result.chatted, result.failed) == (3, 1, 0)
-        assert sorted(BudgetNotice.objects.values_list("threshold_pct", flat=True)) == [50, 80, 100]
+        # The demo's other teams may cross thresholds of their own; only vision's budget has a chat URL.
+        assert (result.chatted, result.failed) == (1, 0)
+        vision_notices = BudgetNotice.objects.filter(team__slug="vision")
+        assert sorted(vision_notices.values_list("threshold_pct", flat=True)) == [50, 80, 100]
+        assert result.created == BudgetNotice.objects.count()
         assert len(chat.posts) == 1 and "crossing the 100 % threshold" in str(chat.posts[0]["body"])
 
         lead = new_page("dave")
