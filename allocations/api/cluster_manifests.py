@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from allocations.api.permissions import IsActivePortalUser
-from allocations.clusters.provisioning import cluster_objects
+from allocations.clusters.rendering import cluster_objects
 from allocations.models import Cluster
 from allocations.selectors import user_is_approver
 from infra.renderers import KubernetesYamlRenderer

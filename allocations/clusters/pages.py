@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from allocations.clusters.placement import gpu_hourly_rates, gpu_price
-from allocations.clusters.provisioning import pool_context
+from allocations.clusters.rendering import pool_context
 from allocations.models import NodePool, RequestStatus
 from allocations.reference_data import catalog_from_db
 from allocations.selectors import User, clusters_visible_to, gpu_requests_visible_to

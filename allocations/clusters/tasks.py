@@ -172,7 +172,7 @@ def sync_inventory(cluster_id: int | None = None) -> dict[str, str]:
 @shared_task(name="allocations.apply_cluster_objects", acks_late=True)
 def apply_cluster_objects(cluster_id: int | None = None) -> dict[str, str]:
     """Beat (and on demand): apply each (or one) cluster's own objects; a failure skips only that cluster."""
-    from allocations.clusters.provisioning import cluster_objects_apply
+    from allocations.clusters.rendering import cluster_objects_apply
 
     results = {}
     clusters = Cluster.objects.filter(is_active=True)

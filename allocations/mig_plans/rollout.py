@@ -27,7 +27,8 @@ from django.utils.dateparse import parse_datetime
 
 from allocations.clusters.gateways.base import ClusterGateway, GatewayError
 from allocations.clusters.mig_layouts import plan_node_config_name, refresh_live_mig_layouts
-from allocations.clusters.provisioning import cluster_gateway, cluster_objects
+from allocations.clusters.provisioning import cluster_gateway
+from allocations.clusters.rendering import cluster_objects
 from allocations.mig_plans.events import move_plan, record_plan_event
 from allocations.models import ClusterBackend, DrainPolicy, MigNodeLayout, MigPlan, MigPlanStatus, NodeStep
 from audit.services import audit_record, audit_snapshot

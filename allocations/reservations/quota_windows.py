@@ -1,5 +1,5 @@
 """Reservation windows as Kueue quota: while an approved window lasts, the team's ClusterQueue carries at least the
-reserved units as ``nominalQuota`` on the pool's flavor (``allocations.clusters.provisioning.cluster_context``);
+reserved units as ``nominalQuota`` on the pool's flavor (``allocations.clusters.rendering.cluster_context``);
 after it, the quota as set. This module re-applies a cluster's objects when a window began or ended."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import datetime
 from django.db.models import Q
 
 from allocations.clusters.gateways.base import ClusterGateway, GatewayError
-from allocations.clusters.provisioning import cluster_objects_apply
+from allocations.clusters.rendering import cluster_objects_apply
 from allocations.models import Cluster, ClusterScheduler, Reservation, ReservationStatus
 from gpucore.manifests import ManifestError
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 
-from allocations.clusters.provisioning import gpu_request_render
+from allocations.clusters.rendering import gpu_request_render
 from allocations.models import GpuModel, Quota
 from allocations.requests.services import gpu_request_submit
 from portal.settings.env import env_labels

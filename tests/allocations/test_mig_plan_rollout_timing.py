@@ -19,7 +19,7 @@ from django.utils import timezone
 from allocations.clusters.inventory import cluster_sync_inventory
 from allocations.clusters.kai_queues import resource_gpu_shares
 from allocations.clusters.placement import pool_for, pool_offers
-from allocations.clusters.provisioning import pool_context
+from allocations.clusters.rendering import pool_context
 from allocations.mig_plans.rollout import mig_plan_rollout_step
 from allocations.mig_plans.services import mig_plan_apply
 from allocations.models import GpuRequest, MigNodeLayout, MigPlan, MigPlanStatus, NodePool, RequestStatus

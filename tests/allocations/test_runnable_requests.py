@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from allocations.clusters.provisioning import workload_context
+from allocations.clusters.rendering import workload_context
 from allocations.models import GpuRequest
 from gpucore.manifests import render_request_objects
 from tests.allocations.test_form_resubmission import _form_page

@@ -11,7 +11,7 @@ import pytest
 import time_machine
 from django.core import mail
 
-from allocations.clusters.provisioning import gpu_request_render
+from allocations.clusters.rendering import gpu_request_render
 from allocations.clusters.workloads import cluster_gateway
 from allocations.models import ClusterBackend, GpuRequest, RequestEvent, RequestStatus, SlaTier
 from allocations.requests.held_intervals import allocation_intervals

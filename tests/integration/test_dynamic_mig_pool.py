@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.urls import reverse
 
-from allocations.clusters.provisioning import workload_context
+from allocations.clusters.rendering import workload_context
 from allocations.clusters.tasks import sync_inventory
 from allocations.mig_plans.services import mig_plan_create
 from allocations.models import (

@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 
 from allocations.clusters.gateways.base import PermanentGatewayError
-from allocations.clusters.provisioning import cluster_objects_apply
+from allocations.clusters.rendering import cluster_objects_apply
 from allocations.models import ClusterBackend, ClusterScheduler, Quota, RequestStatus
 from allocations.requests.services import gpu_request_approve, gpu_request_submit
 from tests.factories import QuotaFactory

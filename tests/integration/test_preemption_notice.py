@@ -11,7 +11,8 @@ import pytest
 from django.core import mail
 from django.test import Client
 
-from allocations.clusters.provisioning import gpu_request_provision, gpu_request_render
+from allocations.clusters.provisioning import gpu_request_provision
+from allocations.clusters.rendering import gpu_request_render
 from allocations.clusters.workloads import cluster_gateway
 from allocations.models import ClusterBackend, ClusterScheduler, GpuRequest, RequestEvent, RequestStatus, SlaTier
 from allocations.requests.waiting import request_waiting

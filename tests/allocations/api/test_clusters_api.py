@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
-from allocations.clusters.provisioning import pool_context
+from allocations.clusters.rendering import pool_context
 from allocations.models import Cluster, NodePool, Quota
 from tests.factories import ROLES, GpuRequestFactory, UserFactory
 

@@ -152,7 +152,7 @@ def test_a_gitops_rollout_writes_the_configmap_and_node_labels_to_the_tree(
         assert layout.config_name == name and configs[name][0]["mig-devices"] == layout.gpus[0]
     assert plan.events.last().to_status == "applied"
     # The next beat of the cluster's own objects keeps the plan's configs in the ConfigMap.
-    from allocations.clusters.provisioning import cluster_objects
+    from allocations.clusters.rendering import cluster_objects
 
     (configmap,) = [o for o in cluster_objects(pool.cluster) if o["metadata"]["name"] == "gpu-portal-mig-parted-config"]
     assert set(yaml.safe_load(configmap["data"]["config.yaml"])["mig-configs"]) >= {
