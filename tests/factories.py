@@ -120,7 +120,8 @@ class GpuRequestFactory(DjangoModelFactory):
     team = factory.SubFactory(TeamFactory)
     requester = factory.SubFactory(UserFactory)
     name = factory.Sequence(lambda n: f"request-{n}")
-    purpose = factory.Faker("sentence")
+    # Not Faker text: a random English word would match the quick-search tests' queries now and then.
+    purpose = factory.Sequence(lambda n: f"Purpose {n}")
     workload_type = WorkloadType.TRAINING
     gpu_memory_gb = Decimal("40")
     gpu_count = 1

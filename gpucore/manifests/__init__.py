@@ -171,7 +171,11 @@ def is_request_owned(obj: Mapping[str, Any]) -> bool:
     return REQUEST_LABEL in ((obj.get("metadata") or {}).get("labels") or {})
 
 
-class _Dumper(yaml.SafeDumper):
+# libyaml's emitter where PyYAML was built with it: the same YAML, several times faster than the pure-Python one.
+_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_SafeDumper):
     """A safe dumper that writes multi-line strings (ConfigMap payloads) as literal blocks and never uses anchors."""
 
     def ignore_aliases(self, data: Any) -> bool:

@@ -132,9 +132,9 @@ MAX_REQUEST_HOURS = env_int("MAX_REQUEST_HOURS", 2160)
 # (allocations/requests/idempotency.py).
 IDEMPOTENCY_KEY_TTL_HOURS = env_int("IDEMPOTENCY_KEY_TTL_HOURS", 24)
 # Connections are kept across requests for DB_CONN_MAX_AGE seconds (0: one per request). Django's connection pool
-# (OPTIONS "pool") is not used: a gunicorn sync worker or a Celery prefork child runs one request or task at a time,
-# so a pool per process would hold one busy connection, as a persistent connection does, and it cannot be combined
-# with CONN_MAX_AGE.
+# (OPTIONS "pool") is not used: each gunicorn thread and each Celery prefork child has its own connection and runs one
+# request or task at a time, so a pool would hold the same busy connections persistent ones do, and it cannot be
+# combined with CONN_MAX_AGE.
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     _options = DATABASES["default"].setdefault("OPTIONS", {})

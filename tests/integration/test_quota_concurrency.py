@@ -24,7 +24,8 @@ from tests.factories import build_demo_org
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 LIMIT = 5
-WORKERS = 50
+# Enough threads to race, few enough to leave PostgreSQL's default 100 connections to the other test workers.
+WORKERS = 24
 PROFILE = {"workload_type": "training", "gpu_memory_gb": 40}
 
 
