@@ -141,6 +141,8 @@ def replay(planned: list[Planned], fleet: dict, *, days: int, reclaim: bool, lab
                         "duration_hours": item.duration_hours,
                         "isolation_required": True,
                     },
+                    # Notebooks start JupyterLab; every other type runs a command of its own.
+                    command=None if item.workload_type == "development" else ["python", "run.py"],
                 )
                 item.request_id = request.pk
                 by_id[request.pk] = item
