@@ -10,18 +10,12 @@ service's reason, ``InvalidTransition`` -> 409.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiParameter,
-    OpenApiResponse,
     extend_schema,
-    extend_schema_view,
 )
 from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
@@ -31,9 +25,9 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations.api import extension_serializers
+from allocations.api import extension_serializers, request_schema
 from allocations.api import serializers as api
-from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
+from allocations.api.common import AUTH_ERRORS, ERROR, ServiceApiMixin
 from allocations.api.request_values import gpu_request_values, serialize_gpu_requests
 from allocations.models import AllocationExtension, GpuRequest
 from allocations.requests import extension_services, idempotency, reclaim_services, services
@@ -41,52 +35,10 @@ from allocations.requests.filtersets import GpuRequestFilterSet
 from allocations.requests.run_time import request_run_time
 from allocations.requests.waiting import request_waiting
 from gpucore.waiting import WAITING_STATUSES
-from infra.api_pagination import COUNT_LIMIT, KeysetPageNumberPagination
+from infra.api_pagination import KeysetPageNumberPagination
 from infra.filtering import FilterBackend
 from infra.renderers import FastJSONRenderer, KubernetesYamlRenderer
 from infra.scoping import ScopedViewMixin
-
-MANIFESTS_NOT_RENDERED = (
-    "The manifests of this request are not rendered yet: they are rendered when it is approved and provisioned."
-)
-
-
-def _action_schema(summary: str, ok: int) -> Callable[[Any], Any]:
-    responses = {ok: api.GpuRequestDetailSerializer, 400: FIELD_ERRORS, 404: ERROR, 409: ERROR, **AUTH_ERRORS}
-    return extend_schema(summary=summary, request=api.CommentSerializer, responses=responses, examples=[COMMENT_BODY])
-
-
-def _field_selection(serializer: type[api.GpuRequestSerializer]) -> list[OpenApiParameter]:
-    """``?brief=``, ``?fields=`` and ``?omit=``; the two lists name only the serializer's fields (others: 400)."""
-    every = list(serializer.Meta.fields)
-    return [
-        OpenApiParameter(
-            "brief",
-            OpenApiTypes.BOOL,
-            description=(
-                "The summary representation: "
-                + ", ".join(f"`{name}`" for name in api.GpuRequestSerializer.BRIEF_FIELDS)
-                + " (no frozen `spec`, whose rationale and alternatives weigh about 4 KB a request)."
-            ),
-        ),
-        OpenApiParameter(
-            "fields",
-            OpenApiTypes.STR,
-            many=True,
-            explode=False,
-            enum=every,
-            description="Comma-separated fields to answer, e.g. `id,status,spec`; an unknown name is a 400.",
-        ),
-        OpenApiParameter(
-            "omit",
-            OpenApiTypes.STR,
-            many=True,
-            explode=False,
-            enum=every,
-            description="Comma-separated fields to leave out, e.g. `spec,purpose`; an unknown name is a 400.",
-        ),
-    ]
-
 
 SUBMIT_ENDPOINT = "requests.create"
 
@@ -99,29 +51,7 @@ def _replayed(stored: tuple[int, str] | None) -> Response:
     return Response(json.loads(body), status=status_code, headers={"Idempotent-Replayed": "true"})
 
 
-@extend_schema_view(
-    list=extend_schema(
-        summary="List the requests you may see",
-        description=(
-            "Paginated (`count`, `count_exact`, `next`, `previous`, `results`), 25 a page, `page_size` up to 200; "
-            f"`count` stops at {COUNT_LIMIT:,} (`count_exact` false: there are more). `?after=<id>` pages by "
-            "ascending id at a constant cost (`count` null). Each item is the full request, as the detail; "
-            "`?brief=true`, `?fields=` or `?omit=` answer less, and read less."
-        ),
-        parameters=_field_selection(api.GpuRequestSerializer),
-        responses={200: api.GpuRequestSerializer(many=True), 400: FIELD_ERRORS, 404: ERROR, **AUTH_ERRORS},
-    ),
-    retrieve=extend_schema(
-        summary="One request",
-        description=(
-            "Every field of the list's items and `waiting`: where a request that is not running waits (the approval "
-            "queue, capacity, Kueue or provisioning), its place in the approval queue, the units ahead of it and an "
-            "ETA from the pool's current allocations' expiries; null once it runs."
-        ),
-        parameters=_field_selection(api.GpuRequestDetailSerializer),
-        responses={200: api.GpuRequestDetailSerializer, 404: ERROR, **AUTH_ERRORS},
-    ),
-)
+@request_schema.REQUEST_READS
 @extend_schema(tags=["requests"])
 class GpuRequestViewSet(
     ScopedViewMixin, ServiceApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
@@ -236,49 +166,7 @@ class GpuRequestViewSet(
         body.is_valid(raise_exception=True)
         return body.validated_data["comment"]
 
-    @extend_schema(
-        summary="Submit a request",
-        description=(
-            "Takes the workload profile fields (flat) plus `team`, `name` and what it is for. The recommendation is "
-            "frozen as `spec`, the quota is checked, and the request waits for approval (or is approved by the "
-            "team's auto-approval policy). A quota that does not fit answers 400 naming `quota`. Send an "
-            "`Idempotency-Key` to make a retry safe: the same key again answers the first submission's answer "
-            "(header `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422."
-        ),
-        request=api.GpuRequestCreateSerializer,
-        parameters=[
-            OpenApiParameter(
-                idempotency.HEADER,
-                OpenApiTypes.STR,
-                OpenApiParameter.HEADER,
-                pattern=idempotency.KEY_PATTERN,
-                description=(
-                    "A unique value per submission (a UUID), kept for the hours the server's "
-                    "`IDEMPOTENCY_KEY_TTL_HOURS` says; 1 to 255 printable ASCII characters."
-                ),
-            )
-        ],
-        responses={
-            201: api.GpuRequestDetailSerializer,
-            400: FIELD_ERRORS,
-            422: OpenApiResponse(ERROR, description="The Idempotency-Key was first sent with another body."),
-            **AUTH_ERRORS,
-        },
-        examples=[
-            OpenApiExample(
-                "Fine-tune on one GPU",
-                value={
-                    "team": "vision",
-                    "name": "resnet-finetune",
-                    "purpose": "Fine-tune ResNet-50 on the new labels",
-                    "workload_type": "training",
-                    "gpu_memory_gb": 40,
-                    "duration_hours": 48,
-                },
-                request_only=True,
-            )
-        ],
-    )
+    @request_schema.SUBMIT
     def create(self, request: Request) -> Response:
         """Submit; with an ``Idempotency-Key``, the first answer is stored with the request and replayed."""
         key = idempotency.key_from_header(request.headers.get(idempotency.HEADER))
@@ -320,7 +208,7 @@ class GpuRequestViewSet(
         )
         return self._answer(created, status.HTTP_201_CREATED)
 
-    @_action_schema("Approve a pending request (platform approvers; never your own)", 202)
+    @request_schema.action_schema("Approve a pending request (platform approvers; never your own)", 202)
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, pk: str | None = None) -> Response:
         """Approve: the quota is re-checked and provisioning is queued (202)."""
@@ -329,7 +217,7 @@ class GpuRequestViewSet(
         )
         return self._answer(obj, status.HTTP_202_ACCEPTED)
 
-    @_action_schema("Reject a pending request with a reason (platform approvers)", 200)
+    @request_schema.action_schema("Reject a pending request with a reason (platform approvers)", 200)
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str | None = None) -> Response:
         """Reject; the comment is the reason the requester sees."""
@@ -338,7 +226,7 @@ class GpuRequestViewSet(
         )
         return self._answer(obj)
 
-    @_action_schema("Cancel a request that is not approved yet (requester, team lead, approver)", 200)
+    @request_schema.action_schema("Cancel a request that is not approved yet (requester, team lead, approver)", 200)
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         """Withdraw a pending request; it ends as released."""
@@ -347,7 +235,7 @@ class GpuRequestViewSet(
         )
         return self._answer(obj)
 
-    @_action_schema("Release an approved or running allocation (requester, team lead, approver)", 200)
+    @request_schema.action_schema("Release an approved or running allocation (requester, team lead, approver)", 200)
     @action(detail=True, methods=["post"])
     def release(self, request: Request, pk: str | None = None) -> Response:
         """Give the allocation back; it stops counting against the quota at once."""
@@ -356,7 +244,9 @@ class GpuRequestViewSet(
         )
         return self._answer(obj)
 
-    @_action_schema("Resume a request suspended for idling, if the quota allows (requester, team lead, approver)", 202)
+    @request_schema.action_schema(
+        "Resume a request suspended for idling, if the quota allows (requester, team lead, approver)", 202
+    )
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str | None = None) -> Response:
         """Bring a suspended request back: quota and pool re-checked (400 naming ``quota``), provisioning queued."""
@@ -365,7 +255,9 @@ class GpuRequestViewSet(
         )
         return self._answer(obj, status.HTTP_202_ACCEPTED)
 
-    @_action_schema("Defer the idle reclaim of a running notebook, once per idle window (requester, lead)", 200)
+    @request_schema.action_schema(
+        "Defer the idle reclaim of a running notebook, once per idle window (requester, lead)", 200
+    )
     @action(detail=True, methods=["post"])
     def keep(self, request: Request, pk: str | None = None) -> Response:
         """Keep an active development workload running: its idle hours count again from now."""
@@ -374,30 +266,7 @@ class GpuRequestViewSet(
         )
         return self._answer(obj)
 
-    @extend_schema(
-        summary="Ask for more hours on an approved or running allocation (requester, team lead, approver)",
-        description=(
-            "Creates a pending extension of an approved, provisioning or active request that has an expiry or a "
-            "duration; platform approvers are told and decide it at `/api/v1/extensions/{id}/approve/` or "
-            "`/reject/`. One extension per request may be pending (a second answers 400 naming `request`); a request "
-            "in another status, or one with no end, answers 409."
-        ),
-        request=extension_serializers.AllocationExtensionCreateSerializer,
-        responses={
-            201: extension_serializers.AllocationExtensionSerializer,
-            400: FIELD_ERRORS,
-            404: ERROR,
-            409: ERROR,
-            **AUTH_ERRORS,
-        },
-        examples=[
-            OpenApiExample(
-                "Two more days",
-                value={"hours": 48, "reason": "The sweep needs two more days to converge."},
-                request_only=True,
-            )
-        ],
-    )
+    @request_schema.EXTEND
     @action(detail=True, methods=["post"], filter_backends=[])
     def extend(self, request: Request, pk: str | None = None) -> Response:
         """Ask for an extension of the visible request through ``allocation_extension_request`` (201)."""
@@ -431,43 +300,7 @@ class GpuRequestViewSet(
         obj = self.get_object()
         return Response(api.RequestEventSerializer(obj.events.order_by("at", "id"), many=True).data)
 
-    @extend_schema(
-        summary="The request's Kubernetes objects, as last rendered",
-        description=(
-            "The objects the portal applies for this request, in apply order: its tier's PriorityClass, the team's "
-            "Namespace, NetworkPolicy, ResourceQuota and LimitRange, then the workload `gpr-<id>`. JSON by default; "
-            "`?format=yaml` (or `Accept: application/yaml`) answers one multi-document YAML stream for "
-            "`kubectl apply -f`. 404 for requests of other teams, and before the request is rendered (on approval)."
-        ),
-        parameters=[
-            OpenApiParameter(
-                "format",
-                str,
-                OpenApiParameter.QUERY,
-                enum=["json", "yaml"],
-                description="`yaml` for one multi-document YAML stream (`application/yaml`).",
-            )
-        ],
-        responses={
-            (200, "application/json"): OpenApiResponse(
-                {"type": "array", "items": {"type": "object", "additionalProperties": True}},
-                description="The Kubernetes objects (apiVersion, kind, metadata, ...), in apply order.",
-            ),
-            (200, "application/yaml"): OpenApiResponse(
-                OpenApiTypes.STR, description="The same objects as one multi-document YAML stream."
-            ),
-            404: ERROR,
-            **AUTH_ERRORS,
-        },
-        examples=[
-            OpenApiExample(
-                "Not rendered yet",
-                value={"detail": MANIFESTS_NOT_RENDERED},
-                response_only=True,
-                status_codes=["404"],
-            )
-        ],
-    )
+    @request_schema.MANIFESTS
     @action(
         detail=True,
         methods=["get"],
@@ -479,5 +312,5 @@ class GpuRequestViewSet(
         """The visible request's rendered objects (JSON list, or YAML with ``?format=yaml``); 404 until rendered."""
         obj = self.get_object()
         if not obj.manifests:
-            raise exceptions.NotFound(MANIFESTS_NOT_RENDERED)
+            raise exceptions.NotFound(request_schema.MANIFESTS_NOT_RENDERED)
         return Response(obj.manifests)
