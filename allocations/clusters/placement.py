@@ -14,10 +14,12 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from django.conf import settings
+from django.db.models import Sum
 from django.utils.module_loading import import_string
 
-from allocations.models import Cluster, GpuModel, NodePool, SharingMode
+from allocations.models import QUOTA_HOLDING_STATUSES, Cluster, GpuModel, GpuRequest, NodePool, SharingMode
 from allocations.reference_data import catalog_from_db, tiers_by_slug
+from gpucore.catalog import mig_resource_name
 from gpucore.decision import Catalog, NodePools, ProfileError, Recommendation, WorkloadProfile, recommend
 from gpucore.pricing import CATALOG_PRICE_BASIS
 from infra.reference_cache import REFERENCE_DATA, cached
@@ -40,13 +42,13 @@ def candidate_pools(cluster: Cluster | None = None) -> list[NodePool]:
 
 
 class _Placing(NamedTuple):
-    """The candidate pools, what they offer (also as the framework takes it, normalised once), and the first pool
-    serving each (model, strategy, MIG profile, time-slice replicas) as ``pool_for`` would find it."""
+    """The candidate pools, what they offer (also as the framework takes it, normalised once), and the pools serving
+    each (model, strategy, MIG profile, time-slice replicas), in ``pool_for``'s order."""
 
     pools: tuple[NodePool, ...]
     offered: PoolOffers
     node_pools: NodePools
-    first_pool: dict[tuple[str, str, str | None, int | None], NodePool]
+    serving: dict[tuple[str, str, str | None, int | None], tuple[NodePool, ...]]
 
 
 def _placement_inputs(cluster: Cluster | None) -> _Placing:
@@ -63,7 +65,7 @@ def _placement_inputs(cluster: Cluster | None) -> _Placing:
             pools = pools.filter(cluster=cluster)
         ordered = tuple(pools.order_by("cluster__name", "name"))
         offered = pool_offers(list(ordered))
-        return _Placing(ordered, offered, _node_pools(offered), _first_pools(ordered))
+        return _Placing(ordered, offered, _node_pools(offered), _serving_pools(ordered))
 
     return cached(REFERENCE_DATA, f"placement:{cluster.pk if cluster is not None else '*'}", read)
 
@@ -80,20 +82,52 @@ def _node_pools(offered: PoolOffers) -> NodePools:
 _STRATEGY_OF_MODE = {mode: strategy for strategy, mode in _MODE_FOR_STRATEGY.items()}
 
 
-def _first_pools(pools: tuple[NodePool, ...]) -> dict[tuple[str, str, str | None, int | None], NodePool]:
-    """``pool_for``'s answer for every allocation the pools run, by (model, strategy, MIG profile or None, time-slice
-    replicas or None): the first pool in order keeps each key, as ``pool_for`` takes the first that matches."""
-    first: dict[tuple[str, str, str | None, int | None], NodePool] = {}
+def _serving_pools(
+    pools: tuple[NodePool, ...],
+) -> dict[tuple[str, str, str | None, int | None], tuple[NodePool, ...]]:
+    """The pools that run each allocation, by (model, strategy, MIG profile or None, time-slice replicas or None),
+    in order: the first is ``pool_for``'s answer."""
+    serving: dict[tuple[str, str, str | None, int | None], list[NodePool]] = {}
     for pool in pools:
         model, strategy = pool.gpu_model.name, _STRATEGY_OF_MODE.get(pool.sharing_mode)
         if strategy == "mig":
             for profile in pool.mig_profiles():
-                first.setdefault((model, strategy, profile, None), pool)
+                serving.setdefault((model, strategy, profile, None), []).append(pool)
         elif strategy == "time-slicing":
-            first.setdefault((model, strategy, None, pool.time_slice_replicas), pool)
+            serving.setdefault((model, strategy, None, pool.time_slice_replicas), []).append(pool)
         elif strategy == "dedicated":
-            first.setdefault((model, strategy, None, None), pool)
-    return first
+            serving.setdefault((model, strategy, None, None), []).append(pool)
+    return {key: tuple(found) for key, found in serving.items()}
+
+
+def _resource_on(pool: NodePool, strategy: str, mig_profile: str | None) -> str:
+    if strategy == "mig":
+        return mig_resource_name(mig_profile or "")
+    if strategy == "time-slicing":
+        return pool.shared_resource_name
+    return "nvidia.com/gpu"
+
+
+def least_loaded(pools: tuple[NodePool, ...], *, strategy: str, mig_profile: str | None) -> NodePool:
+    """Of pools that serve the same allocation alike, the one with the most units free now (the first on a tie).
+
+    Taking always the first would queue every request on one pool while its twins (another zone, another cluster)
+    stand empty. Free is capacity less what approved and running requests hold; approval checks again under the
+    pool's lock.
+    """
+    if len(pools) == 1:
+        return pools[0]
+    held = dict(
+        GpuRequest.objects.filter(node_pool__in=pools, status__in=QUOTA_HOLDING_STATUSES)
+        .filter(resource_name__in={_resource_on(pool, strategy, mig_profile) for pool in pools})
+        .values_list("node_pool_id")
+        .annotate(units=Sum("resource_units"))
+    )
+
+    def free(pool: NodePool) -> int:
+        return pool.capacity().get(_resource_on(pool, strategy, mig_profile), 0) - (held.get(pool.pk) or 0)
+
+    return max(pools, key=free)  # max keeps the first of equals
 
 
 def gpu_hourly_rates() -> dict[str, Any]:
@@ -274,16 +308,18 @@ def place(profile: WorkloadProfile, *, cluster: Cluster | None = None) -> Placem
     recommendation = recommend_for_pools(
         profile, list(placing.pools), offered=placing.offered, node_pools=placing.node_pools
     )
-    # pool_for's answer, looked up (the strategy's other fields are None where pool_for does not read them).
+    # The pools pool_for would consider, looked up (the strategy's other fields are None where it does not read them).
     strategy = recommendation.strategy.value
-    pool = placing.first_pool.get(
+    mig_profile = recommendation.mig_profile if strategy == "mig" else None
+    serving = placing.serving.get(
         (
             recommendation.gpu_model,
             strategy,
-            recommendation.mig_profile if strategy == "mig" else None,
+            mig_profile,
             recommendation.time_slice_replicas if strategy == "time-slicing" else None,
         )
     )
+    pool = least_loaded(serving, strategy=strategy, mig_profile=mig_profile) if serving else None
     if pool is None:  # the framework only chooses offered options, so this means pools changed mid-call
         raise ProfileError({"cluster": ["The node pools changed while placing the request; please try again."]})
     spec = recommendation.to_dict()
