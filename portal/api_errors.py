@@ -39,7 +39,7 @@ from allocations.lifecycle import InvalidTransition
 from allocations.mig_plans.events import InvalidPlanTransition
 from allocations.requests.idempotency import IdempotencyKeyReused
 from gpucore.decision import ProfileError
-from gpucore.manifests.contexts import ManifestError
+from gpucore.manifests.naming import ManifestError
 from portal.database_unavailable import (
     UNAVAILABLE_CODE,
     UNAVAILABLE_DETAIL,

@@ -11,8 +11,8 @@ from allocations.models.catalog import GpuModel
 from allocations.models.validators import dns_label_validator
 from gpucore.catalog import mig_resource_name
 from gpucore.manifests import ManifestError, check_mig_layout
-from gpucore.manifests.contexts import check_labels, is_int, is_label_key
 from gpucore.manifests.gpu_operator import GPU_OPERATOR_NAMESPACE
+from gpucore.manifests.naming import check_labels, is_int, is_label_key
 
 
 def default_egress_tcp_ports() -> list[int]:

@@ -16,23 +16,7 @@ import yaml
 
 from gpucore.catalog import BUILTIN_CATALOG, Catalog
 from gpucore.manifests.cluster import ClusterContext, render_cluster_objects
-from gpucore.manifests.contexts import (
-    FIELD_MANAGER,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-    REQUEST_LABEL,
-    TEAM_LABEL,
-    WORKLOAD_TYPES,
-    AllocationSpec,
-    ManifestError,
-    PoolContext,
-    Taint,
-    TeamContext,
-    WorkloadContext,
-    request_labels,
-    team_labels,
-    workload_name,
-)
+from gpucore.manifests.contexts import AllocationSpec, PoolContext, Taint, TeamContext, WorkloadContext
 from gpucore.manifests.gpu_operator import (
     check_mig_layout,
     mig_config_name,
@@ -67,6 +51,18 @@ from gpucore.manifests.namespace import (
     render_priority_classes,
     render_resource_quota,
     render_team_objects,
+)
+from gpucore.manifests.naming import (
+    FIELD_MANAGER,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    REQUEST_LABEL,
+    TEAM_LABEL,
+    WORKLOAD_TYPES,
+    ManifestError,
+    request_labels,
+    team_labels,
+    workload_name,
 )
 from gpucore.manifests.sizing import ContainerSize, gpu_share, size_container
 from gpucore.manifests.workload import render_workload_objects

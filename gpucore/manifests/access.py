@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpucore.manifests.contexts import REQUEST_LABEL, workload_name
 from gpucore.manifests.jobset import child_job_name
+from gpucore.manifests.naming import REQUEST_LABEL, workload_name
 
 CLUSTER_DOMAIN = "cluster.local"
 # A development pod has no Service; a notebook or an IDE server in it is reached through a port-forward of this port.

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucore.catalog import BUILTIN_CATALOG, Catalog
-from gpucore.manifests.contexts import ManifestError, PoolContext, check_labels, is_dns_label, is_dns_subdomain
+from gpucore.manifests.contexts import PoolContext
 from gpucore.manifests.gpu_operator import (
     GPU_OPERATOR_NAMESPACE,
     render_mig_parted_configmap,
@@ -24,6 +24,7 @@ from gpucore.manifests.kai import KaiQueueContext, render_kai_objects
 from gpucore.manifests.kueue import ClusterQueueContext, render_kueue_objects
 from gpucore.manifests.monitoring import render_dcgm_service_monitor, render_gpu_alert_rule
 from gpucore.manifests.namespace import render_priority_classes
+from gpucore.manifests.naming import ManifestError, check_labels, is_dns_label, is_dns_subdomain
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import SharingMode
 

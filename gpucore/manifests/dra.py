@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucore.catalog import GpuModelSpec
-from gpucore.manifests.contexts import ManifestError, is_label_value, request_labels, workload_name
+from gpucore.manifests.naming import ManifestError, is_label_value, request_labels, workload_name
 from gpucore.vocabulary import Strategy
 
 DRA_API_VERSION = "resource.k8s.io/v1"

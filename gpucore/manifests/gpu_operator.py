@@ -18,12 +18,12 @@ from typing import Any
 import yaml
 
 from gpucore.catalog import BUILTIN_CATALOG, Catalog, CatalogError, GpuModelSpec, MigProfile
-from gpucore.manifests.contexts import (
+from gpucore.manifests.contexts import PoolContext
+from gpucore.manifests.naming import (
     GPU_RESOURCE,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     ManifestError,
-    PoolContext,
     catalog_model,
     is_dns_subdomain,
     is_int,

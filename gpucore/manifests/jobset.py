@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucore.manifests.contexts import MANAGED_BY, MANAGED_BY_LABEL, PoolContext
+from gpucore.manifests.contexts import PoolContext
+from gpucore.manifests.naming import MANAGED_BY, MANAGED_BY_LABEL
 
 JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 REPLICATED_JOB_NAME = "worker"

@@ -16,15 +16,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from gpucore.manifests.contexts import (
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-    ManifestError,
-    TeamContext,
-    is_dns_subdomain,
-    is_int,
-    team_labels,
-)
+from gpucore.manifests.contexts import TeamContext
+from gpucore.manifests.naming import MANAGED_BY, MANAGED_BY_LABEL, ManifestError, is_dns_subdomain, is_int, team_labels
 from gpucore.sla import SlaTierSpec
 
 KAI_API_VERSION = "scheduling.run.ai/v2"

@@ -15,7 +15,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gpucore.manifests.contexts import (
+from gpucore.manifests.contexts import PoolContext, TeamContext
+from gpucore.manifests.jobset import render_kueue_topology
+from gpucore.manifests.namespace import SLA_TIER_LABEL, render_namespace
+from gpucore.manifests.naming import (
     GPU_RESOURCE,
     MANAGED_BY,
     MANAGED_BY_LABEL,
@@ -23,15 +26,11 @@ from gpucore.manifests.contexts import (
     REPLICAS_LABEL,
     SHARED_PRODUCT_SUFFIX,
     ManifestError,
-    PoolContext,
-    TeamContext,
     is_dns_subdomain,
     is_extended_resource,
     is_int,
     team_labels,
 )
-from gpucore.manifests.jobset import render_kueue_topology
-from gpucore.manifests.namespace import SLA_TIER_LABEL, render_namespace
 from gpucore.sla import SlaTierSpec
 from gpucore.vocabulary import SharingMode
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpucore.alerts import MEMORY_PRESSURE_FOR_MINUTES, MEMORY_PRESSURE_RATIO, TEMPERATURE_LIMIT_C
-from gpucore.manifests.contexts import MANAGED_BY, MANAGED_BY_LABEL, ManifestError, check_labels, is_dns_label
+from gpucore.manifests.naming import MANAGED_BY, MANAGED_BY_LABEL, ManifestError, check_labels, is_dns_label
 
 MONITORING_API_VERSION = "monitoring.coreos.com/v1"
 RULE_NAME = "gpu-portal-gpu-alerts"

@@ -11,12 +11,12 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
-from gpucore.manifests.contexts import (
+from gpucore.manifests.contexts import TeamContext
+from gpucore.manifests.naming import (
     GPU_RESOURCE,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     ManifestError,
-    TeamContext,
     is_dns_subdomain,
     is_extended_resource,
     is_label_value,

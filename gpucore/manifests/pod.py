@@ -10,10 +10,11 @@ from decimal import Decimal
 from typing import Any
 
 from gpucore.catalog import GpuModelSpec
-from gpucore.manifests.contexts import PRODUCT_LABEL, REPLICAS_LABEL, WorkloadContext, workload_name
+from gpucore.manifests.contexts import WorkloadContext
 from gpucore.manifests.dra import container_claims, pod_claims
 from gpucore.manifests.jobset import master_pod_hostname
 from gpucore.manifests.kai import KAI_SCHEDULER_NAME
+from gpucore.manifests.naming import PRODUCT_LABEL, REPLICAS_LABEL, workload_name
 from gpucore.manifests.scheduling import node_selector, spread_across_nodes, tolerations, topology_affinity
 from gpucore.manifests.sizing import ContainerSize, format_memory
 from gpucore.sla import SlaTierSpec

@@ -10,16 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from gpucore.catalog import Catalog, GpuModelSpec
-from gpucore.manifests.contexts import (
+from gpucore.manifests.contexts import AllocationSpec, PoolContext
+from gpucore.manifests.naming import (
     GPU_RESOURCE,
     PRODUCT_LABEL,
     REPLICAS_LABEL,
     REQUEST_LABEL,
     SHARED_PRODUCT_SUFFIX,
     SHARING_FOR_STRATEGY,
-    AllocationSpec,
     ManifestError,
-    PoolContext,
     catalog_model,
 )
 from gpucore.sla import SlaTierSpec

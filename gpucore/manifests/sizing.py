@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from gpucore.catalog import Catalog, CatalogError
-from gpucore.manifests.contexts import AllocationSpec, ManifestError
+from gpucore.manifests.contexts import AllocationSpec
+from gpucore.manifests.naming import ManifestError
 from gpucore.pricing import PricingError
 from gpucore.pricing import gpu_share as unit_gpu_share
 

@@ -12,20 +12,20 @@ from decimal import Decimal
 from typing import Any
 
 from gpucore.catalog import BUILTIN_CATALOG, Catalog
-from gpucore.manifests.contexts import (
-    MANAGED_BY_LABEL,
-    REQUEST_LABEL,
-    ManifestError,
-    WorkloadContext,
-    catalog_model,
-    request_labels,
-    workload_name,
-)
+from gpucore.manifests.contexts import WorkloadContext
 from gpucore.manifests.dra import DraTarget, render_resource_claim_template
 from gpucore.manifests.jobset import render_jobset, topology_annotations
 from gpucore.manifests.kai import kai_pod_labels
 from gpucore.manifests.kueue import workload_queue_labels
 from gpucore.manifests.namespace import max_per_container
+from gpucore.manifests.naming import (
+    MANAGED_BY_LABEL,
+    REQUEST_LABEL,
+    ManifestError,
+    catalog_model,
+    request_labels,
+    workload_name,
+)
 from gpucore.manifests.pod import (
     JOB_WORKLOADS,
     STARTUP_FAILURE_THRESHOLD,

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpucore.catalog import GpuModelSpec
-from gpucore.manifests.contexts import ManifestError
 from gpucore.manifests.gpu_operator import check_mig_layout
+from gpucore.manifests.naming import ManifestError
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from functools import lru_cache
 from itertools import product
 
 from gpucore.catalog import CatalogError, GpuModelSpec
-from gpucore.manifests.contexts import ManifestError
 from gpucore.manifests.gpu_operator import check_mig_layout, mig_placement
+from gpucore.manifests.naming import ManifestError
 from gpucore.pricing import gpu_share, share_text
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from gpucore.catalog import GpuModelSpec
-from gpucore.manifests.contexts import ManifestError
+from gpucore.manifests.naming import ManifestError
 from gpucore.mig_planner.fewest_gpus import lp_lower_bound, solve_min_gpus
 from gpucore.mig_planner.layouts import (
     MigLayout,

@@ -11,7 +11,7 @@ import kubernetes_validate
 
 from gpucore.catalog import BUILTIN_CATALOG, GpuModelSpec
 from gpucore.manifests import PoolContext, TeamContext, WorkloadContext
-from gpucore.manifests.contexts import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
+from gpucore.manifests.naming import is_dns_label, is_dns_subdomain, is_label_key, is_label_value
 from gpucore.sla import DEFAULT_TIERS_BY_SLUG, SlaTierSpec
 from tests.gpucore.manifests.kueue_validation import SCHEMA_DIRS, validate_kueue
 

@@ -10,8 +10,8 @@ from typing import Any
 import cel
 import kubernetes_validate
 
-from gpucore.manifests.contexts import is_dns_label, is_dns_subdomain
 from gpucore.manifests.dra import DEVICE_CLASSES
+from gpucore.manifests.naming import is_dns_label, is_dns_subdomain
 
 DRA_KUBERNETES_VERSIONS = ("1.34.0", "1.35.0", "1.37.0")
 
