@@ -169,3 +169,23 @@ def test_imported_usage_has_a_row_of_its_own_so_the_members_add_up(demo_org: Dem
     assert lead["not_requested"] == [{"label": "Imported usage", "amount": Decimal("6.00")}]
     assert lead["total"] == Decimal("16.00") == row["budget"].spent
     assert "Imported usage" in response.content.decode()
+
+
+def test_the_reports_estimate_and_the_budgets_list_read_the_same_hour(demo_org: DemoOrg) -> None:
+    load_book({"H100-80GB": "2.3457"}, effective_from="2026-10-01")
+    held_request(team=demo_org.team, start=NOV + timedelta(minutes=7), end=None)
+    TeamBudget.objects.create(team=demo_org.team, monthly_amount=Decimal("5000"))
+    client = client_for(demo_org.team_lead)
+
+    with time_machine.travel(NOV + timedelta(hours=5, minutes=50), tick=False):
+        budgets = client.get("/billing/budgets/")
+        reports = client.get("/billing/reports/")
+        report = client.get("/billing/reports/vision/2026-11/")
+
+    (row,) = budgets.context["rows"]
+    (estimate,) = reports.context["estimates"]
+    assert (
+        Decimal(estimate["total"]["amount"]) == row.state.spent == Decimal(report.context["report"]["total"]["amount"])
+    )
+    assert row.state.spent == Decimal("11.45")  # 4 h 53 min at 2.3457, to 05:00
+    assert "to 05:00 UTC" in reports.content.decode() and "to 05:00 UTC" in report.content.decode()
