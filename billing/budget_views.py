@@ -16,9 +16,11 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 
 from billing.costs.budget_overview import budget_totals, team_budget_rows
 from billing.costs.budget_services import team_budget_update, user_may_edit_budget, user_may_set_budget_amount
+from billing.costs.chargeback import priced_to
 from billing.costs.visibility import cost_teams_visible_to
 from billing.models import TeamBudget
 
@@ -107,6 +109,12 @@ def team_budget(request: HttpRequest, slug: str) -> HttpResponse:
 def budget_list(request: HttpRequest) -> HttpResponse:
     """Every team whose costs the user sees, worst first: spent, budget, share used, month-end projection, level and
     the actions (set or edit the budget, the team, its reports and dashboards)."""
-    rows = team_budget_rows(user=request.user)
-    context = {"rows": rows, "totals": budget_totals(rows), "may_set_amount": user_may_set_budget_amount(request.user)}
+    as_of = priced_to(timezone.now())  # as the home and the team pages price the month
+    rows = team_budget_rows(user=request.user, now=as_of)
+    context = {
+        "rows": rows,
+        "totals": budget_totals(rows),
+        "as_of": as_of,
+        "may_set_amount": user_may_set_budget_amount(request.user),
+    }
     return render(request, "billing/budget_list.html", context)

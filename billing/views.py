@@ -8,7 +8,7 @@ API; every chart is drawn here, from ``billing.charts``. Platform utilization is
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlencode
@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from billing import charts
 from billing.costs import dashboards
-from billing.costs.chargeback import month_chargeback
+from billing.costs.chargeback import month_chargeback, priced_to
 from billing.costs.dashboard_query import GROUPS, DashboardQuery, DashboardQueryError, parse_dashboard_query
 from billing.costs.report_pdf import report_pdf
 from billing.costs.reports import live_report_payload, month_reports, report_csv
@@ -61,24 +61,26 @@ def report_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(reports, PAGE_SIZE).get_page(request.GET.get("page"))
     teams = cost_teams_visible_to(request.user).order_by("name")
     month = _this_month()
+    as_of = priced_to(timezone.now())  # as the budgets and the team pages price the month
     estimates = []
     if page.number == 1:
-        chargeback = month_chargeback(month=month)
+        chargeback = month_chargeback(month=month, now=as_of)
         for t in teams.filter(slug=team) if team else teams:
             charge = chargeback.teams.get(t.slug)
             if charge is not None and charge.lines:
                 estimates.append(live_report_payload(team=t, month=month, charge=charge))
-    context = {"page": page, "teams": teams, "team": team, "estimates": estimates, "month": month}
+    context = {"page": page, "teams": teams, "team": team, "estimates": estimates, "month": month, "as_of": as_of}
     return render(request, "billing/report_list.html", context)
 
 
-def _report_payload(request: HttpRequest, slug: str, year: int, month: int) -> dict[str, Any]:
+def _report_payload(request: HttpRequest, slug: str, year: int, month: int, as_of: datetime) -> dict[str, Any]:
+    """The team's report of the month: stored where closed, else its estimate priced to ``as_of``."""
     team = get_object_or_404(cost_teams_visible_to(request.user), slug=slug)
     try:
         first = date(year, month, 1)
     except ValueError as exc:
         raise Http404("No such month.") from exc
-    reports = month_reports(teams=[team], month=first)
+    reports = month_reports(teams=[team], month=first, now=as_of)
     if not reports:
         raise Http404("That month has not started.")
     return reports[0]
@@ -87,15 +89,16 @@ def _report_payload(request: HttpRequest, slug: str, year: int, month: int) -> d
 @login_required
 def report_detail(request: HttpRequest, team: str, year: int, month: int) -> HttpResponse:
     """One team's month: every line with its rate, hours and measured utilization; CSV and PDF downloads."""
-    payload = _report_payload(request, team, year, month)
-    context = {"report": payload, "year": year, "month": month, "waste": report_waste(payload)}
+    as_of = priced_to(timezone.now())  # an open month, as the budgets and the team pages price it
+    payload = _report_payload(request, team, year, month, as_of)
+    context = {"report": payload, "year": year, "month": month, "waste": report_waste(payload), "as_of": as_of}
     return render(request, "billing/report_detail.html", context)
 
 
 @login_required
 def report_download(request: HttpRequest, team: str, year: str, month: str, fmt: str) -> HttpResponse:
     """The report as CSV or PDF."""
-    payload = _report_payload(request, team, int(year), int(month))
+    payload = _report_payload(request, team, int(year), int(month), priced_to(timezone.now()))
     name = f"chargeback-{payload['team']}-{payload['month']}"
     if fmt == "pdf":
         response = HttpResponse(report_pdf(payload), content_type="application/pdf")

@@ -30,6 +30,7 @@ from allocations.requests.services import (
     gpu_request_release,
     gpu_request_submit,
 )
+from audit.models import AuditEvent
 from billing.costs.month_spend import team_month_to_date
 from billing.costs.services import monthly_reports_close
 from billing.models import TeamBudget
@@ -263,16 +264,30 @@ def demo_months_close(*, now: datetime | None = None) -> list[str]:
 
 
 def demo_budgets(*, teams: dict[str, Team], now: datetime | None = None) -> int:
-    """Each team's money budget, once, set so this month's spend so far stands near one of its thresholds."""
+    """Each team's money budget, set so this month's spend so far stands near one of its thresholds; the number set.
+
+    A later run sets it again: what runs has spent more since, and the story's budgets sit near their thresholds
+    whichever day the demo is seeded (the same day, the same amounts). A budget someone set in the portal since
+    (its change is audited) is theirs and left alone."""
     now = now or timezone.now()
+    set_in_portal = set(
+        AuditEvent.objects.filter(object_type=TeamBudget._meta.label_lower).values_list("object_id", flat=True)
+    )
     made = 0
     for slug, team in teams.items():
-        if TeamBudget.objects.filter(team=team).exists():
+        budget = TeamBudget.objects.filter(team=team).first()
+        if budget is not None and str(budget.pk) in set_in_portal:
             continue
         spent = team_month_to_date(team=team, now=now)["amount"]
         share = BUDGET_USED.get(slug, Decimal("0.5"))
         amount = (spent / share).quantize(Decimal("1"), rounding=ROUND_UP) if spent else FALLBACK_BUDGET
-        TeamBudget.objects.create(team=team, monthly_amount=amount)
+        if budget is None:
+            TeamBudget.objects.create(team=team, monthly_amount=amount)
+        elif budget.monthly_amount != amount:
+            budget.monthly_amount = amount
+            budget.save(update_fields=["monthly_amount"])
+        else:
+            continue
         made += 1
     return made
 

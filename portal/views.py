@@ -11,10 +11,12 @@ from django.contrib.auth.views import LoginView
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from allocations.home_pages import home_overview
 from billing.costs.budget_overview import team_budget_rows
+from billing.costs.chargeback import priced_to
 from billing.costs.lead_home import lead_overview, lead_teams
 from billing.costs.month_spend import home_costs
 from billing.costs.waste import month_reclaimable_gpu_hours
@@ -32,7 +34,10 @@ def home(request: HttpRequest) -> HttpResponse:
     """The signed-in user's overview by role: their teams' quota headroom, spend against budget and latest requests;
     for approvers and admins, pending approvals, fleet capacity and the month's spend and idle cost."""
     context = home_overview(user=request.user)
-    costs = home_costs(user=request.user, teams=[row["team"] for row in context["team_rows"]])
+    # Every amount of the page is priced to the start of the hour: the lead's spend by member is kept for the hour,
+    # and the budgets beside it then agree with it to the cent.
+    as_of = priced_to(timezone.now())
+    costs = home_costs(user=request.user, teams=[row["team"] for row in context["team_rows"]], now=as_of)
     for row in context["team_rows"]:
         row["budget"] = costs["budgets"][row["team"].pk]
     context.update(
@@ -40,10 +45,11 @@ def home(request: HttpRequest) -> HttpResponse:
         currency=costs["currency"],
         fleet_alerts=fleet_alerts_needing_action(user=request.user),
         reclaimable=month_reclaimable_gpu_hours() if context.get("platform") else None,
-        lead_rows=lead_overview(teams=lead_teams(context["team_rows"])),
+        lead_rows=lead_overview(teams=lead_teams(context["team_rows"]), now=as_of),
+        money_as_of=as_of,
     )
     if costs["month_costs"] is not None:  # Finance and platform admins: every team's month, worst first
-        rows = team_budget_rows(user=request.user, so_far=costs["so_far"], actions=False)
+        rows = team_budget_rows(user=request.user, now=as_of, so_far=costs["so_far"], actions=False)
         context["budget_rows"] = rows[:HOME_BUDGET_ROWS]
         context["budget_rows_more"] = max(len(rows) - HOME_BUDGET_ROWS, 0)
     return render(request, "home.html", context)

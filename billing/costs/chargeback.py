@@ -292,19 +292,27 @@ def build_month_curves(*, month: date, teams: list[Team] | None, share_idle: boo
 
 
 def team_month_charge(*, team: Team, now: datetime | None = None, share_idle: bool | None = None) -> TeamCharge:
-    """The team's charge for the month so far, as the team page's waste table and a lead's home show it.
+    """The team's charge for the month up to the start of ``now``'s hour (``priced_to``), as the team page's waste
+    table and a lead's home show it.
 
     Pricing every allocation of the month takes a second for a team holding thousands, so the answer is kept in the
-    reference cache for the hour it was first asked in (while prices, what the teams held and the rollups are
-    unchanged): these panels show the month as of that first view."""
-    now = now or timezone.now()
-    month = now.astimezone(UTC).date().replace(day=1)
+    reference cache for that hour (while prices, what the teams held and the rollups are unchanged). Priced to the
+    hour's start, the kept answer is exact for the whole hour: the budget figures beside it read the same moment."""
+    to = priced_to(now or timezone.now())
+    month = to.date().replace(day=1)
 
     def build() -> TeamCharge:
-        charge = month_chargeback(month=month, now=now, share_idle=share_idle, for_teams=[team])
+        charge = month_chargeback(month=month, now=to, share_idle=share_idle, for_teams=[team])
         return charge.teams.get(team.slug) or TeamCharge(team.slug)
 
-    return kept_for_the_hour(f"team-month-charge:{team.pk}:{share_idle}", now, build)
+    return kept_for_the_hour(f"team-month-charge:{team.pk}:{share_idle}", to, build)
+
+
+def priced_to(now: datetime) -> datetime:
+    """The start of ``now``'s UTC hour: the moment a page's month-so-far money is priced to, so that a figure kept for
+    the hour (``team_month_charge``) and one read from the curves beside it agree to the cent, and the page can say
+    which time they are to."""
+    return now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 def kept_for_the_hour(key: str, now: datetime, build: Callable[[], _T]) -> _T:

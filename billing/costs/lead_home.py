@@ -21,7 +21,7 @@ from allocations.models import (
     Role,
     Team,
 )
-from billing.costs.chargeback import kept_for_the_hour, team_month_charge
+from billing.costs.chargeback import kept_for_the_hour, priced_to, team_month_charge
 from billing.metering.selectors import rollup_usage_aggregates, weighted_utilization_pct
 from billing.models import UtilizationRollup
 from gpucore.pricing import cents_adding_up, to_cents
@@ -38,19 +38,22 @@ def lead_teams(team_rows: list[dict[str, Any]]) -> list[Team]:
 
 
 def lead_overview(*, teams: list[Team], now: datetime | None = None) -> list[dict[str, Any]]:
-    """Per led team: spend by member and by request this month, waiting items, and the top idle holdings."""
+    """Per led team: spend by member and by request this month up to the start of the hour (``priced_to``, as
+    ``as_of``), waiting items, and the top idle holdings."""
     if not teams:
         return []
-    now = now or timezone.now()
-    spends = {team.pk: team_month_spend(team=team, now=now) for team in teams}
+    as_of = priced_to(now or timezone.now())
+    spends = {team.pk: team_month_spend(team=team, now=as_of) for team in teams}
     waiting = _waiting(teams)
-    idle = _idle(teams, now=now, spend={pk: row for spend in spends.values() for pk, row in spend["spend"].items()})
+    idle = _idle(teams, now=as_of, spend={pk: row for spend in spends.values() for pk, row in spend["spend"].items()})
     return [
         {
             "team": team,
+            "as_of": as_of,
             "total": spends[team.pk]["total"],
             "currency": settings.PORTAL_CURRENCY,
             "by_member": spends[team.pk]["by_member"],
+            "not_requested": spends[team.pk]["not_requested"],
             "by_request": spends[team.pk]["by_request"],
             "more_requests": spends[team.pk]["more_requests"],
             "waiting": waiting[team.pk],
@@ -60,21 +63,31 @@ def lead_overview(*, teams: list[Team], now: datetime | None = None) -> list[dic
     ]
 
 
+# The parts of a team's charge no member requested, as the members table names them.
+IMPORTED_USAGE = "Imported usage"
+IDLE_SHARE = "Share of idle capacity"
+
+
 def team_month_spend(*, team: Team, now: datetime) -> dict[str, Any]:
-    """The team's spend this month by member and by request (the top ones), and each request's amount: read from its
-    month charge and its requests, kept for the hour as the charge is (a team may hold thousands)."""
+    """The team's spend this month up to the start of ``now``'s hour by member and by request (the top ones), and each
+    request's amount: read from its month charge and its requests, kept for the hour as the charge is (a team may hold
+    thousands). ``not_requested``: imported usage and the idle share, so that the parts add up to the team's spend."""
 
     def build() -> dict[str, Any]:
+        charge = team_month_charge(team=team, now=now)
         spend: dict[int, dict[str, Decimal]] = defaultdict(lambda: {"amount": Decimal(0), "gpu_hours": Decimal(0)})
-        for line in team_month_charge(team=team, now=now).lines:
-            if line.allocation.request_id is not None:
+        others = {IMPORTED_USAGE: Decimal(0), IDLE_SHARE: charge.idle_share}
+        for line in charge.lines:
+            if line.allocation.request_id is None:
+                others[IMPORTED_USAGE] += line.amount
+            else:
                 spend[line.allocation.request_id]["amount"] += line.amount
                 spend[line.allocation.request_id]["gpu_hours"] += line.allocated_gpu_hours
         requests = GpuRequest.objects.filter(team=team, pk__in=list(spend) or [0]).values(
             "pk", "name", "team_id", "status", "requester__username", "requester__first_name"
         )
-        # In cents that add up to the team's total as the home prints it above (never a cent off).
-        cents = cents_adding_up({pk: values["amount"] for pk, values in spend.items()})
+        # In cents that add up to the team's spend as the budget panel prints it (never a cent off).
+        cents = cents_adding_up({**{pk: values["amount"] for pk, values in spend.items()}, **others})
         rows = [{**row, "amount": cents[row["pk"]], "gpu_hours": spend[row["pk"]]["gpu_hours"]} for row in requests]
         rows.sort(key=lambda row: row["amount"], reverse=True)
         members: dict[str, dict[str, Any]] = {}
@@ -90,15 +103,17 @@ def team_month_spend(*, team: Team, now: datetime) -> dict[str, Any]:
             )
             who["amount"] += row["amount"]
             who["requests"] += 1
+        not_requested = [{"label": label, "amount": cents[label]} for label in others if cents[label]]
         return {
-            "total": sum((row["amount"] for row in rows), Decimal(0)),
+            "total": sum(cents.values(), Decimal(0)),
             "by_member": sorted(members.values(), key=lambda m: m["amount"], reverse=True),
+            "not_requested": not_requested,
             "by_request": rows[:TOP_ROWS],
             "more_requests": max(len(rows) - TOP_ROWS, 0),
             "spend": dict(spend),
         }
 
-    return kept_for_the_hour(f"lead-spend:{team.pk}", now, build)
+    return kept_for_the_hour(f"lead-spend:{team.pk}", priced_to(now), build)
 
 
 def _waiting(teams: list[Team]) -> dict[int, dict[str, list[Any]]]:

@@ -7,15 +7,18 @@ the template layer composes the two apps and the dependency keeps pointing one w
 from __future__ import annotations
 
 import functools
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from django import template
 from django.conf import settings
+from django.utils import timezone
 
 from allocations.models import Cluster, GpuRequest, Team
 from billing.costs.budget import request_budget_effect, spec_budget_effect
 from billing.costs.budget_services import user_may_edit_budget
+from billing.costs.chargeback import priced_to
 from billing.costs.month_spend import team_budget_states, team_month_to_date, teams_month_to_date
 from billing.costs.waste import team_month_waste
 from billing.costs.whatif import price_basis
@@ -31,12 +34,20 @@ from gpucore.pricing import CATALOG_PRICE_BASIS
 register = template.Library()
 
 
+def page_priced_to(context: template.Context) -> datetime:
+    """The moment every month-so-far amount of the page being rendered is priced to (``priced_to``: the start of the
+    hour), read once a page so that its panels agree with each other even across the turn of an hour."""
+    return context.render_context.setdefault("priced_to", priced_to(timezone.now()))
+
+
 @register.inclusion_tag("billing/_team_month_to_date.html", takes_context=True)
 def team_month_to_date_panel(context: template.Context, team: Team) -> dict[str, Any]:
     """This month's allocated GPU-hours and cost of a team against its budgets, and a link to set them."""
     user = context["request"].user
+    as_of = page_priced_to(context)
     return {
-        "month_to_date": team_month_to_date(team=team),
+        "month_to_date": team_month_to_date(team=team, now=as_of),
+        "as_of": as_of,
         "team": team,
         "may_edit_budget": user_may_edit_budget(user, team),
     }
@@ -90,10 +101,16 @@ def cluster_troubleshooting_panel(context: template.Context, cluster: Cluster) -
     return cluster_triage_context(user=context["request"].user, cluster=cluster)
 
 
-@register.inclusion_tag("billing/_waste.html")
-def team_waste_panel(team: Team) -> dict[str, Any]:
+@register.inclusion_tag("billing/_waste.html", takes_context=True)
+def team_waste_panel(context: template.Context, team: Team) -> dict[str, Any]:
     """The team's month so far per request: GPU-hours held vs busy and the cost of the idle part."""
-    return {"waste": team_month_waste(team=team), "waste_id": "team-waste", "waste_title": "Held vs busy this month"}
+    as_of = page_priced_to(context)
+    return {
+        "waste": team_month_waste(team=team, now=as_of),
+        "as_of": as_of,
+        "waste_id": "team-waste",
+        "waste_title": "Held vs busy this month",
+    }
 
 
 @register.inclusion_tag("billing/_team_utilization.html", takes_context=True)
@@ -111,6 +128,12 @@ def team_utilization_panel(context: template.Context, team: Team) -> dict[str, A
     user = context["request"].user
     panel["alerts_read_only"] = functools.cache(lambda: alert_action_refusal(user=user, team=team) is not None)
     return panel
+
+
+@register.simple_tag(takes_context=True)
+def priced_to_time(context: template.Context) -> datetime:
+    """``page_priced_to`` for a template that labels its amounts (``{% priced_to_time as as_of %}``)."""
+    return page_priced_to(context)
 
 
 @register.simple_tag(takes_context=True)
@@ -140,7 +163,7 @@ def teams_money(context: template.Context, teams: list[Team]) -> str:
     states = context.render_context.setdefault("team_money", {})
     missing = [team for team in teams if team.pk not in states]
     if missing:
-        states.update(team_budget_states(teams=missing))
+        states.update(team_budget_states(teams=missing, now=page_priced_to(context)))
     return ""
 
 
@@ -149,7 +172,7 @@ def team_money_cells(context: template.Context, team: Team) -> dict[str, Any]:
     """A teams table's cells of one team's month: spent, budget and share used, projected month end."""
     states = context.render_context.setdefault("team_money", {})
     if team.pk not in states:
-        states.update(team_budget_states(teams=[team]))
+        states.update(team_budget_states(teams=[team], now=page_priced_to(context)))
     return {"state": states[team.pk], "currency": settings.PORTAL_CURRENCY, "team": team}
 
 

@@ -153,7 +153,7 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"Demo organisation ready: {len(users)} users (password '{DEMO_PASSWORD}'), {len(teams)} teams, "
                 f"{len(pools)} node pools, {created} new requests, {rollups} new hourly utilization rollups, "
-                f"{books} new price book, {budgets} new budgets, {plans} new MIG plan, {asks} new quota increase, "
+                f"{books} new price book, {budgets} budgets set, {plans} new MIG plan, {asks} new quota increase, "
                 f"{closed}."
             )
         )
