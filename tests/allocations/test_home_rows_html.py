@@ -46,8 +46,8 @@ def test_a_team_cards_quota_rows_show_use_limit_and_free_in_every_scope(client, 
     assert "<td>all clusters</td>" in card and "<td>cluster east</td>" in card and "<td>pool east/h100-a</td>" in card
     assert '11 / 8\n            <div class="bar" role="img" aria-label="11 used of 8 nominal">' in card
     assert '<td class="num headroom-free">0</td>' in card
-    assert 'aria-label="1234 used of 2500 nominal"><span style="width: 49%">' in card
-    assert '<td class="num headroom-free">1266</td>' in card
+    assert 'aria-label="1,234 used of 2,500 nominal"><span style="width: 49%">' in card
+    assert '<td class="num headroom-free">1,266</td>' in card
 
 
 def test_the_fleet_rows_link_each_pool_and_mark_what_is_over_capacity(client, demo_org) -> None:
@@ -78,7 +78,7 @@ def test_the_request_tables_escape_names_and_show_an_unallocated_request_as_a_da
     assert f'<a href="/requests/{odd.pk}/">&lt;b&gt;&quot;odd&quot; &amp; name&lt;/b&gt;</a>' in mine
     assert '<span class="muted">\N{EM DASH}</span>' in mine and "leads" not in mine
     assert "leads" in others and "\N{MULTIPLICATION SIGN} 12" in others and "not-ours" not in body
-    assert f"<td>{demo_org.team.name}</td>" in others and "ago</td>" in others
+    assert f'<td data-label="Team">{demo_org.team.name}</td>' in others and "ago</td>" in others
 
 
 def test_the_homes_teams_carry_their_quotas_and_what_each_holds_in_two_queries(django_assert_num_queries) -> None:
