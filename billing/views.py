@@ -137,13 +137,15 @@ def _tables(request: HttpRequest, query: DashboardQuery, only: str | None = None
         tables["pool-heatmap"] = dashboards.pool_heatmap(query=query, teams=scope, now=now)
     if only is None or only in {"allocation-vs-utilization", "strategy-mix", "cost-per-request"}:
         data = dashboards.range_rows(query=query, months=query.months, teams=teams, now=now, memo=memo)
-        rows = [row for month in data for row in month.rows]
-        wanted = dashboards.filtered(rows, query)
-        tables["allocation-vs-utilization"] = dashboards.allocation_vs_utilization(
-            query=query, rows=rows, teams=teams, now=now
-        )
-        tables["strategy-mix"] = dashboards.strategy_mix(rows=wanted)
-        tables["cost-per-request"] = dashboards.cost_per_request(rows=wanted)
+        if only in (None, "allocation-vs-utilization"):
+            tables["allocation-vs-utilization"] = dashboards.allocation_vs_utilization(
+                query=query, data=data, teams=teams, now=now
+            )
+        if only in (None, "strategy-mix"):
+            rows = dashboards.filtered((row for month in data for row in month.rows), query)
+            tables["strategy-mix"] = dashboards.strategy_mix(rows=rows)
+        if only in (None, "cost-per-request"):
+            tables["cost-per-request"] = dashboards.cost_per_request(query=query, data=data)
     return tables
 
 
