@@ -30,7 +30,8 @@ from billing.costs.report_pdf import report_pdf
 from billing.costs.reports import live_report_payload, month_reports, report_csv
 from billing.costs.visibility import cost_teams_visible_to, monthly_reports_visible_to, user_can_view_all_costs
 from billing.costs.waste import report_waste
-from billing.utilization.selectors import capacity_forecast, platform_utilization, pool_forecasts
+from billing.utilization.selectors import capacity_forecast, platform_utilization
+from billing.utilization.stored_forecast import stored_pool_forecasts
 from gpucore.exports import csv_text
 from gpucore.months import MonthError, add_months, parse_month, quarter_label
 
@@ -250,8 +251,9 @@ FORECAST = "capacity-forecast"
 
 
 def _forecast_panel() -> dict[str, Any]:
-    """The capacity forecast (platform-wide, so only for those who see all costs): chart and table."""
-    forecasts = pool_forecasts(now=timezone.now())
+    """The capacity forecast (platform-wide, so only for those who see all costs): chart and table, as stored by the
+    hourly task (``billing.utilization.stored_forecast``)."""
+    forecasts = stored_pool_forecasts(now=timezone.now())
     columns, rows = capacity_forecast(now=timezone.now(), forecasts=forecasts)
     figure = charts.allocation_forecast_figure(forecasts)
     return {
@@ -273,7 +275,7 @@ def dashboard_csv(request: HttpRequest, chart: str) -> HttpResponse:
         raise Http404("No such chart.")
     query = _dashboard_query(request)
     if forecast:
-        columns, rows = capacity_forecast(now=timezone.now())
+        columns, rows = capacity_forecast(now=timezone.now(), forecasts=stored_pool_forecasts(now=timezone.now()))
     else:
         columns, rows = _tables(request, query, only=chart)[chart]
     response = HttpResponse(csv_text(columns, rows), content_type="text/csv; charset=utf-8")
