@@ -2,7 +2,9 @@
 
 Each function returns ``(columns, rows)``: the table shown under the chart and served as its CSV. Closed months come
 from the stored reports; a month not closed yet (the one in progress) from its days' stored charges and the live
-chargeback of the days not stored (``billing.costs.day_charges.month_charges``), read once per page.
+chargeback of the days not stored (``billing.costs.day_charges.month_parts``), read once per page. A month is read as
+sums per team, pool, GPU model, strategy and tier (``billing.costs.dashboard_rows``), never a row per request, except
+the days priced live.
 """
 
 from __future__ import annotations
