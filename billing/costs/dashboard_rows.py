@@ -143,19 +143,17 @@ def _request_key(row: dict[str, Any]) -> tuple[str, int | None, str]:
     return (row["team"], row["request"], row["name"] if row["request"] is None else "")
 
 
+def _with_import_label(qs: QuerySet) -> QuerySet:
+    return qs.annotate(c_import=Case(When(c_request__isnull=True, then=F("name")), default=Value("")))
+
+
 def _by_request(qs: QuerySet) -> QuerySet:
-    """Summed per team and request (imports: per label), with the request's groups, most expensive first."""
+    """Summed per team and request (imports: per label), most expensive first: the sums only, so the ranking reads
+    no pool, name or tier of the requests it passes over (``_details`` reads them for the ones shown)."""
     return (
-        qs.annotate(c_import=Case(When(c_request__isnull=True, then=F("name")), default=Value("")))
-        .values("c_team", "c_request", "c_import", "c_pool")
-        .annotate(
-            s_amount=Sum("amount"),
-            s_hours=Sum("allocated_gpu_hours"),
-            m_name=Max("name"),
-            m_strategy=Max("strategy"),
-            m_model=Max("gpu_model"),
-            m_tier=Max("c_tier"),
-        )
+        _with_import_label(qs)
+        .values("c_team", "c_request", "c_import")
+        .annotate(s_amount=Sum("amount"), s_hours=Sum("allocated_gpu_hours"))
         .order_by("-s_amount", "c_team", "c_request", "c_import")
     )
 
@@ -164,14 +162,26 @@ def _request_row(r: dict[str, Any]) -> dict[str, Any]:
     return {
         "team": r["c_team"],
         "request": r["c_request"],
-        "name": r["m_name"],
-        "strategy": r["m_strategy"],
-        "gpu_model": r["m_model"],
-        "pool": r["c_pool"],
-        "tier": r["m_tier"],
+        "name": r["c_import"],
         "amount": r["s_amount"] or Decimal(0),
         "gpu_hours": r["s_hours"] or Decimal(0),
     }
+
+
+def _details(qs: QuerySet, keys: set[tuple[str, int | None, str]]) -> dict[tuple[str, int | None, str], dict]:
+    """The name, strategy, GPU model, pool and tier of these requests (imports: labels) as charged."""
+    rows = (
+        _with_import_label(_these_requests(qs, keys))
+        .values("c_team", "c_request", "c_import", "c_pool")
+        .annotate(m_name=Max("name"), m_strategy=Max("strategy"), m_model=Max("gpu_model"), m_tier=Max("c_tier"))
+        .order_by()
+    )
+    found = {}
+    for r in rows:
+        key = (r["c_team"], r["c_request"], r["c_import"])
+        found[key] = {"name": r["m_name"], "strategy": r["m_strategy"], "gpu_model": r["m_model"],
+                      "pool": r["c_pool"], "tier": r["m_tier"]}  # fmt: skip
+    return found
 
 
 def _these_requests(qs: QuerySet, keys: set[tuple[str, int | None, str]]) -> QuerySet:
@@ -219,8 +229,24 @@ def top_requests(*, query: DashboardQuery, data: list[MonthRows], limit: int = 2
                 _add_request(totals, live[key])
         ranked = sorted(totals.values(), key=_rank)[:limit]
         if exhausted or (len(ranked) == limit and ranked[-1]["amount"] >= bound):
-            return ranked
+            return _described(ranked, sources, live)
         depth *= 2
+
+
+def _described(
+    ranked: list[dict[str, Any]], sources: list[QuerySet], live: dict[tuple[str, int | None, str], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The ranked requests with what they were charged as, from the first place that has them (closed months, then
+    stored days, then live days)."""
+    wanted = {_request_key(row) for row in ranked}
+    described: dict[tuple[str, int | None, str], dict[str, Any]] = {}
+    for qs in sources:
+        for key, details in _details(qs, wanted - set(described)).items():
+            described.setdefault(key, details)
+    for key in wanted - set(described):
+        row = live[key]
+        described[key] = {name: row[name] for name in ("name", "strategy", "gpu_model", "pool", "tier")}
+    return [{**row, **described[_request_key(row)]} for row in ranked]
 
 
 def _cannot_settle(
