@@ -87,11 +87,13 @@ def closed_line_rows(report_ids: list[int]) -> QuerySet[MonthlyReportLine]:
     )
 
 
+_COLUMNS = {"team": "c_team", "pool": "c_pool", "gpu_model": "gpu_model", "strategy": "strategy", "tier": "c_tier"}
+
+
 def _filtered_qs(qs: QuerySet, query: DashboardQuery | None) -> QuerySet:
     if query is None:
         return qs
-    columns = {"team": "c_team", "pool": "c_pool", "gpu_model": "gpu_model", "strategy": "strategy", "tier": "c_tier"}
-    return qs.filter(**{columns[name]: value for name, value in query.filters.items()})
+    return qs.filter(**{_COLUMNS[name]: value for name, value in query.filters.items()})
 
 
 def grouped_rows(qs: QuerySet) -> list[dict[str, Any]]:
@@ -292,22 +294,21 @@ def _passes(row: dict[str, Any], query: DashboardQuery | None) -> bool:
     return query is None or all(str(row[name]) == value for name, value in query.filters.items())
 
 
-def request_groups(*, data: list[MonthRows]) -> list[dict[str, Any]]:
-    """Every request charged in the months with its groups (team, pool, GPU model, strategy, tier): what measured use
-    is grouped by. One row per request and set of groups; imports have no measured use and are left out."""
-    rows: list[dict[str, Any]] = []
+def request_groups(*, query: DashboardQuery, data: list[MonthRows]) -> tuple[dict[int, str], set[int]]:
+    """What measured use is grouped by: request id -> the value of the query's group (team, pool, ...) it was charged
+    under, for the requests charged in the months that pass the query's filters; and every request charged (those
+    that do not pass are left out of the chart, not grouped by their team). Imports have no measured use."""
+    column = _COLUMNS[query.group]
+    groups: dict[int, str] = {}
+    charged: set[int] = set()
     for qs in _stored_sources(data):
-        grouped = qs.filter(c_request__isnull=False).values("c_request", "c_team", "c_pool", "gpu_model", "strategy")
-        for r in grouped.annotate(m_tier=Max("c_tier")).order_by():
-            rows.append(
-                {
-                    "request": r["c_request"],
-                    "team": r["c_team"],
-                    "pool": r["c_pool"],
-                    "gpu_model": r["gpu_model"],
-                    "strategy": r["strategy"],
-                    "tier": r["m_tier"],
-                }
-            )
-    rows += [row for month in data for row in month.live if row["request"] is not None]
-    return rows
+        requests = qs.filter(c_request__isnull=False)
+        passing = _filtered_qs(requests, query).values_list("c_request", column).distinct().order_by()
+        groups.update((request, str(value)) for request, value in passing)
+        if query.filters:
+            charged.update(requests.values_list("c_request", flat=True).distinct().order_by())
+    for row in (row for month in data for row in month.live if row["request"] is not None):
+        charged.add(row["request"])
+        if _passes(row, query):
+            groups[row["request"]] = str(row[query.group])
+    return groups, charged | set(groups)

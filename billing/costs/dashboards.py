@@ -257,19 +257,16 @@ def allocation_vs_utilization(
     start, end = _range_bounds(query, now)
     measured = usage_totals(start=start, end=end, by=("team_id", "request_id"), teams=teams)
     slugs = dict(teams.values_list("pk", "slug"))
-    charged = request_groups(data=data)
-    groups_of = {row["request"]: row for row in charged}
-    keep = {id(row) for row in filtered(charged, query)}
+    groups, charged = request_groups(query=query, data=data)
     allocated: dict[str, Decimal] = defaultdict(Decimal)
     for row in filtered((row for month in data for row in month.rows), query):
         allocated[str(row[query.group])] += row["gpu_hours"]
     usage: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for (team_id, request_id), total in measured.items():
-        charge = groups_of.get(request_id)
-        if charge is not None:
-            if id(charge) not in keep:
-                continue
-            group = str(charge[query.group])
+        if request_id in charged:
+            if request_id not in groups:
+                continue  # charged as something the filters leave out
+            group = groups[request_id]
         elif request_id is not None and query.group == "team" and set(query.filters) <= {"team"}:
             group = slugs.get(team_id, "")  # measured but not charged (e.g. held before the range)
             if not group or query.filters.get("team", group) != group:
