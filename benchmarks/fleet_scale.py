@@ -13,7 +13,10 @@ for every month but the last two. Then, each a ratio against a baseline measured
 - at the largest fleet, each dashboards range against the same range at the smallest (flat: at most 1.5x);
 - the hourly tables' size (with indexes) per GPU-year;
 - the pricing of one past day (``billing.price_past_days``, run once after the build) and the peak Python memory
-  (``tracemalloc``) of a cold 12-month dashboards render.
+  (``tracemalloc``) of a cold 12-month dashboards render;
+- the floor: the same dashboards views on an empty fleet (the teams, pool and prices, no requests or history,
+  built first in a database of its own) against each fleet's raw SUM, which is what the page's figures, template
+  and queries cost with nothing to show.
 
 Not measured here: the pull against its interval (``benchmarks/fleet_pull.py``, a real Prometheus) and the request
 pages at 100,000 requests (``benchmarks/list_scaling.py``). ``--quick`` is a smoke run (50 and 100 GPUs, 2 months).
@@ -44,9 +47,19 @@ def _month_start(month: date) -> datetime:
 
 
 def _fleet(
-    gpus: int, months: int, teams: int, last: date, runs: int, repeat: int, days: int = 0
+    gpus: int,
+    months: int,
+    teams: int,
+    last: date,
+    runs: int,
+    repeat: int,
+    days: int = 0,
+    floor: dict[str, list[float]] | None = None,
 ) -> dict[str, list[float]]:
-    """Build one fleet in a fresh database and measure it; returns each figure's values (one per run)."""
+    """Build one fleet in a fresh database and measure it; returns each figure's values (one per run).
+
+    ``floor`` (the empty fleet's page seconds per range and run) gives the floor rows against this fleet's raw SUM;
+    with ``gpus`` 0 only the page seconds are measured."""
     from django.contrib.auth.models import User
     from django.core.cache import cache
     from django.db import connection, transaction
@@ -55,6 +68,7 @@ def _fleet(
     from billing.costs.day_charges import day_charges_catch_up
     from billing.costs.services import monthly_reports_close
     from billing.metering.partitions import HOURLY_TABLES, ensure_month_partitions
+    from billing.utilization.stored_forecast import capacity_forecast_store
     from gpucore.months import add_months
 
     first = add_months(last, -(months - 1))
@@ -82,6 +96,7 @@ def _fleet(
     priced = day_charges_catch_up()  # as the hourly billing.price_past_days task does, every past day once
     seconds = time.perf_counter() - started
     print(f"  {priced['stored']} past days priced and stored in {seconds:.0f} s", flush=True)
+    capacity_forecast_store()  # as the hourly billing.store_capacity_forecast task does
     client = Client()
     client.force_login(User.objects.get(username="bench"))
     figures: dict[str, list[float]] = {"past day priced and stored, seconds": [seconds / max(priced["stored"], 1)]}
@@ -105,17 +120,27 @@ def _fleet(
             assert client.get("/billing/dashboards/", params).status_code == 200
 
         render_cold()
-        for _ in range(runs):
+        for run in range(runs):
             raw = best(lambda span_first=span_first: raw_totals(span_first, last), repeat)
             page = best(render_cold, repeat)
+            if not gpus:  # the empty fleet: its page seconds are the floor of the others
+                figures.setdefault(f"dashboards {span} months (s)", []).append(page)
+                continue
             figures.setdefault(f"dashboards {span} months / raw SUM over totals", []).append(page / raw)
             figures.setdefault(f"dashboards {span} months (s)", []).append(page)
+            if floor:
+                empty = floor[f"dashboards {span} months (s)"][run]
+                figures.setdefault(f"floor: empty fleet's dashboards {span} months / raw SUM", []).append(empty / raw)
+        if not gpus:
+            continue
         if span == 12:
             tracemalloc.start()
             render_cold()
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             figures["dashboards 12 months, peak Python memory (MB)"] = [peak / 1e6]
+    if not gpus:
+        return figures
     closing = add_months(last, -1) if months > 1 else last
 
     def close() -> None:
@@ -165,12 +190,24 @@ def main() -> None:
     setup_test_environment()  # the test client's host and in-memory mail
 
     configured = connection.settings_dict["NAME"]  # each fleet's database is dropped, this name restored
+    setup_django("fleet_scale")  # the empty fleet first: its page seconds are every fleet's floor
+    try:
+        # Best of three at least: a floor, so the least the empty page took.
+        floor = _fleet(0, args.months, args.teams, last, args.runs, max(args.repeat, 3), args.days)
+    finally:
+        connection.creation.destroy_test_db(configured, verbosity=0)
+    print("empty fleet (no requests; min/median/max):", flush=True)
+    for name, values in floor.items():
+        if name.endswith("(s)"):
+            print(f"  {name:55} {spread(values)}", flush=True)
     for gpus in sizes:
         setup_django("fleet_scale")  # a fresh database per fleet
         if gpus == sizes[0]:
             print(f"database: {connection.vendor}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
         try:
-            results[gpus] = figures = _fleet(gpus, args.months, args.teams, last, args.runs, args.repeat, args.days)
+            results[gpus] = figures = _fleet(
+                gpus, args.months, args.teams, last, args.runs, args.repeat, args.days, floor=floor
+            )
         finally:
             connection.creation.destroy_test_db(configured, verbosity=0)
         # Printed as soon as measured: the largest fleet takes long to build.

@@ -488,4 +488,5 @@ from billing.budget_models import (  # noqa: E402, F401
     validate_thresholds_pct,
 )
 from billing.charge_models import DayCharge, PricedDay  # noqa: E402, F401
+from billing.forecast_models import StoredPoolForecast  # noqa: E402, F401
 from billing.retention_models import HourlyRetention  # noqa: E402, F401

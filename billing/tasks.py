@@ -16,6 +16,7 @@ from billing.metering.partitions import drop_expired_hourly, ensure_month_partit
 from billing.metering.prometheus import PrometheusUnavailable
 from billing.metering.services import HOUR, utilization_health_catch_up, utilization_pull
 from billing.reclaim.services import idle_reclaim_run
+from billing.utilization.stored_forecast import capacity_forecast_store
 
 logger = logging.getLogger(__name__)
 
@@ -101,3 +102,10 @@ def maintain_hourly_partitions() -> dict[str, object]:
     created = ensure_month_partitions(now=now)
     dropped = drop_expired_hourly(now=now, retention_months=settings.HOURLY_RETENTION_MONTHS)
     return {"created": created, "dropped": dropped}
+
+
+@shared_task(name="billing.store_capacity_forecast", acks_late=True)
+def store_capacity_forecast() -> dict[str, object]:
+    """Compute the capacity forecast per pool resource and replace the stored one the dashboards read (beat: hourly,
+    after the pull); a re-run in the same hour stores the same rows."""
+    return {"pool_resources": len(capacity_forecast_store())}

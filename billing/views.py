@@ -30,7 +30,8 @@ from billing.costs.report_pdf import report_pdf
 from billing.costs.reports import live_report_payload, month_reports, report_csv
 from billing.costs.visibility import cost_teams_visible_to, monthly_reports_visible_to, user_can_view_all_costs
 from billing.costs.waste import report_waste
-from billing.utilization.selectors import capacity_forecast, platform_utilization, pool_forecasts
+from billing.utilization.selectors import capacity_forecast, platform_utilization
+from billing.utilization.stored_forecast import stored_pool_forecasts
 from gpucore.exports import csv_text
 from gpucore.months import MonthError, add_months, parse_month, quarter_label
 
@@ -140,13 +141,15 @@ def _tables(request: HttpRequest, query: DashboardQuery, only: str | None = None
         tables["pool-heatmap"] = dashboards.pool_heatmap(query=query, teams=scope, now=now)
     if only is None or only in {"allocation-vs-utilization", "strategy-mix", "cost-per-request"}:
         data = dashboards.range_rows(query=query, months=query.months, teams=teams, now=now, memo=memo)
-        rows = [row for month in data for row in month.rows]
-        wanted = dashboards.filtered(rows, query)
-        tables["allocation-vs-utilization"] = dashboards.allocation_vs_utilization(
-            query=query, rows=rows, teams=teams, now=now
-        )
-        tables["strategy-mix"] = dashboards.strategy_mix(rows=wanted)
-        tables["cost-per-request"] = dashboards.cost_per_request(rows=wanted)
+        if only in (None, "allocation-vs-utilization"):
+            tables["allocation-vs-utilization"] = dashboards.allocation_vs_utilization(
+                query=query, data=data, teams=teams, now=now
+            )
+        if only in (None, "strategy-mix"):
+            rows = dashboards.filtered((row for month in data for row in month.rows), query)
+            tables["strategy-mix"] = dashboards.strategy_mix(rows=rows)
+        if only in (None, "cost-per-request"):
+            tables["cost-per-request"] = dashboards.cost_per_request(query=query, data=data)
     return tables
 
 
@@ -251,8 +254,9 @@ FORECAST = "capacity-forecast"
 
 
 def _forecast_panel() -> dict[str, Any]:
-    """The capacity forecast (platform-wide, so only for those who see all costs): chart and table."""
-    forecasts = pool_forecasts(now=timezone.now())
+    """The capacity forecast (platform-wide, so only for those who see all costs): chart and table, as stored by the
+    hourly task (``billing.utilization.stored_forecast``)."""
+    forecasts = stored_pool_forecasts(now=timezone.now())
     columns, rows = capacity_forecast(now=timezone.now(), forecasts=forecasts)
     figure = charts.allocation_forecast_figure(forecasts)
     return {
@@ -274,7 +278,7 @@ def dashboard_csv(request: HttpRequest, chart: str) -> HttpResponse:
         raise Http404("No such chart.")
     query = _dashboard_query(request)
     if forecast:
-        columns, rows = capacity_forecast(now=timezone.now())
+        columns, rows = capacity_forecast(now=timezone.now(), forecasts=stored_pool_forecasts(now=timezone.now()))
     else:
         columns, rows = _tables(request, query, only=chart)[chart]
     response = HttpResponse(csv_text(columns, rows), content_type="text/csv; charset=utf-8")

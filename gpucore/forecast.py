@@ -177,3 +177,29 @@ def _summed_per_hour(
         held = sum(amount for since, until, amount in intervals if since <= hour and (until is None or until > hour))
         series.append((hour, float(held)))
     return series
+
+
+def forecast_as_json(item: Forecast) -> dict[str, object]:
+    """The forecast as JSON-ready values (times as ISO 8601), read back by ``forecast_from_json``."""
+    trend = item.trend
+    return {
+        "history": [[when.isoformat(), value] for when, value in item.history],
+        "trend": [trend.origin.isoformat(), trend.intercept, trend.slope_per_day] if trend else None,
+        "projection": [[when.isoformat(), value] for when, value in item.projection],
+        "capacity": item.capacity,
+        "run_out_at": item.run_out_at.isoformat() if item.run_out_at else None,
+        "now": item.now.isoformat(),
+    }
+
+
+def forecast_from_json(data: dict) -> Forecast:
+    """The forecast ``forecast_as_json`` wrote."""
+    trend = data["trend"]
+    return Forecast(
+        history=tuple((datetime.fromisoformat(when), float(value)) for when, value in data["history"]),
+        trend=Trend(datetime.fromisoformat(trend[0]), float(trend[1]), float(trend[2])) if trend else None,
+        projection=tuple((datetime.fromisoformat(when), float(value)) for when, value in data["projection"]),
+        capacity=data["capacity"],
+        run_out_at=datetime.fromisoformat(data["run_out_at"]) if data["run_out_at"] else None,
+        now=datetime.fromisoformat(data["now"]),
+    )

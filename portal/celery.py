@@ -38,6 +38,8 @@ app.conf.beat_schedule = {
     "check-team-budgets": {"task": "billing.check_team_budgets", "schedule": crontab(minute=20)},
     # Each day over priced once and stored, so the cost dashboards read a month not closed yet as sums.
     "price-past-days": {"task": "billing.price_past_days", "schedule": crontab(minute=40)},
+    # The capacity forecast stored, so the cost dashboards read it instead of a week of every request's spans.
+    "store-capacity-forecast": {"task": "billing.store_capacity_forecast", "schedule": crontab(minute=10)},
     # Idle reclaim: warn, then suspend, idle development workloads, after the hour's utilization is pulled.
     "reclaim-idle-workloads": {"task": "billing.reclaim_idle_workloads", "schedule": crontab(minute=25)},
     "close-monthly-reports": {

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Case, F, Func, OuterRef, Q, QuerySet, Subquery, TextField, When
+from django.db.models import Case, Count, F, Func, OuterRef, Q, QuerySet, Subquery, TextField, When
 
 from allocations.models import TERMINAL_STATUSES, GpuRequest, RequestEvent, RequestStatus, Team
 
@@ -201,3 +201,43 @@ def held_span_rows(
             if piece_start < end and (piece_end is None or piece_end > start):  # AllocationInterval.overlaps
                 rows.append((row[:width], piece_start, piece_end))
     return rows
+
+
+def windows_held(windows: Sequence[tuple[datetime, datetime]], *, chunk: int = 100) -> list[bool]:
+    """For each ``[start, end)`` window, whether any request held GPUs for a moment of it (as ``held_span_rows``).
+
+    One grouped count says which windows any request may have held in; each of those is then read a chunk of
+    requests at a time until one did, so a busy year's windows cost a few rows each, not every request's spans."""
+    if not windows:
+        return []
+    requests = _requests_holding(start=min(s for s, _ in windows), end=max(e for _, e in windows), teams=None)
+    may_hold = requests.aggregate(
+        **{
+            f"w{index}": Count(
+                "pk",
+                filter=(Q(activated_at__lt=end) | Q(activated_at__isnull=True, provisioning_started__lt=end))
+                & (Q(ended_at__isnull=True) | Q(ended_at__gt=start)),
+            )
+            for index, (start, end) in enumerate(windows)
+        }
+    )
+    if not any(may_hold.values()):
+        return [False] * len(windows)
+    gaps = _suspension_gaps(end=max(e for _, e in windows), teams=None)
+    held = []
+    for index, (start, end) in enumerate(windows):
+        found = False
+        candidates = _requests_holding(start=start, end=end, teams=None).values_list(*_SPAN_COLUMNS, "pk")
+        offset = 0
+        while may_hold[f"w{index}"] and not found:
+            rows = list(candidates[offset : offset + chunk])
+            for row in rows:
+                pieces = _minus_gaps(*_held_span(*row[:-1]), gaps.get(row[-1], []))
+                if any(began < end and (finished is None or finished > start) for began, finished in pieces):
+                    found = True
+                    break
+            if len(rows) < chunk:
+                break
+            offset += chunk
+        held.append(found)
+    return held

@@ -2,7 +2,9 @@
 
 Each function returns ``(columns, rows)``: the table shown under the chart and served as its CSV. Closed months come
 from the stored reports; a month not closed yet (the one in progress) from its days' stored charges and the live
-chargeback of the days not stored (``billing.costs.day_charges.month_charges``), read once per page.
+chargeback of the days not stored (``billing.costs.day_charges.month_parts``), read once per page. A month is read as
+sums per team, pool, GPU model, strategy and tier (``billing.costs.dashboard_rows``), never a row per request, except
+the days priced live.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -18,55 +19,47 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 
 from allocations.models import GpuModel, GpuRequest, NodePool, SharingMode, SlaTier, Team
-from allocations.requests.held_intervals import held_span_rows
+from allocations.requests.held_intervals import windows_held
 from billing.costs.chargeback import closed_reports, month_bounds
 from billing.costs.dashboard_query import DashboardQuery
-from billing.costs.day_charges import MonthCharges, month_charges
-from billing.metering.selectors import usage_totals
-from billing.models import (
-    ImportedUsage,
-    MonthlyReport,
-    MonthlyReportLine,
-    OrganisationMonthSummary,
-    ReportStatus,
-    TeamBudget,
+from billing.costs.dashboard_rows import (
+    IMPORTED_POOL,
+    NO_POOL,
+    NO_TIER,
+    MonthRows,
+    closed_line_rows,
+    day_charge_rows,
+    grouped_rows,
+    merged_groups,
+    request_groups,
+    top_requests,
 )
+from billing.costs.day_charges import MonthParts, month_parts
+from billing.metering.selectors import usage_totals
+from billing.models import ImportedUsage, MonthlyReport, OrganisationMonthSummary, ReportStatus, TeamBudget
 from gpucore.pricing import to_cents
 from gpucore.vocabulary import Strategy
 
 Table = tuple[list[str], list[list[Any]]]
 IDLE_LABEL = "(idle capacity)"
-IMPORTED_POOL = "(imported)"
-NO_POOL = "(no pool)"
-NO_TIER = "(no tier)"
 CLOSED_MONTH_CACHE_SECONDS = 7 * 24 * 3600
 
 
-@dataclass
-class MonthRows:
-    """A month's chargeback lines for the visible teams, one per team and request (or import), with their groups."""
-
-    month: date
-    closed: bool
-    rows: list[dict[str, Any]]
-    idle_cost: Decimal | None
-
-
 class ChargebackMemo:
-    """Each month's charges (``billing.costs.day_charges.month_charges``) read once per page (several charts read
+    """Each month's charges (``billing.costs.day_charges.month_parts``) read once per page (several charts read
     the same month)."""
 
     def __init__(self, now: datetime) -> None:
         self.now = now
-        self._months: dict[date, MonthCharges] = {}
+        self._months: dict[date, MonthParts] = {}
         self.rows: dict[date, MonthRows | None] = {}  # range_rows' months (None: left out), for the page's charts
 
-    def get(self, month: date) -> MonthCharges:
+    def get(self, month: date) -> MonthParts:
         if month not in self._months:
-            self._months[month] = month_charges(month=month, now=self.now)
+            self._months[month] = month_parts(month=month, now=self.now)
         return self._months[month]
 
 
@@ -113,33 +106,6 @@ def _with_groups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _closed_lines(closed: QuerySet[MonthlyReport]) -> list[dict[str, Any]]:
-    grouped = (
-        MonthlyReportLine.objects.filter(report__in=closed)
-        .values("report__team__slug", "request_ref", "name", "strategy", "gpu_model", "sla_tier")
-        .annotate(amount=Sum("amount"), dedicated=Sum("dedicated_amount"), gpu_hours=Sum("allocated_gpu_hours"))
-        .order_by()
-    )
-    return [
-        {
-            "team": r["report__team__slug"],
-            "request": r["request_ref"],
-            "name": r["name"],
-            "strategy": r["strategy"],
-            "gpu_model": r["gpu_model"],
-            "tier": r["sla_tier"],
-            "amount": r["amount"] or Decimal(0),
-            "dedicated": r["dedicated"] or Decimal(0),
-            "gpu_hours": r["gpu_hours"] or Decimal(0),
-        }
-        for r in grouped
-    ]
-
-
-def _live_lines(charges: MonthCharges, slugs: set[str]) -> list[dict[str, Any]]:
-    return [dict(row) for (slug, _), row in charges.rows.items() if slug in slugs]
-
-
 def _closed_cache_keys(months: list[date], teams: QuerySet[Team], show_idle: bool) -> tuple[dict[date, str], set[date]]:
     """Per month every visible team that existed by its end has closed, a key naming exactly the closed reports it is
     read from; and the months with any closed report.
@@ -182,25 +148,39 @@ def month_rows(
     created = dict(teams.values_list("slug", "created_at"))
     slugs = set(created)
     closed = closed_reports(month=month, teams=teams)
-    closed_at = dict(closed.values_list("team__slug", "closed_at"))
+    closed_at = {slug: (pk, at) for pk, slug, at in closed.values_list("pk", "team__slug", "closed_at")}
     closed_slugs = set(closed_at)
     # Teams created after the month was closed have no report and need none (see _closed_cache_keys).
-    first_close = min(closed_at.values(), default=None)
+    first_close = min((at for _, at in closed_at.values()), default=None)
     required = {slug for slug, since in created.items() if first_close is None or since < first_close}
-    rows = _closed_lines(closed) if closed_slugs else []
+    report_ids = sorted(pk for pk, _ in closed_at.values())
+    rows = grouped_rows(closed_line_rows(report_ids)) if report_ids else []
     summary = OrganisationMonthSummary.objects.filter(month=month).first()
     if required and closed_slugs >= required:
         idle = (Decimal(0) if summary.idle_shared else summary.idle_cost) if (summary and show_idle) else None
-        data = MonthRows(month=month, closed=True, rows=_with_groups(rows), idle_cost=idle)
+        data = MonthRows(month=month, closed=True, rows=merged_groups(rows), idle_cost=idle, report_ids=report_ids)
         if cache_key is not None:
             cache.set(cache_key, data, CLOSED_MONTH_CACHE_SECONDS)
         return data
-    charges = (memo or ChargebackMemo(now)).get(month)
-    rows += _live_lines(charges, slugs - closed_slugs)
-    idle_cost = summary.idle_cost if summary else charges.idle_cost
-    if charges.idle_shared:
+    parts = (memo or ChargebackMemo(now)).get(month)
+    open_slugs = slugs - closed_slugs
+    stored = None
+    if parts.stored_days:
+        stored = Q(day__gte=parts.start.date(), day__lt=parts.through.date(), team__slug__in=sorted(open_slugs))
+        rows += grouped_rows(day_charge_rows(stored))
+    live = _with_groups([dict(row) for (slug, _), row in parts.live.items() if slug in open_slugs])
+    idle_cost = summary.idle_cost if summary else parts.idle_cost
+    if parts.idle_shared:
         idle_cost = Decimal(0)  # already in the teams' totals
-    return MonthRows(month=month, closed=False, rows=_with_groups(rows), idle_cost=idle_cost if show_idle else None)
+    return MonthRows(
+        month=month,
+        closed=False,
+        rows=merged_groups([*rows, *live]),
+        idle_cost=idle_cost if show_idle else None,
+        report_ids=report_ids,
+        stored=stored,
+        live=live,
+    )
 
 
 def range_rows(
@@ -229,20 +209,16 @@ def range_rows(
 
 
 def _active_months(months: list[date]) -> set[date]:
-    """Those of ``months`` in which any request held GPUs (``held_span_rows``) or imported usage falls: two queries
-    over the whole span, not two a month."""
+    """Those of ``months`` in which any request held GPUs (``windows_held``) or imported usage falls: a count per
+    month in one query each, and a few requests read per month anyone held GPUs in."""
     if not months:
         return set()
-    start, end = month_bounds(min(months))[0], month_bounds(max(months))[1]
-    # Only when each request held GPUs: plain rows, not a model instance (and its spec's keys) per request of a year.
-    spans = [(began, finished) for _, began, finished in held_span_rows(start=start, end=end, fields=())]
-    spans += list(ImportedUsage.objects.filter(start__lt=end, end__gt=start).values_list("start", "end"))
-    active = set()
-    for month in months:
-        first, last = month_bounds(month)
-        if any(held_from < last and (held_to is None or held_to > first) for held_from, held_to in spans):
-            active.add(month)
-    return active
+    windows = [month_bounds(month) for month in months]
+    imported = ImportedUsage.objects.aggregate(
+        **{f"m{n}": Count("pk", filter=Q(start__lt=last, end__gt=first)) for n, (first, last) in enumerate(windows)}
+    )
+    held = windows_held(windows)
+    return {month for n, month in enumerate(months) if imported[f"m{n}"] or held[n]}
 
 
 def filtered(rows: Iterable[dict[str, Any]], query: DashboardQuery) -> list[dict[str, Any]]:
@@ -271,7 +247,7 @@ def _range_bounds(query: DashboardQuery, now: datetime) -> tuple[datetime, datet
 
 
 def allocation_vs_utilization(
-    *, query: DashboardQuery, rows: list[dict[str, Any]], teams: QuerySet[Team], now: datetime
+    *, query: DashboardQuery, data: list[MonthRows], teams: QuerySet[Team], now: datetime
 ) -> Table:
     """Per group: allocated GPU-hours (what is paid for), measured GPU-hours and the time-weighted utilization.
 
@@ -281,19 +257,16 @@ def allocation_vs_utilization(
     start, end = _range_bounds(query, now)
     measured = usage_totals(start=start, end=end, by=("team_id", "request_id"), teams=teams)
     slugs = dict(teams.values_list("pk", "slug"))
-    groups_of = {row["request"]: row for row in rows if row["request"] is not None}
-    wanted = filtered(rows, query)
+    groups, charged = request_groups(query=query, data=data)
     allocated: dict[str, Decimal] = defaultdict(Decimal)
-    for row in wanted:
+    for row in filtered((row for month in data for row in month.rows), query):
         allocated[str(row[query.group])] += row["gpu_hours"]
-    keep = {id(row) for row in wanted}
     usage: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for (team_id, request_id), total in measured.items():
-        charged = groups_of.get(request_id)
-        if charged is not None:
-            if id(charged) not in keep:
-                continue
-            group = str(charged[query.group])
+        if request_id in charged:
+            if request_id not in groups:
+                continue  # charged as something the filters leave out
+            group = groups[request_id]
         elif request_id is not None and query.group == "team" and set(query.filters) <= {"team"}:
             group = slugs.get(team_id, "")  # measured but not charged (e.g. held before the range)
             if not group or query.filters.get("team", group) != group:
@@ -336,15 +309,8 @@ def strategy_mix(*, rows: list[dict[str, Any]]) -> Table:
     return ["strategy", "allocated_gpu_hours", "cost", "dedicated_baseline", "saving"], table
 
 
-def cost_per_request(*, rows: list[dict[str, Any]], limit: int = 25) -> Table:
+def cost_per_request(*, query: DashboardQuery, data: list[MonthRows], limit: int = 25) -> Table:
     """The ``limit`` most expensive requests of the range (imported usage included, by its label)."""
-    merged: dict[tuple, dict[str, Any]] = {}
-    for row in rows:
-        key = (row["team"], row["request"], row["name"] if row["request"] is None else "")
-        into = merged.setdefault(key, {**row, "amount": Decimal(0), "gpu_hours": Decimal(0)})
-        into["amount"] += row["amount"]
-        into["gpu_hours"] += row["gpu_hours"]
-    ordered = sorted(merged.values(), key=lambda r: r["amount"], reverse=True)[:limit]
     columns = ["team", "request", "name", "strategy", "gpu_model", "pool", "tier", "allocated_gpu_hours", "cost"]
     return columns, [
         [
@@ -358,7 +324,7 @@ def cost_per_request(*, rows: list[dict[str, Any]], limit: int = 25) -> Table:
             round(float(r["gpu_hours"]), 1),
             to_cents(r["amount"]),
         ]
-        for r in ordered
+        for r in top_requests(query=query, data=data, limit=limit)
     ]
 
 

@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from allocations.models import Team
@@ -160,15 +160,13 @@ def _row(slug: str, request_id: int | None, name: str, strategy: str, gpu_model:
     }
 
 
-def _add_live(charges: MonthCharges, chargeback: Chargeback, base: dict[str, Decimal]) -> None:
+def _add_live(rows: dict[tuple[str, str], dict[str, Any]], chargeback: Chargeback, base: dict[str, Decimal]) -> None:
     for slug, charge in chargeback.teams.items():
         for line in charge.lines:
             a = line.allocation
-            row = charges.rows.get((slug, a.key))
+            row = rows.get((slug, a.key))
             if row is None:
-                row = charges.rows[(slug, a.key)] = _row(
-                    slug, a.request_id, a.name, a.strategy, a.gpu_model, a.sla_tier or ""
-                )
+                row = rows[(slug, a.key)] = _row(slug, a.request_id, a.name, a.strategy, a.gpu_model, a.sla_tier or "")
             row["amount"] += line.amount
             row["dedicated"] += line.dedicated_amount
             row["gpu_hours"] += line.allocated_gpu_hours
@@ -176,45 +174,80 @@ def _add_live(charges: MonthCharges, chargeback: Chargeback, base: dict[str, Dec
         base[model.casefold()] = base.get(model.casefold(), ZERO) + amount
 
 
-def month_charges(*, month: date, now: datetime) -> MonthCharges:
-    """Every team's charges for ``month`` up to ``now``: stored days summed in SQL, the rest priced live."""
+@dataclass
+class MonthParts:
+    """A month up to now in two parts: its stored days [``start``, ``through``), read from ``DayCharge`` by whoever
+    needs them (grouped as they need), and the days not stored priced live (``live``, keyed as ``MonthCharges``);
+    with the organisation's idle capacity cost over the whole window."""
+
+    start: datetime
+    through: datetime
+    live: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    idle_cost: Decimal = ZERO
+    idle_shared: bool = False
+
+    @property
+    def stored_days(self) -> int:
+        return (self.through - self.start).days
+
+    def stored(self) -> QuerySet[DayCharge]:
+        """The month's stored day charges (empty when no day is stored)."""
+        return DayCharge.objects.filter(day__gte=self.start.date(), day__lt=self.through.date())
+
+
+def month_parts(*, month: date, now: datetime) -> MonthParts:
+    """``month`` up to ``now``: the run of stored days from its start, the rest priced live, and its idle cost. The
+    stored days are summed in SQL per GPU model only (for the idle cost), never read per allocation here."""
     start, end = month_bounds(month)
     end = min(end, max(now, start))
     through = _stored_through(start, end)
-    charges = MonthCharges(idle_shared=share_idle_cost(), stored_days=(through - start).days)
+    parts = MonthParts(start=start, through=through, idle_shared=share_idle_cost())
     base: dict[str, Decimal] = {}
     if through > start:
-        stored = DayCharge.objects.filter(day__gte=start.date(), day__lt=through.date())
-        grouped = (
-            stored.values("team__slug", "request_id", "imported_id", "name", "strategy", "gpu_model", "sla_tier")
-            .annotate(amount=Sum("amount"), dedicated=Sum("dedicated_amount"), gpu_hours=Sum("allocated_gpu_hours"))
-            .order_by()
-        )
-        for r in grouped:
-            key = f"request:{r['request_id']}" if r["request_id"] is not None else f"import:{r['imported_id']}"
-            row = charges.rows.setdefault(
-                (r["team__slug"], key),
-                _row(r["team__slug"], r["request_id"], r["name"], r["strategy"], r["gpu_model"], r["sla_tier"]),
-            )
-            row["amount"] += r["amount"]
-            row["dedicated"] += r["dedicated"]
-            row["gpu_hours"] += r["gpu_hours"]
-        by_model = stored.values("gpu_model").annotate(base=Sum("base_amount")).order_by()
+        by_model = parts.stored().values("gpu_model").annotate(base=Sum("base_amount")).order_by()
         for model, amount in by_model.values_list("gpu_model", "base"):
             base[model.casefold()] = base.get(model.casefold(), ZERO) + amount
     if through < end:
         live = chargeback_between(start=through, end=end, share_idle=False)
-        _add_live(charges, live, base)
+        _add_live(parts.live, live, base)
         if through == start:  # nothing stored: the live chargeback's idle is the month's
-            charges.idle_cost = live.total_idle_cost
-            return charges
+            parts.idle_cost = live.total_idle_cost
+            return parts
     periods, fallback = price_periods(until=end), catalog_fallback_rates()
     for model, gpus in capacity_gpus_by_model().items():
         capacity = capacity_cost(
             gpus, model, window_start=start, window_end=end, periods=periods, fallback_rates=fallback
         )
         # As the chargeback: allocations beyond the capacity leave no idle, never a negative one.
-        charges.idle_cost += max(capacity - base.get(model.casefold(), ZERO), ZERO)
+        parts.idle_cost += max(capacity - base.get(model.casefold(), ZERO), ZERO)
+    return parts
+
+
+def month_charges(*, month: date, now: datetime) -> MonthCharges:
+    """Every team's charges for ``month`` up to ``now``, one row per allocation: stored days summed in SQL, the rest
+    priced live."""
+    parts = month_parts(month=month, now=now)
+    charges = MonthCharges(idle_cost=parts.idle_cost, idle_shared=parts.idle_shared, stored_days=parts.stored_days)
+    grouped = (
+        parts.stored()
+        .values("team__slug", "request_id", "imported_id", "name", "strategy", "gpu_model", "sla_tier")
+        .annotate(amount=Sum("amount"), dedicated=Sum("dedicated_amount"), gpu_hours=Sum("allocated_gpu_hours"))
+        .order_by()
+    )
+    for r in grouped if parts.stored_days else ():
+        key = f"request:{r['request_id']}" if r["request_id"] is not None else f"import:{r['imported_id']}"
+        row = charges.rows.setdefault(
+            (r["team__slug"], key),
+            _row(r["team__slug"], r["request_id"], r["name"], r["strategy"], r["gpu_model"], r["sla_tier"]),
+        )
+        row["amount"] += r["amount"]
+        row["dedicated"] += r["dedicated"]
+        row["gpu_hours"] += r["gpu_hours"]
+    for key, live in parts.live.items():
+        row = charges.rows.setdefault(key, {**live, "amount": ZERO, "dedicated": ZERO, "gpu_hours": ZERO})
+        row["amount"] += live["amount"]
+        row["dedicated"] += live["dedicated"]
+        row["gpu_hours"] += live["gpu_hours"]
     return charges
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from allocations.models import GpuRequest, RequestEvent, RequestStatus
-from allocations.requests.held_intervals import allocation_intervals, held_span_rows
+from allocations.requests.held_intervals import allocation_intervals, held_span_rows, windows_held
 from tests.factories import GpuRequestFactory
 
 pytestmark = pytest.mark.django_db
@@ -130,3 +130,30 @@ def test_a_suspension_is_not_held_and_a_resume_holds_again(demo_org) -> None:
     # A window inside the suspension holds nothing.
     inside = held_span_rows(start=suspended_at, end=resumed_at, fields=("pk",))
     assert inside == []
+
+
+def test_windows_held_says_which_windows_any_request_held_in(demo_org) -> None:
+    """As held_span_rows: a suspension that covers a whole window leaves it unheld, however the requests are read
+    (a chunk at a time, down to one)."""
+    weeks = [(START + timedelta(weeks=n), START + timedelta(weeks=n + 1)) for n in range(4)]
+    assert windows_held(weeks) == [False] * 4
+    suspended = request(demo_org, activated_at=START + timedelta(days=1))
+    _moved(suspended, RequestStatus.ACTIVE, RequestStatus.SUSPENDED, START + timedelta(days=2))
+    _moved(suspended, RequestStatus.SUSPENDED, RequestStatus.ACTIVE, START + timedelta(days=20))
+    for _ in range(3):
+        request(
+            demo_org,
+            status=RequestStatus.RELEASED,
+            activated_at=START + timedelta(days=22),
+            ended_at=START + timedelta(days=23),
+        )
+    expected = [
+        any(
+            began < end and (finished is None or finished > start)
+            for _, began, finished in held_span_rows(start=start, end=end, fields=())
+        )
+        for start, end in weeks
+    ]
+    assert expected == [True, False, True, True]  # suspended from the 3rd to the 21st: the second week is unheld
+    assert windows_held(weeks, chunk=1) == expected
+    assert windows_held(weeks) == expected

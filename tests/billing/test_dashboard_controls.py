@@ -214,3 +214,20 @@ def test_numbers_in_tables_get_thousands_separators() -> None:
 
     assert number(Decimal("8604.53")) == "8,604.53" and number(12345) == "12,345" and number(1.5) == "1.5"
     assert number("vision") == "vision" and number(None) is None and number(True) is True
+
+
+def test_measured_use_is_grouped_and_filtered_like_the_requests_charge(october, client) -> None:
+    """The vision request's measured hour counts where its charge does: under its tier, its pool, and not at all
+    when a filter leaves its charge out (a strategy it did not use), rather than under its team."""
+    client.force_login(october.platform_admin)
+
+    def measured(**params) -> dict[str, str]:
+        rows = _csv(client, "allocation-vs-utilization", month="2026-10", **params)
+        return {row[next(iter(row))]: row["measured_gpu_hours"] for row in rows}
+
+    assert measured() == {"vision": "1.0", "nlp": "0.0"}
+    assert measured(group="pool") == {"(no pool)": "1.0"}  # held without a pool
+    assert measured(group="tier") == {"tier2_batch": "1.0"}
+    assert measured(strategy="dedicated") == {"vision": "1.0", "nlp": "0.0"}
+    assert measured(strategy="mig") == {}
+    assert measured(group="strategy", team="nlp") == {"dedicated": "0.0"}

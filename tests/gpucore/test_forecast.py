@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucore.forecast import Trend, daily_means, forecast, linear_trend, run_out, step_series
+from gpucore.forecast import (
+    Trend,
+    daily_means,
+    forecast,
+    forecast_as_json,
+    forecast_from_json,
+    linear_trend,
+    run_out,
+    step_series,
+)
 
 T0 = datetime(2026, 10, 1, tzinfo=UTC)
 DAY = timedelta(days=1)
@@ -134,3 +144,10 @@ def test_step_series_with_fractional_amounts_sums_them_per_hour_as_the_definitio
     got = step_series(spans[:2], start=T0, end=T0 + DAY)
     assert got == _held_at_every_hour(spans[:2], start=T0, end=T0 + DAY)
     assert all(value != value for _, value in step_series(spans, start=T0, end=T0 + timedelta(hours=2)))  # NaN
+
+
+def test_a_forecast_reads_back_from_json_as_it_was() -> None:
+    now = datetime(2026, 11, 29, 10, tzinfo=UTC)
+    hourly = [(now - timedelta(hours=n), 3.0 + n / 7) for n in range(1, 24 * 7)]
+    for item in (forecast(hourly, now=now, capacity=16.0), forecast([], now=now)):
+        assert forecast_from_json(json.loads(json.dumps(forecast_as_json(item)))) == item

@@ -1,0 +1,314 @@
+"""Where the cost dashboards' figures are read from, grouped in SQL as each chart draws them.
+
+A month's charges come from up to three places: closed reports' lines (``MonthlyReportLine``), the stored days of a
+month not closed (``DayCharge``) and the days not stored yet, priced live (``billing.costs.day_charges``). The two
+stored ones are read through the same named columns (``c_team``, ``c_pool``, ...), so each chart asks them for what
+it draws: sums per team, pool, GPU model, strategy and tier (``MonthRows.rows``), or the most expensive requests.
+Only the live days are rows per allocation, and only for as long as they are not stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from functools import reduce
+from operator import or_
+from typing import Any
+
+from django.db.models import Case, CharField, F, Max, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
+from django.db.models.functions import Coalesce, Concat, NullIf
+
+from allocations.models import GpuRequest
+from billing.costs.dashboard_query import DashboardQuery
+from billing.models import DayCharge, MonthlyReportLine
+
+IMPORTED_POOL = "(imported)"
+NO_POOL = "(no pool)"
+NO_TIER = "(no tier)"
+DIMENSIONS = ("team", "pool", "gpu_model", "strategy", "tier")
+SUMS = ("amount", "dedicated", "gpu_hours")
+
+
+@dataclass
+class MonthRows:
+    """A month's charges for the visible teams: ``rows`` summed per team, pool, GPU model, strategy and tier (a few
+    per team, however many requests it ran), and where they were read from, for the charts that need requests."""
+
+    month: date
+    closed: bool
+    rows: list[dict[str, Any]]
+    idle_cost: Decimal | None
+    report_ids: list[int] = field(default_factory=list)  # closed reports read
+    stored: Q | None = None  # the stored day charges read (``DayCharge``)
+    live: list[dict[str, Any]] = field(default_factory=list)  # days not stored: a row per allocation, with groups
+
+
+def _tier(column: str) -> Coalesce:
+    return Coalesce(NullIf(F(column), Value("")), Value(NO_TIER), output_field=CharField())
+
+
+def _pool_label(prefix: str) -> Concat:
+    return Concat(F(f"{prefix}cluster__name"), Value("/"), F(f"{prefix}name"), output_field=CharField())
+
+
+def day_charge_rows(stored: Q) -> QuerySet[DayCharge]:
+    """Stored day charges with the dashboards' columns."""
+    return DayCharge.objects.filter(stored).annotate(
+        c_team=F("team__slug"),
+        c_request=F("request_id"),
+        c_pool=Case(
+            When(request__isnull=True, then=Value(IMPORTED_POOL)),
+            When(request__node_pool__isnull=True, then=Value(NO_POOL)),
+            default=_pool_label("request__node_pool__"),
+            output_field=CharField(),
+        ),
+        c_tier=_tier("sla_tier"),
+        c_dedicated=F("dedicated_amount"),
+    )
+
+
+def closed_line_rows(report_ids: list[int]) -> QuerySet[MonthlyReportLine]:
+    """Closed reports' lines with the dashboards' columns (the pool is the request's, as for the stored days)."""
+    pool = GpuRequest.objects.filter(pk=OuterRef("request_ref"), node_pool__isnull=False).values(
+        label=_pool_label("node_pool__")
+    )
+    return MonthlyReportLine.objects.filter(report_id__in=report_ids).annotate(
+        c_team=F("report__team__slug"),
+        c_request=F("request_ref"),
+        c_pool=Case(
+            When(request_ref__isnull=True, then=Value(IMPORTED_POOL)),
+            default=Coalesce(Subquery(pool), Value(NO_POOL)),
+            output_field=CharField(),
+        ),
+        c_tier=_tier("sla_tier"),
+        c_dedicated=F("dedicated_amount"),
+    )
+
+
+_COLUMNS = {"team": "c_team", "pool": "c_pool", "gpu_model": "gpu_model", "strategy": "strategy", "tier": "c_tier"}
+
+
+def _filtered_qs(qs: QuerySet, query: DashboardQuery | None) -> QuerySet:
+    if query is None:
+        return qs
+    return qs.filter(**{_COLUMNS[name]: value for name, value in query.filters.items()})
+
+
+def grouped_rows(qs: QuerySet) -> list[dict[str, Any]]:
+    """The rows summed per team, pool, GPU model, strategy and tier."""
+    grouped = (
+        qs.values("c_team", "c_pool", "gpu_model", "strategy", "c_tier")
+        .annotate(s_amount=Sum("amount"), s_dedicated=Sum("c_dedicated"), s_hours=Sum("allocated_gpu_hours"))
+        .order_by()
+    )
+    return [
+        {
+            "team": r["c_team"],
+            "pool": r["c_pool"],
+            "gpu_model": r["gpu_model"],
+            "strategy": r["strategy"],
+            "tier": r["c_tier"],
+            "amount": r["s_amount"] or Decimal(0),
+            "dedicated": r["s_dedicated"] or Decimal(0),
+            "gpu_hours": r["s_hours"] or Decimal(0),
+        }
+        for r in grouped
+    ]
+
+
+def merged_groups(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of the same team, pool, GPU model, strategy and tier (from several places) as one."""
+    merged: dict[tuple[str, ...], dict[str, Any]] = {}
+    for row in rows:
+        key = tuple(row[name] for name in DIMENSIONS)
+        into = merged.setdefault(key, {**{name: row[name] for name in DIMENSIONS}, **dict.fromkeys(SUMS, Decimal(0))})
+        for name in SUMS:
+            into[name] += row[name]
+    return list(merged.values())
+
+
+def _stored_sources(data: list[MonthRows]) -> list[QuerySet]:
+    sources = []
+    report_ids = [pk for month in data for pk in month.report_ids]
+    if report_ids:
+        sources.append(closed_line_rows(report_ids))
+    stored = [month.stored for month in data if month.stored is not None]
+    if stored:
+        sources.append(day_charge_rows(reduce(or_, stored)))
+    return sources
+
+
+def _request_key(row: dict[str, Any]) -> tuple[str, int | None, str]:
+    # A request is one row however it was named; an import is known by its label.
+    return (row["team"], row["request"], row["name"] if row["request"] is None else "")
+
+
+def _with_import_label(qs: QuerySet) -> QuerySet:
+    return qs.annotate(c_import=Case(When(c_request__isnull=True, then=F("name")), default=Value("")))
+
+
+def _by_request(qs: QuerySet) -> QuerySet:
+    """Summed per team and request (imports: per label), most expensive first: the sums only, so the ranking reads
+    no pool, name or tier of the requests it passes over (``_details`` reads them for the ones shown)."""
+    return (
+        _with_import_label(qs)
+        .values("c_team", "c_request", "c_import")
+        .annotate(s_amount=Sum("amount"), s_hours=Sum("allocated_gpu_hours"))
+        .order_by("-s_amount", "c_team", "c_request", "c_import")
+    )
+
+
+def _request_row(r: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "team": r["c_team"],
+        "request": r["c_request"],
+        "name": r["c_import"],
+        "amount": r["s_amount"] or Decimal(0),
+        "gpu_hours": r["s_hours"] or Decimal(0),
+    }
+
+
+def _details(qs: QuerySet, keys: set[tuple[str, int | None, str]]) -> dict[tuple[str, int | None, str], dict]:
+    """The name, strategy, GPU model, pool and tier of these requests (imports: labels) as charged."""
+    rows = (
+        _with_import_label(_these_requests(qs, keys))
+        .values("c_team", "c_request", "c_import", "c_pool")
+        .annotate(m_name=Max("name"), m_strategy=Max("strategy"), m_model=Max("gpu_model"), m_tier=Max("c_tier"))
+        .order_by()
+    )
+    found = {}
+    for r in rows:
+        key = (r["c_team"], r["c_request"], r["c_import"])
+        found[key] = {"name": r["m_name"], "strategy": r["m_strategy"], "gpu_model": r["m_model"],
+                      "pool": r["c_pool"], "tier": r["m_tier"]}  # fmt: skip
+    return found
+
+
+def _these_requests(qs: QuerySet, keys: set[tuple[str, int | None, str]]) -> QuerySet:
+    ids = {request for _, request, _ in keys if request is not None}
+    labels = {name for _, request, name in keys if request is None}
+    return qs.filter(Q(c_request__in=ids) | Q(c_request__isnull=True, name__in=labels))
+
+
+def top_requests(*, query: DashboardQuery, data: list[MonthRows], limit: int = 25) -> list[dict[str, Any]]:
+    """The ``limit`` most expensive requests of the months (imports by their label), exact to the cent.
+
+    Each place is asked for its ``depth`` most expensive; a request in none of those lists costs at most the sum of
+    their last amounts, so once the ``limit``-th candidate costs that much or more the candidates are the answer.
+    Otherwise the lists go deeper: a few rows per chart, not one per request.
+    """
+    sources = [_filtered_qs(qs, query) for qs in _stored_sources(data)]
+    live: dict[tuple[str, int | None, str], dict[str, Any]] = {}
+    for row in (r for month in data for r in month.live if _passes(r, query)):
+        into = live.setdefault(_request_key(row), {**row, "amount": Decimal(0), "gpu_hours": Decimal(0)})
+        into["amount"] += row["amount"]
+        into["gpu_hours"] += row["gpu_hours"]
+    live_order = sorted(live.values(), key=lambda r: r["amount"], reverse=True)
+    depth = limit
+    while True:
+        tops = [[_request_row(r) for r in _by_request(qs)[:depth]] for qs in sources]
+        tops.append(live_order[:depth])
+        bound = sum((rows[-1]["amount"] for rows in tops if len(rows) == depth), start=Decimal(0))
+        exhausted = all(len(rows) < depth for rows in tops)
+        candidates = {_request_key(row) for rows in tops for row in rows}
+        if not exhausted and _cannot_settle(tops, live, candidates, depth, bound, limit):
+            depth *= 2
+            continue
+        totals: dict[tuple[str, int | None, str], dict[str, Any]] = {}
+        for index, qs in enumerate(sources):
+            seen = {_request_key(row): row for row in tops[index]}
+            missing = candidates - set(seen)
+            rows = list(seen.values())
+            if missing and len(tops[index]) == depth:
+                fetched = map(_request_row, _by_request(_these_requests(qs, missing)))
+                rows += [row for row in fetched if _request_key(row) in missing]
+            for row in rows:
+                _add_request(totals, row)
+        for key in candidates:
+            if key in live:
+                _add_request(totals, live[key])
+        ranked = sorted(totals.values(), key=_rank)[:limit]
+        if exhausted or (len(ranked) == limit and ranked[-1]["amount"] >= bound):
+            return _described(ranked, sources, live)
+        depth *= 2
+
+
+def _described(
+    ranked: list[dict[str, Any]], sources: list[QuerySet], live: dict[tuple[str, int | None, str], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The ranked requests with what they were charged as, from the first place that has them (closed months, then
+    stored days, then live days)."""
+    wanted = {_request_key(row) for row in ranked}
+    described: dict[tuple[str, int | None, str], dict[str, Any]] = {}
+    for qs in sources:
+        for key, details in _details(qs, wanted - set(described)).items():
+            described.setdefault(key, details)
+    for key in wanted - set(described):
+        row = live[key]
+        described[key] = {name: row[name] for name in ("name", "strategy", "gpu_model", "pool", "tier")}
+    return [{**row, **described[_request_key(row)]} for row in ranked]
+
+
+def _cannot_settle(
+    tops: list[list[dict[str, Any]]],
+    live: dict[tuple[str, int | None, str], dict[str, Any]],
+    candidates: set[tuple[str, int | None, str]],
+    depth: int,
+    bound: Decimal,
+    limit: int,
+) -> bool:
+    """Whether the candidates' most they can cost (what the lists give, plus the last amount of each list a candidate
+    is missing from) already says the ``limit``-th of them costs less than ``bound``: then reading what the lists
+    miss would not settle the ranking, and the lists go deeper first."""
+    most: dict[tuple[str, int | None, str], Decimal] = dict.fromkeys(candidates, Decimal(0))
+    for index, rows in enumerate(tops):
+        given = {_request_key(row): row["amount"] for row in rows}
+        full = len(rows) == depth
+        for key in candidates:
+            if key in given:
+                most[key] += given[key]
+            elif index == len(tops) - 1:
+                most[key] += live[key]["amount"] if key in live else Decimal(0)
+            elif full:
+                most[key] += rows[-1]["amount"]
+    ranked = sorted(most.values(), reverse=True)
+    return len(ranked) < limit or ranked[limit - 1] < bound
+
+
+def _add_request(totals: dict[tuple[str, int | None, str], dict[str, Any]], row: dict[str, Any]) -> None:
+    into = totals.get(_request_key(row))
+    if into is None:
+        totals[_request_key(row)] = {**row}
+        return
+    into["amount"] += row["amount"]
+    into["gpu_hours"] += row["gpu_hours"]
+
+
+def _rank(row: dict[str, Any]) -> tuple[Decimal, str, int, str]:
+    return (-row["amount"], row["team"], row["request"] if row["request"] is not None else -1, row["name"])
+
+
+def _passes(row: dict[str, Any], query: DashboardQuery | None) -> bool:
+    return query is None or all(str(row[name]) == value for name, value in query.filters.items())
+
+
+def request_groups(*, query: DashboardQuery, data: list[MonthRows]) -> tuple[dict[int, str], set[int]]:
+    """What measured use is grouped by: request id -> the value of the query's group (team, pool, ...) it was charged
+    under, for the requests charged in the months that pass the query's filters; and every request charged (those
+    that do not pass are left out of the chart, not grouped by their team). Imports have no measured use."""
+    column = _COLUMNS[query.group]
+    groups: dict[int, str] = {}
+    charged: set[int] = set()
+    for qs in _stored_sources(data):
+        requests = qs.filter(c_request__isnull=False)
+        passing = _filtered_qs(requests, query).values_list("c_request", column).distinct().order_by()
+        groups.update((request, str(value)) for request, value in passing)
+        if query.filters:
+            charged.update(requests.values_list("c_request", flat=True).distinct().order_by())
+    for row in (row for month in data for row in month.live if row["request"] is not None):
+        charged.add(row["request"])
+        if _passes(row, query):
+            groups[row["request"]] = str(row[query.group])
+    return groups, charged | set(groups)
