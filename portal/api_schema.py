@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
 from drf_spectacular.contrib.django_filters import DjangoFilterExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import force_instance
@@ -40,12 +41,21 @@ def _names_objects(serializer: Any) -> bool:
     )
 
 
+def _own_pattern(field: serializers.CharField) -> str | None:
+    """The field's own regex in ECMA form (as spectacular writes it, which it would skip once a pattern is set)."""
+    for validator in field.validators:
+        if isinstance(validator, RegexValidator) and not validator.inverse_match:
+            return validator.regex.pattern.replace(r"\Z", "$").replace(r"\A", "^")
+    return None
+
+
 class PortalAutoSchema(AutoSchema):
     """Spectacular's schema, stating what DRF does beyond it:
 
     - the 422 of a body that names an unknown object (``portal.api_errors``): the reference is well formed, so the
       schema cannot refuse it, and the answer is documented instead;
     - a required text field that DRF trims must hold a non-space character (``pattern: \\S``): `" "` is blank;
+      one with a regex of its own gets that regex instead;
     - a serializer with ``refuses_unknown_fields`` answers an unknown key 400: ``additionalProperties: false``.
     """
 
@@ -60,7 +70,7 @@ class PortalAutoSchema(AutoSchema):
             and not field.allow_blank
             and not {"pattern", "enum", "format"} & schema.keys()
         ):
-            schema["pattern"] = r"\S"
+            schema["pattern"] = _own_pattern(field) or r"\S"
         return schema
 
     def _map_basic_serializer(self, serializer: Any, direction: str) -> Any:
@@ -188,9 +198,14 @@ def document_missing_page(result: dict[str, Any], **kwargs: Any) -> dict[str, An
     return result
 
 
+# What a form sends for "none" in a nullable field.
+EMPTY_FORM_VALUE = {"type": "string", "enum": [""], "description": "Empty: none."}
+
+
 def document_form_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """A form (urlencoded or multipart) cannot carry a JSON null: its request bodies point at a copy of the JSON
-    body's component (``<Name>Form``) whose fields are not nullable. Null is sent as JSON."""
+    body's component (``<Name>Form``) where a nullable field takes an empty value instead, which DRF reads as null
+    (``Field.get_value`` on form input)."""
     components = result.get("components", {}).get("schemas", {})
 
     def form_copy(ref: str) -> str:
@@ -199,10 +214,15 @@ def document_form_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any
         if copy_name not in components:
             copy = {**components[name], "properties": {}}
             for field, schema in components[name].get("properties", {}).items():
+                nullable = bool(schema.get("nullable"))
                 schema = {key: value for key, value in schema.items() if key != "nullable"}
                 if "oneOf" in schema:  # a nullable enum: the enum or NullEnum
                     choices = [c for c in schema["oneOf"] if c.get("$ref") != f"{REF_PREFIX}NullEnum"]
                     schema = choices[0] if len(choices) == 1 else {**schema, "oneOf": choices}
+                    nullable = True
+                if nullable:
+                    described = {key: schema.pop(key) for key in ("title", "description") if key in schema}
+                    schema = {**described, "anyOf": [schema, EMPTY_FORM_VALUE]}
                 copy["properties"][field] = schema
             components[copy_name] = copy
         return REF_PREFIX + copy_name

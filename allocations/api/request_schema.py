@@ -126,6 +126,7 @@ SUBMIT = extend_schema(
                 "workload_type": "training",
                 "gpu_memory_gb": 40,
                 "duration_hours": 48,
+                "command": ["torchrun", "--nproc-per-node=1", "finetune.py", "--epochs", "3"],
             },
             request_only=True,
         )

@@ -180,6 +180,7 @@ class GpuRequestCreateSerializer(ProfileInputSerializer):
     )
     template = serializers.IntegerField(
         required=False,
+        min_value=1,
         help_text="A template's id (GET /api/v1/templates/): its values fill in the fields this body leaves out.",
     )
 
@@ -201,7 +202,10 @@ class GpuRequestCreateSerializer(ProfileInputSerializer):
         if str(value).isdigit():
             template = visible_to(user, RequestTemplate).filter(pk=int(value)).first()
         if template is None:
-            raise serializers.ValidationError({"template": [f"No template {value!r} among those offered to you."]})
+            # An id that is well formed but names no template offered to the caller: a 422, as other unknown objects.
+            raise serializers.ValidationError(
+                {"template": [f"No template {value!r} among those offered to you."]}, code="does_not_exist"
+            )
         return template
 
 

@@ -147,8 +147,12 @@ def test_a_request_cannot_use_another_teams_template(client_as, templates) -> No
     )
     unknown = client.post("/api/v1/requests/", {"team": "vision", "name": "x", "template": 99999}, format="json")
 
-    assert hidden.status_code == 400 and "template" in hidden.json()
-    assert unknown.status_code == 400 and "template" in unknown.json()
+    # Well-formed ids naming no template offered to the caller: unknown objects (422), alike whether one exists.
+    assert hidden.status_code == 422 and "template" in hidden.json()
+    assert unknown.status_code == 422 and "template" in unknown.json()
+    assert hidden.json()["template"][0].replace(str(templates["nlp"].pk), "N") == unknown.json()["template"][0].replace(
+        "99999", "N"
+    )
     assert not GpuRequest.objects.exists()
 
 
