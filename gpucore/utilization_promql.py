@@ -1,4 +1,4 @@
-"""The PromQL of the utilization pull, and the recording rules that make it cheap at fleet size. Pure.
+"""The PromQL of the utilization and GPU health pulls, and the recording rules that make them cheap at fleet size. Pure.
 
 The pull needs, per device, owner and minute, whether the device was measured at that minute and what it read. A
 minute counts only where a real sample is under ``max_age`` seconds old (``fresh``): an instant selector carries a
@@ -13,7 +13,9 @@ nobody measured. Two ways to get those minutes:
   (``recorded_pull_queries``), which read stored samples and match nothing.
 
 Both give, per hour, the minutes measured (``samples``), the minutes scraped at all, DCGM blanks included
-(``covered``: whether the hour is complete), and the averages, peaks and energy. A ``max by`` over the identity and
+(``covered``: whether the hour is complete), and the averages, peaks and energy. The GPU health pulls (XID census,
+hottest minute, memory-pressure minutes) read their minutes the same two ways (``health_pull_queries``,
+``health_rule_group``). A ``max by`` over the identity and
 workload labels drops duplicate series (two scrape jobs, a container or driver label change) without summing them.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpucore.alerts import MEMORY_PRESSURE_RATIO
 from gpucore.attribution import GAUGE_BLANK_FLOOR, GPU_UTIL, GR_ENGINE_ACTIVE
 
 # Identity and workload labels a rollup depends on; both spellings of each (docs/reference-sources.md#dcgm).
@@ -37,6 +40,7 @@ POWER_EXPR = f"DCGM_FI_DEV_POWER_USAGE < {FLOOR}"
 DEFAULT_MAX_AGE_SECONDS = 60
 
 RULE_GROUP_NAME = "gpu_portal_utilization"
+HEALTH_RULE_GROUP_NAME = "gpu_portal_health"
 RULE_GROUP_INTERVAL = "1m"
 # The recorded per-minute series (level:metric:operations, as Prometheus names recording rules).
 RECORDED = {
@@ -45,6 +49,17 @@ RECORDED = {
     "power": "gpu_portal:gpu_power_watts:measured_1m",
     "scraped": "gpu_portal:gpu_sample_age_seconds:scraped_1m",
 }
+# The GPU health pulls' minute series: the XID gauge (the census of GPUs and driver versions), the temperature, and
+# the minutes of memory pressure.
+HEALTH_RECORDED = {
+    "xid": "gpu_portal:gpu_xid_errors:1m",
+    "temp": "gpu_portal:gpu_temperature_c:1m",
+    "pressure": "gpu_portal:gpu_memory_pressure:1m",
+}
+# The GPU, not the MIG instance or the pod: an XID is the device's, and a driver the node's.
+GPU_BY = "UUID, gpu, modelName, Hostname, hostname"
+XID_EXPR = f"DCGM_FI_DEV_XID_ERRORS < {FLOOR}"
+TEMP_EXPR = f"DCGM_FI_DEV_GPU_TEMP < {FLOOR}"
 
 
 def fresh(*metrics: str, max_age: int) -> str:
@@ -109,3 +124,49 @@ def recording_rule_group(max_age: int = DEFAULT_MAX_AGE_SECONDS) -> dict[str, An
         "interval": RULE_GROUP_INTERVAL,
         "rules": [{"record": RECORDED[key], "expr": expressions[key]} for key in RECORDED],
     }
+
+
+# Guide 3.3: FB_USED / FB_TOTAL > 0.85 for 2m; dcgm-exporter's default counters carry FB_USED and FB_FREE.
+def _fb_ratio(offset: str = "") -> str:
+    # offset binds to each selector (PromQL allows it on selectors and subqueries only).
+    used, free = f"(DCGM_FI_DEV_FB_USED{offset} < {FLOOR})", f"(DCGM_FI_DEV_FB_FREE{offset} < {FLOOR})"
+    return f"({used} / ({used} + {free}))"
+
+
+def health_minute_expressions(pressure_ratio: float = MEMORY_PRESSURE_RATIO) -> dict[str, str]:
+    """Per device at one instant: the XID gauge, the temperature, and whether memory use has been above
+    ``pressure_ratio`` for 2 minutes (there, 1 and 2 minutes before; ``gpucore.alerts``). Keys as ``HEALTH_RECORDED``.
+
+    No freshness test, unlike the utilization minutes: what they feed (a census, a peak, alert minutes) reads the
+    last sample as the dashboards do."""
+    pressed = " and ".join(f"{_fb_ratio(offset)} > {pressure_ratio:g}" for offset in ("", " offset 1m", " offset 2m"))
+    return {"xid": XID_EXPR, "temp": TEMP_EXPR, "pressure": f"({pressed})"}
+
+
+def health_pull_queries(*, recorded: bool) -> dict[str, str]:
+    """Per hour: the minutes each GPU (and driver version) reported the XID gauge, each device and owner's hottest
+    minute and minutes of memory pressure; from the recorded minutes or by one-minute subqueries."""
+    if recorded:
+        over = {key: f"{name}[1h]" for key, name in HEALTH_RECORDED.items()}
+    else:
+        over = {key: f"({expr})[1h:1m]" for key, expr in health_minute_expressions().items()}
+    return {
+        "devices": f"max by ({GPU_BY}, DCGM_FI_DRIVER_VERSION) (count_over_time({over['xid']}))",
+        "temp_max": f"max by ({BY}) (max_over_time({over['temp']}))",
+        "pressure_minutes": f"max by ({BY}) (count_over_time({over['pressure']}))",
+    }
+
+
+def health_rule_group() -> dict[str, Any]:
+    """The rule group that records the GPU health pulls' minute series, every minute."""
+    expressions = health_minute_expressions()
+    return {
+        "name": HEALTH_RULE_GROUP_NAME,
+        "interval": RULE_GROUP_INTERVAL,
+        "rules": [{"record": HEALTH_RECORDED[key], "expr": expressions[key]} for key in HEALTH_RECORDED],
+    }
+
+
+def rule_groups(max_age: int = DEFAULT_MAX_AGE_SECONDS) -> list[dict[str, Any]]:
+    """Every rule group the portal's pulls can read: the rule file's ``groups``."""
+    return [recording_rule_group(max_age), health_rule_group()]

@@ -59,8 +59,8 @@ class ClusterSerializer(serializers.Serializer):
         required=False,
         default=False,
         help_text=(
-            "The cluster's Prometheus evaluates the portal's recording rules: the utilization pull reads them instead "
-            "of evaluating subqueries."
+            "The cluster's Prometheus evaluates the portal's recording rules: the utilization and health pulls "
+            "read them instead of evaluating subqueries."
         ),
     )
     scheduler = serializers.ChoiceField(ClusterScheduler.choices, required=False, default=ClusterScheduler.DEFAULT)

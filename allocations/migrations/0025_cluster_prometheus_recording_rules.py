@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
             name="prometheus_recording_rules",
             field=models.BooleanField(
                 default=False,
-                help_text="The cluster's Prometheus evaluates the portal's recording rules (in the cluster's PrometheusRule, or the rule file of docs/capacity-planning.md): the utilization pull reads their stored minutes instead of evaluating subqueries, far cheaper at fleet size. Hours without them are read the old way.",
+                help_text="The cluster's Prometheus evaluates the portal's recording rules (in the cluster's PrometheusRule, or the rule file of docs/capacity-planning.md): the utilization and GPU health pulls read their stored minutes instead of evaluating subqueries, far cheaper at fleet size. Hours without them are read the old way.",
             ),
         ),
     ]

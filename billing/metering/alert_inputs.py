@@ -7,37 +7,31 @@ written onto the rollups it wrote.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db.models import Max, Q
 
 from allocations.models import Cluster, GpuRequest, Team
 from billing.metering.prometheus import PrometheusClient
 from billing.metering.pull_chunks import pull_chunk_hours
-from billing.metering.services import CATCH_UP_LIMIT, HOUR, floor_hour, hour_of_evaluation, prometheus_client_for
+from billing.metering.services import (
+    CATCH_UP_LIMIT,
+    HOUR,
+    floor_hour,
+    hour_of_evaluation,
+    prometheus_client_for,
+    read_hours,
+)
 from billing.models import UtilizationRollup
 from gpucore import attribution
-from gpucore.utilization_promql import BY, FLOOR
+from gpucore.utilization_promql import health_pull_queries
 from infra.reference_cache import ROLLUPS, invalidate
 
-TEMP_EXPR = f"DCGM_FI_DEV_GPU_TEMP < {FLOOR}"
+_QUERIES = ("temp_max", "pressure_minutes")
 
 
-# Guide 3.3: FB_USED / FB_TOTAL > 0.85 for 2m; dcgm-exporter's default counters carry FB_USED and FB_FREE.
-def _fb_ratio(offset: str = "") -> str:
-    # offset binds to each selector (PromQL allows it on selectors and subqueries only).
-    used, free = f"(DCGM_FI_DEV_FB_USED{offset} < {FLOOR})", f"(DCGM_FI_DEV_FB_FREE{offset} < {FLOOR})"
-    return f"({used} / ({used} + {free}))"
-
-
-HEALTH_QUERIES: dict[str, str] = {
-    "temp_max": f"max by ({BY}) (max_over_time(({TEMP_EXPR})[1h:1m]))",
-    # Minutes at which the ratio had been above 0.85 for 2 minutes (gpucore.alerts): there, 1 and 2 minutes before.
-    "pressure_minutes": (
-        f"max by ({BY}) (count_over_time(({_fb_ratio()} > 0.85 and {_fb_ratio(' offset 1m')} > 0.85"
-        f" and {_fb_ratio(' offset 2m')} > 0.85)[1h:1m]))"
-    ),
-}
+def _queries(*, recorded: bool) -> dict[str, str]:
+    return {name: query for name, query in health_pull_queries(recorded=recorded).items() if name in _QUERIES}
 
 
 def utilization_health_pull(
@@ -60,11 +54,19 @@ def utilization_health_pull(
     chunk_hours = pull_chunk_hours(cluster)
     for index in range(0, len(hours), chunk_hours):
         chunk = hours[index : index + chunk_hours]
-        first, last = chunk[0] + HOUR - timedelta(seconds=1), chunk[-1] + HOUR - timedelta(seconds=1)
+        # The temperature is every GPU's every minute: hours without it recorded predate the rules.
+        results, _ = read_hours(
+            client,
+            chunk[0],
+            chunk[-1],
+            recorded_queries=_queries(recorded=True) if cluster.prometheus_recording_rules else None,
+            subqueries=_queries(recorded=False),
+            census="temp_max",
+        )
         temps: dict[tuple[datetime, str], float] = {}
         pressure: dict[tuple, int] = defaultdict(int)
-        for name, query in HEALTH_QUERIES.items():
-            for series in client.query_range(query, first, last, 3600):
+        for name, series_list in results.items():
+            for series in series_list:
                 identity = attribution.gpu_identity(series.labels, cluster=cluster.name)
                 if identity is None:
                     continue

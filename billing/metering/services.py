@@ -169,26 +169,43 @@ def _run_queries(
         return {name: future.result() for name, future in futures.items()}
 
 
+def read_hours(
+    client: PrometheusClient,
+    first_hour: datetime,
+    last_hour: datetime,
+    *,
+    recorded_queries: dict[str, str] | None,
+    subqueries: dict[str, str],
+    census: str,
+) -> tuple[dict[str, list[Series]], bool]:
+    """Each query's hourly series over [first_hour, last_hour], and whether they came from the recording rules.
+
+    With ``recorded_queries`` (the cluster's Prometheus records the minutes), hours with no point at all in the
+    ``census`` query's answer (before the rules were installed) make the chunk be read by ``subqueries`` instead:
+    never empty where the raw series hold data.
+    """
+    if recorded_queries is not None:
+        start, end = first_hour + HOUR - _RECORDED_END, last_hour + HOUR - _RECORDED_END
+        results = _run_queries(client, recorded_queries, start, end)
+        hours_recorded = {hour_of_evaluation(at) for series in results[census] for at, _ in series.points}
+        if len(hours_recorded) >= (last_hour - first_hour) // HOUR + 1:
+            return results, True
+    start, end = first_hour + HOUR - _SUBQUERY_END, last_hour + HOUR - _SUBQUERY_END
+    return _run_queries(client, subqueries, start, end), False
+
+
 def _read_hours(
     client: PrometheusClient, first_hour: datetime, last_hour: datetime, *, recorded: bool
 ) -> tuple[dict[str, list[Series]], bool]:
-    """The chunk's series, and whether they came from the recording rules.
-
-    With ``recorded``, hours for which Prometheus holds no recorded minutes at all (before the rules were
-    installed) make the chunk be read by subqueries instead: never zero where the raw series hold data.
-    """
-    if recorded:
-        results = _run_queries(
-            client, recorded_pull_queries(), first_hour + HOUR - _RECORDED_END, last_hour + HOUR - _RECORDED_END
-        )
-        hours_recorded = {
-            hour_of_evaluation(timestamp) for series in results["covered"] for timestamp, _ in series.points
-        }
-        hours = (last_hour - first_hour) // HOUR + 1
-        if len(hours_recorded) >= hours:
-            return results, True
-    queries = subquery_pull_queries(int(getattr(settings, "BILLING_SCRAPE_MAX_AGE_SECONDS", 60)))
-    return _run_queries(client, queries, first_hour + HOUR - _SUBQUERY_END, last_hour + HOUR - _SUBQUERY_END), False
+    max_age = int(getattr(settings, "BILLING_SCRAPE_MAX_AGE_SECONDS", 60))
+    return read_hours(
+        client,
+        first_hour,
+        last_hour,
+        recorded_queries=recorded_pull_queries() if recorded else None,
+        subqueries=subquery_pull_queries(max_age),
+        census="covered",
+    )
 
 
 def _write_chunk(

@@ -13,7 +13,13 @@ import yaml
 from gpucore.manifests import ClusterContext, ManifestError, render_cluster_objects
 from gpucore.manifests.monitoring import render_dcgm_service_monitor, render_gpu_alert_rule
 from gpucore.sla import DEFAULT_TIERS
-from gpucore.utilization_promql import RECORDED, recorded_pull_queries, recording_rule_group
+from gpucore.utilization_promql import (
+    HEALTH_RECORDED,
+    RECORDED,
+    health_pull_queries,
+    recorded_pull_queries,
+    rule_groups,
+)
 from tests.gpucore.manifests import cases as mc
 from tests.gpucore.manifests.kueue_validation import kueue_errors, validate_kueue
 
@@ -100,9 +106,14 @@ def test_the_cluster_sets_extra_labels_for_the_prometheus_operators_selectors() 
 def test_the_rule_records_the_utilization_pulls_minutes_every_minute() -> None:
     rule = render_gpu_alert_rule(namespace="gpu-operator", cluster="gpu-east", scrape_max_age=45)
     validate_kueue(rule)
-    [alerts, recording] = rule["spec"]["groups"]
+    [alerts, recording, health] = rule["spec"]["groups"]
     assert alerts["name"] == "gpu_alerts"
     assert (recording["name"], recording["interval"]) == ("gpu_portal_utilization", "1m")
+    assert (health["name"], health["interval"]) == ("gpu_portal_health", "1m")
+    assert {item["record"] for item in health["rules"]} == set(HEALTH_RECORDED.values())
+    assert all(
+        f"{name}[1h]" in " ".join(health_pull_queries(recorded=True).values()) for name in HEALTH_RECORDED.values()
+    )
     recorded = {item["record"]: item["expr"] for item in recording["rules"]}
     assert set(recorded) == set(RECORDED.values())
     # The freshness test that keeps scrape gaps from counting, at the portal's own max age.
@@ -118,4 +129,4 @@ def test_the_rule_records_the_utilization_pulls_minutes_every_minute() -> None:
 def test_the_documented_rule_file_is_the_one_the_portal_renders() -> None:
     text = (Path(__file__).resolve().parents[3] / "docs" / "capacity-planning.md").read_text()
     [block] = re.findall(r"```yaml\n(groups:\n.*?)```", text, flags=re.S)
-    assert yaml.safe_load(block) == {"groups": [recording_rule_group()]}
+    assert yaml.safe_load(block) == {"groups": rule_groups()}
