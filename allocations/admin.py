@@ -190,7 +190,7 @@ def _gpu_price_text(pool: NodePool) -> str:
 class ClusterAdmin(AuditedAdminMixin, admin.ModelAdmin):
     form = ClusterAdminForm
     list_display = ["name", "backend", "scheduler", "api_endpoint", "prometheus_url", "pool_count", "is_active"]
-    list_filter = ["backend", "scheduler", "is_active"]
+    list_filter = ["backend", "scheduler", "prometheus_recording_rules", "is_active"]
     search_fields = ["name", "description", "api_endpoint"]
     inlines = [NodePoolInline]
 

@@ -58,8 +58,20 @@ def devices(count: int, first_request: int) -> list[FakeDevice]:
     return out
 
 
-def write_history(devs: list[FakeDevice], start: datetime, hours: int, out_dir: Path, parts: int) -> list[Path]:
-    """OpenMetrics files (one per device group) with utilization, framebuffer and power at 60 s."""
+# What the GPU health pulls read besides: temperature, free framebuffer (memory pressure now and then) and the XID
+# gauge (an XID for a few minutes now and then).
+HEALTH_METRICS = (
+    ("DCGM_FI_DEV_GPU_TEMP", lambda i, m: 55 + (i + m) % 30),
+    ("DCGM_FI_DEV_FB_FREE", lambda i, m: 512 if (i + m) % 97 < 5 else 81559 - 1024 * (i % 80) - m % 60),
+    ("DCGM_FI_DEV_XID_ERRORS", lambda i, m: 13 if (i * 31 + m) % 997 < 3 else 0),
+)
+
+
+def write_history(
+    devs: list[FakeDevice], start: datetime, hours: int, out_dir: Path, parts: int, *, health: bool = False
+) -> list[Path]:
+    """OpenMetrics files (one per device group) with utilization, framebuffer and power at 60 s (``health``: and
+    what the GPU health pulls read)."""
     files = []
     stamps = [int((start + timedelta(minutes=m)).timestamp()) for m in range(hours * 60)]
     size = -(-len(devs) // parts)
@@ -71,6 +83,7 @@ def write_history(devs: list[FakeDevice], start: datetime, hours: int, out_dir: 
                 ("DCGM_FI_DEV_GPU_UTIL", lambda i, m: (i * 7 + m) % 101),
                 ("DCGM_FI_DEV_FB_USED", lambda i, m: 1024 * (i % 80) + m % 60),
                 ("DCGM_FI_DEV_POWER_USAGE", lambda i, m: 300 + (i + m) % 400),
+                *(HEALTH_METRICS if health else ()),
             ):
                 handle.write(f"# TYPE {name} gauge\n")
                 for device in group:
@@ -191,7 +204,7 @@ def main() -> None:
             print(f"history: {samples:,} samples; generated in {t1 - t0:.1f} s, promtool {t2 - t1:.1f} s")
             # The day is read once (what a pull reads and rolls up); the write a pull makes of it is what is timed.
             started = time.perf_counter()
-            series = _read_hours(prometheus_client_for(cluster), hours[0], hours[-1])
+            series, _ = _read_hours(prometheus_client_for(cluster), hours[0], hours[-1], recorded=False)
             read_seconds = time.perf_counter() - started
             started = time.perf_counter()
             collected = _collect(

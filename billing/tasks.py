@@ -11,10 +11,11 @@ from django.utils import timezone
 from allocations.models import Cluster
 from billing.costs import tasks as costs_tasks  # registers billing.email_monthly_reports with autodiscovery
 from billing.costs.services import monthly_reports_close, previous_month
+from billing.metering.alert_inputs import utilization_health_catch_up
 from billing.metering.gpu_health import gpu_health_catch_up
 from billing.metering.partitions import drop_expired_hourly, ensure_month_partitions
 from billing.metering.prometheus import PrometheusUnavailable
-from billing.metering.services import HOUR, utilization_health_catch_up, utilization_pull
+from billing.metering.services import HOUR, utilization_pull
 from billing.reclaim.services import idle_reclaim_run
 from billing.utilization.stored_forecast import capacity_forecast_store
 

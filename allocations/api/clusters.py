@@ -55,6 +55,14 @@ class ClusterSerializer(serializers.Serializer):
         help_text="`env:VARIABLE` holding the Prometheus credentials; write-only, kept when omitted."
     )
     prometheus_auth_secret_ref_stored = serializers.SerializerMethodField()
+    prometheus_recording_rules = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text=(
+            "The cluster's Prometheus evaluates the portal's recording rules: the utilization and health pulls "
+            "read them instead of evaluating subqueries."
+        ),
+    )
     scheduler = serializers.ChoiceField(ClusterScheduler.choices, required=False, default=ClusterScheduler.DEFAULT)
     device_api = serializers.ChoiceField(DeviceApi.choices, required=False, default=DeviceApi.DEVICE_PLUGIN)
     monitoring_namespace = serializers.CharField(required=False, allow_blank=True, default="", max_length=63)

@@ -186,6 +186,7 @@ def cluster_context(cluster: Cluster, *, at: datetime | None = None) -> ClusterC
         kai_queues=kai_queue_contexts(cluster, pools) if cluster.scheduler == ClusterScheduler.KAI else (),
         monitoring_namespace=cluster.monitoring_namespace or None,
         monitoring_labels=dict(cluster.monitoring_labels or {}),
+        scrape_max_age=int(getattr(settings, "BILLING_SCRAPE_MAX_AGE_SECONDS", 60)),
         gpu_operator_namespace=cluster.gpu_operator_namespace,
         mig_node_configs=mig_node_configs_of_cluster(cluster.pk),
     )

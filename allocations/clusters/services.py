@@ -32,6 +32,7 @@ CLUSTER_FIELDS = (
     "gitops_commit",
     "prometheus_url",
     "prometheus_auth_secret_ref",
+    "prometheus_recording_rules",
     "scheduler",
     "device_api",
     "monitoring_namespace",

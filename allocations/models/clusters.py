@@ -45,6 +45,15 @@ class Cluster(models.Model):
         blank=True,
         help_text="'env:VARIABLE' holding 'Bearer <token>' or 'user:password'. Never shown back.",
     )
+    prometheus_recording_rules = models.BooleanField(
+        default=False,
+        help_text=(
+            "The cluster's Prometheus evaluates the portal's recording rules (in the cluster's PrometheusRule, or "
+            "the rule file of docs/capacity-planning.md): the utilization and GPU health pulls read their stored "
+            "minutes instead of evaluating subqueries, far cheaper at fleet size. Hours without them are read the old "
+            "way."
+        ),
+    )
     scheduler = models.CharField(
         max_length=20,
         choices=ClusterScheduler.choices,

@@ -4,7 +4,8 @@ Kept apart from the utilization rollups (``billing.metering.services``) on purpo
 (``GpuHealthHour``), one GPU per row whoever held it. Two queries per chunk of hours:
 
 - *devices*: per GPU and driver version, the minutes it reported ``DCGM_FI_DEV_XID_ERRORS`` in the hour (every GPU,
-  also those with no XID, so the driver versions of the whole cluster are known);
+  also those with no XID, so the driver versions of the whole cluster are known); from the cluster's recording
+  rules where it has them, else by one-minute subqueries (``gpucore.utilization_promql``);
 - *XID minutes*: the one-minute points where the gauge was non-zero, a range query at a 60 s step. XIDs are rare,
   so this returns almost nothing on a healthy cluster; ``gpucore.xid.xid_hours`` turns the minutes into codes and
   events. The range starts one minute before the first hour, so a code that was already showing is not a new event.
@@ -22,19 +23,25 @@ from django.utils import timezone
 from allocations.models import Cluster
 from billing.metering.prometheus import PrometheusClient
 from billing.metering.pull_chunks import pull_chunk_hours
-from billing.metering.services import CATCH_UP_LIMIT, HOUR, floor_hour, prometheus_client_for
+from billing.metering.services import (
+    CATCH_UP_LIMIT,
+    HOUR,
+    floor_hour,
+    hour_of_evaluation,
+    prometheus_client_for,
+    read_hours,
+)
 from billing.models import GpuHealthHour
 from gpucore import attribution
-from gpucore.attribution import GAUGE_BLANK_FLOOR
+from gpucore.utilization_promql import GPU_BY, XID_EXPR, health_pull_queries
 from gpucore.xid import xid_hours
 
 MINUTE = timedelta(minutes=1)
-_FLOOR = f"{GAUGE_BLANK_FLOOR:.0f}"
-# The GPU, not the MIG instance or the pod: an XID is the device's, and a driver the node's.
-_GPU_BY = "UUID, gpu, modelName, Hostname, hostname"
-XID_EXPR = f"DCGM_FI_DEV_XID_ERRORS < {_FLOOR}"
-DEVICES_QUERY = f"max by ({_GPU_BY}, DCGM_FI_DRIVER_VERSION) (count_over_time(({XID_EXPR})[1h:1m]))"
-XID_MINUTES_QUERY = f"max by ({_GPU_BY}) ({XID_EXPR} > 0)"
+XID_MINUTES_QUERY = f"max by ({GPU_BY}) ({XID_EXPR} > 0)"
+
+
+def _devices_query(*, recorded: bool) -> dict[str, str]:
+    return {"devices": health_pull_queries(recorded=recorded)["devices"]}
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -94,10 +101,17 @@ def gpu_health_catch_up(
 def _read_chunk(
     client: PrometheusClient, *, cluster: Cluster, first: datetime, last: datetime, now: datetime
 ) -> list[GpuHealthHour]:
-    # Each hour evaluated one second before its end, as the utilization pull does (billing.metering.services).
-    devices = client.query_range(
-        DEVICES_QUERY, first + HOUR - timedelta(seconds=1), last + HOUR - timedelta(seconds=1), 3600
+    # Each hour evaluated just before its end, as the utilization pull does (billing.metering.services); from the
+    # recorded minutes on a cluster whose Prometheus records them. The XID minutes are a plain range query.
+    results, _ = read_hours(
+        client,
+        first,
+        last,
+        recorded_queries=_devices_query(recorded=True) if cluster.prometheus_recording_rules else None,
+        subqueries=_devices_query(recorded=False),
+        census="devices",
     )
+    devices = results["devices"]
     minutes = client.query_range(XID_MINUTES_QUERY, first - MINUTE, last + HOUR - MINUTE, 60)
     rows: dict[tuple[datetime, str], GpuHealthHour] = {}
     versions: dict[tuple[datetime, str], dict[str, int]] = defaultdict(dict)
@@ -109,7 +123,7 @@ def _read_chunk(
             reported = attribution.clean_value(value)
             if not reported:
                 continue
-            hour = datetime.fromtimestamp(round(timestamp) + 1, tz=UTC) - HOUR
+            hour = hour_of_evaluation(timestamp)
             key = (hour, identity.uuid)
             row = rows.get(key)
             if row is None:

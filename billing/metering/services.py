@@ -1,29 +1,29 @@
 """Writes of the billing app: pulling DCGM utilization from a cluster's Prometheus into hourly rollups.
 
-How a pull reads Prometheus, and why: per hour, PromQL subqueries at one-minute resolution
-(``avg_over_time((<util>)[1h:1m])`` and friends, evaluated at step 3600 s) are reduced on the server to one point
-per series and hour, so 1,000 GPUs x 24 h transfer 24,000 points per aggregate instead of 1.44 million raw ones.
-The one-minute grid makes ``count_over_time`` a count of minutes present (GPU-hours = minutes / 60) whatever the
-scrape interval up to a minute, and lets each minute filter DCGM blank sentinels before averaging. A minute counts
-only where a real sample is under a minute old (``_fresh``): the lookback delta would otherwise carry a sample
-forward 5 minutes over a scrape gap. An hour is complete only where every device was scraped at every minute.
-Each hour [H, H+1h) is evaluated at H+1h-1s so its 60 points are H, H+1m, ..., H+59m on Prometheus 2 (closed
-ranges) and 3 (left-open) alike. A ``max by`` over the identity and workload labels drops duplicate series (two
-scrape jobs, a container or driver label change) without summing them.
+How a pull reads Prometheus, and why: per hour, the per-minute measured series (``gpucore.utilization_promql``) are
+reduced on the server to one point per series and hour (``avg_over_time`` and friends, evaluated at step 3600 s), so
+1,000 GPUs x 24 h transfer 24,000 points per aggregate instead of 1.44 million raw ones. The minute series come from
+the cluster's recording rules where it has them (``Cluster.prometheus_recording_rules``), else from one-minute
+subqueries; the one-minute grid makes ``count_over_time`` a count of minutes measured (GPU-hours = minutes / 60)
+whatever the scrape interval up to a minute, and lets each minute filter DCGM blank sentinels before averaging. An
+hour is complete only where every device was scraped at every minute. Each hour [H, H+1h) is evaluated just before
+its end (``_SUBQUERY_END``, ``_RECORDED_END``) so its 60 minutes are read on Prometheus 2 (closed ranges) and 3
+(left-open) alike.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Q
 from django.utils import timezone
 
 from allocations.models import Cluster, GpuRequest, Team
@@ -31,10 +31,10 @@ from billing.metering.aggregates import refresh_usage_aggregates
 from billing.metering.prometheus import PrometheusClient, PrometheusError, Series
 from billing.metering.pull_chunks import pull_chunk_hours
 from billing.metering.rollup_store import ingest_hours_log, rollups_replace
-from billing.models import IngestStatus, UtilizationRollup, UtilizationWatermark
+from billing.models import IngestStatus, UtilizationWatermark
 from gpucore import attribution
-from gpucore.attribution import GAUGE_BLANK_FLOOR, GPU_UTIL, GR_ENGINE_ACTIVE, HourStats
-from infra.reference_cache import ROLLUPS, invalidate
+from gpucore.attribution import HourStats
+from gpucore.utilization_promql import recorded_pull_queries, subquery_pull_queries
 
 logger = logging.getLogger(__name__)
 
@@ -44,57 +44,6 @@ SETTLE_DELAY = timedelta(minutes=2)
 # How far back a catch-up of the alert inputs or the XID codes reads at most: a cluster whose rows stopped long ago is
 # not re-read from the start.
 CATCH_UP_LIMIT = timedelta(days=7)
-
-# Identity and workload labels a rollup depends on; both spellings of each (docs/reference-sources.md#dcgm).
-_BY = (
-    "UUID, gpu, modelName, Hostname, hostname, GPU_I_ID, GPU_I_PROFILE, "
-    "namespace, pod, exported_namespace, exported_pod"
-)
-_FLOOR = f"{GAUGE_BLANK_FLOOR:.0f}"
-# Whole GPUs report DCGM_FI_DEV_GPU_UTIL (%); MIG instances only DCGM_FI_PROF_GR_ENGINE_ACTIVE (0..1), so x100.
-# `or` matches on every label but the name, so a device reporting both keeps GPU_UTIL.
-UTIL_EXPR = f"(DCGM_FI_DEV_GPU_UTIL < {_FLOOR}) or ((DCGM_FI_PROF_GR_ENGINE_ACTIVE < {_FLOOR}) * 100)"
-MEMORY_EXPR = f"DCGM_FI_DEV_FB_USED < {_FLOOR}"
-POWER_EXPR = f"DCGM_FI_DEV_POWER_USAGE < {_FLOOR}"
-
-
-def _fresh(*metrics: str, max_age: int) -> str:
-    """The age in seconds of the newest real sample of ``metrics``, where it is under ``max_age`` seconds.
-
-    An instant selector carries a series' last sample forward for the lookback delta (5 min): after a scrape
-    gap, a subquery would count minutes nobody measured (5 real minutes read as 10, and the hour as covered).
-    ``timestamp()`` of a selector is the sample's own time, so ``time() - timestamp()`` is its age at each minute.
-    """
-    return " or ".join(f"(time() - timestamp({metric}) < {max_age})" for metric in metrics)
-
-
-def _measured(expr: str, *metrics: str, max_age: int) -> str:
-    # `and` matches on every label but the name: the device and owner of the same series.
-    return f"(({expr}) and ({_fresh(*metrics, max_age=max_age)}))"
-
-
-def pull_queries(max_age: int = 60) -> dict[str, str]:
-    """The PromQL of a pull: per device, owner and hour, the minutes measured, the coverage and the aggregates.
-
-    A minute counts only where a real sample is under ``max_age`` seconds old (one minute: any scrape interval up
-    to 60 s gives every minute a sample of its own).
-    """
-    util = _measured(UTIL_EXPR, GPU_UTIL, GR_ENGINE_ACTIVE, max_age=max_age)
-    memory = _measured(MEMORY_EXPR, "DCGM_FI_DEV_FB_USED", max_age=max_age)
-    power = _measured(POWER_EXPR, "DCGM_FI_DEV_POWER_USAGE", max_age=max_age)
-    scraped = _fresh(GPU_UTIL, GR_ENGINE_ACTIVE, max_age=max_age)
-    return {
-        "samples": f"max by ({_BY}) (count_over_time({util}[1h:1m]))",
-        # Minutes the device was scraped at all, DCGM blanks included: what says whether the hour is covered.
-        "covered": f"max by ({_BY}) (count_over_time(({scraped})[1h:1m]))",
-        "util_avg": f"max by ({_BY}) (avg_over_time({util}[1h:1m]))",
-        "util_max": f"max by ({_BY}) (max_over_time({util}[1h:1m]))",
-        "mem_avg": f"max by ({_BY}) (avg_over_time({memory}[1h:1m]))",
-        "mem_max": f"max by ({_BY}) (max_over_time({memory}[1h:1m]))",
-        # Watts at each minute x 1/60 h, summed: watt-hours; / 1000: kWh.
-        "energy_kwh": f"max by ({_BY}) (sum_over_time({power}[1h:1m])) / 60000",
-    }
-
 
 _FIELD = {
     "util_avg": "avg_utilization_pct",
@@ -114,6 +63,7 @@ class PullResult:
     failed_hours: list[datetime] = field(default_factory=list)
     watermark: datetime | None = None
     reads: int = 0  # chunks of hours read from Prometheus (each a few range queries)
+    recorded_hours: int = 0  # hours read from the cluster's recording rules rather than by subqueries
     read_seconds: float = 0.0  # Prometheus queries and parsing
     rollup_seconds: float = 0.0  # attribution and merging in Python
     write_seconds: float = 0.0  # the database transaction (delete, bulk insert, ingest log, watermark)
@@ -141,9 +91,9 @@ def prometheus_client_for(cluster: Cluster) -> PrometheusClient:
     )
 
 
-def _hour_of(timestamp: float) -> datetime:
-    # Each hour is evaluated one second before its end (see the module docstring).
-    return datetime.fromtimestamp(round(timestamp) + 1, tz=UTC) - HOUR
+def hour_of_evaluation(timestamp: float) -> datetime:
+    """The hour an hourly point sums up: each hour is evaluated shortly before its end (module docstring)."""
+    return datetime.fromtimestamp(math.floor(timestamp / 3600) * 3600, tz=UTC)
 
 
 @dataclass
@@ -178,7 +128,7 @@ def _collect(
                 value = attribution.clean_value(value)
                 if value is None:
                     continue
-                hour = _hour_of(timestamp)
+                hour = hour_of_evaluation(timestamp)
                 key = (hour, identity.uuid, identity.mig_instance_id, owner.namespace, owner.pod)
                 meta.setdefault(key, (identity, owner))
                 # Labels other than those in `by` never reach us, so raw_key separates only true duplicates.
@@ -202,11 +152,60 @@ def _collect(
     return _Collected(rollups=rollups, covered=covered)
 
 
-def _read_hours(client: PrometheusClient, first_hour: datetime, last_hour: datetime) -> dict[str, list[Series]]:
-    start = first_hour + HOUR - timedelta(seconds=1)
-    end = last_hour + HOUR - timedelta(seconds=1)
-    queries = pull_queries(int(getattr(settings, "BILLING_SCRAPE_MAX_AGE_SECONDS", 60)))
-    return {name: client.query_range(query, start, end, 3600) for name, query in queries.items()}
+# A subquery's minutes lie on the absolute one-minute grid: evaluated one second before the hour's end, its range
+# holds H, H+1m, ..., H+59m. Recorded minutes lie wherever the rule group's evaluation offset puts them: evaluated a
+# millisecond before the end, the range holds the hour's 60 evaluations on Prometheus 2 (closed) and 3 (left-open).
+_SUBQUERY_END = timedelta(seconds=1)
+_RECORDED_END = timedelta(milliseconds=1)
+
+
+def _run_queries(
+    client: PrometheusClient, queries: dict[str, str], start: datetime, end: datetime
+) -> dict[str, list[Series]]:
+    """The queries' hourly series, ``BILLING_PULL_QUERY_CONCURRENCY`` at a time (Prometheus runs each on a core)."""
+    workers = min(len(queries), max(1, int(getattr(settings, "BILLING_PULL_QUERY_CONCURRENCY", 4))))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="prometheus-pull") as pool:
+        futures = {name: pool.submit(client.query_range, query, start, end, 3600) for name, query in queries.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def read_hours(
+    client: PrometheusClient,
+    first_hour: datetime,
+    last_hour: datetime,
+    *,
+    recorded_queries: dict[str, str] | None,
+    subqueries: dict[str, str],
+    census: str,
+) -> tuple[dict[str, list[Series]], bool]:
+    """Each query's hourly series over [first_hour, last_hour], and whether they came from the recording rules.
+
+    With ``recorded_queries`` (the cluster's Prometheus records the minutes), hours with no point at all in the
+    ``census`` query's answer (before the rules were installed) make the chunk be read by ``subqueries`` instead:
+    never empty where the raw series hold data.
+    """
+    if recorded_queries is not None:
+        start, end = first_hour + HOUR - _RECORDED_END, last_hour + HOUR - _RECORDED_END
+        results = _run_queries(client, recorded_queries, start, end)
+        hours_recorded = {hour_of_evaluation(at) for series in results[census] for at, _ in series.points}
+        if len(hours_recorded) >= (last_hour - first_hour) // HOUR + 1:
+            return results, True
+    start, end = first_hour + HOUR - _SUBQUERY_END, last_hour + HOUR - _SUBQUERY_END
+    return _run_queries(client, subqueries, start, end), False
+
+
+def _read_hours(
+    client: PrometheusClient, first_hour: datetime, last_hour: datetime, *, recorded: bool
+) -> tuple[dict[str, list[Series]], bool]:
+    max_age = int(getattr(settings, "BILLING_SCRAPE_MAX_AGE_SECONDS", 60))
+    return read_hours(
+        client,
+        first_hour,
+        last_hour,
+        recorded_queries=recorded_pull_queries() if recorded else None,
+        subqueries=subquery_pull_queries(max_age),
+        census="covered",
+    )
 
 
 def _write_chunk(
@@ -350,7 +349,7 @@ def utilization_pull(
         chunk = hours[index : index + chunk_hours]
         started = time.perf_counter()
         try:
-            series = _read_hours(client, chunk[0], chunk[-1])
+            series, from_rules = _read_hours(client, chunk[0], chunk[-1], recorded=cluster.prometheus_recording_rules)
         except PrometheusError as exc:
             failed = [h for h in hours[index:] if h + HOUR <= complete_before]
             _mark_failed(cluster=cluster, hours=failed, error=str(exc), now=now)
@@ -367,110 +366,10 @@ def utilization_pull(
         )
         result.write_seconds += time.perf_counter() - started
         result.hours += len(chunk)
+        result.recorded_hours += len(chunk) if from_rules else 0
         result.reads += 1
         if progress is not None:
             progress(len(chunk))
     watermark = UtilizationWatermark.objects.filter(cluster=cluster).first()
     result.watermark = watermark.last_complete_hour if watermark else None
     return result
-
-
-# --- Alert inputs: hottest minute and memory-pressure minutes per rollup --------------------------------------------
-
-TEMP_EXPR = f"DCGM_FI_DEV_GPU_TEMP < {_FLOOR}"
-
-
-# Guide 3.3: FB_USED / FB_TOTAL > 0.85 for 2m; dcgm-exporter's default counters carry FB_USED and FB_FREE.
-def _fb_ratio(offset: str = "") -> str:
-    # offset binds to each selector (PromQL allows it on selectors and subqueries only).
-    used, free = f"(DCGM_FI_DEV_FB_USED{offset} < {_FLOOR})", f"(DCGM_FI_DEV_FB_FREE{offset} < {_FLOOR})"
-    return f"({used} / ({used} + {free}))"
-
-
-HEALTH_QUERIES: dict[str, str] = {
-    "temp_max": f"max by ({_BY}) (max_over_time(({TEMP_EXPR})[1h:1m]))",
-    # Minutes at which the ratio had been above 0.85 for 2 minutes (gpucore.alerts): there, 1 and 2 minutes before.
-    "pressure_minutes": (
-        f"max by ({_BY}) (count_over_time(({_fb_ratio()} > 0.85 and {_fb_ratio(' offset 1m')} > 0.85"
-        f" and {_fb_ratio(' offset 2m')} > 0.85)[1h:1m]))"
-    ),
-}
-
-
-def utilization_health_pull(
-    *, cluster: Cluster, start: datetime, end: datetime, client: PrometheusClient | None = None
-) -> int:
-    """Fill ``max_temperature_c`` and ``memory_pressure_minutes`` of the cluster's rollups in [start, end).
-
-    Run after ``utilization_pull`` over the same hours. Temperature is the GPU's, whoever held it (a MIG instance
-    gets its GPU's); pressure minutes are the owner's series, 0 where memory was read and never pressed.
-    """
-    client = client or prometheus_client_for(cluster)
-    team_by_namespace = dict(Team.objects.values_list("namespace", "id"))
-    request_team = dict(GpuRequest.objects.values_list("id", "team_id"))
-    hours = []
-    hour = floor_hour(start)
-    while hour < end:
-        hours.append(hour)
-        hour += HOUR
-    updated = 0
-    chunk_hours = pull_chunk_hours(cluster)
-    for index in range(0, len(hours), chunk_hours):
-        chunk = hours[index : index + chunk_hours]
-        first, last = chunk[0] + HOUR - timedelta(seconds=1), chunk[-1] + HOUR - timedelta(seconds=1)
-        temps: dict[tuple[datetime, str], float] = {}
-        pressure: dict[tuple, int] = defaultdict(int)
-        for name, query in HEALTH_QUERIES.items():
-            for series in client.query_range(query, first, last, 3600):
-                identity = attribution.gpu_identity(series.labels, cluster=cluster.name)
-                if identity is None:
-                    continue
-                owner = attribution.owner_from_labels(
-                    series.labels, team_by_namespace=team_by_namespace, request_team=request_team
-                )
-                for timestamp, raw in series.points:
-                    value = attribution.clean_value(raw)
-                    if value is None:
-                        continue
-                    at = _hour_of(timestamp)
-                    if name == "temp_max":
-                        temps[(at, identity.uuid)] = max(value, temps.get((at, identity.uuid), value))
-                    else:
-                        key = (at, identity.uuid, identity.mig_instance_id, owner.namespace, owner.pod)
-                        pressure[key] = max(pressure[key], int(value))
-        rows = list(UtilizationRollup.objects.filter(cluster=cluster, hour__gte=chunk[0], hour__lte=chunk[-1]))
-        for row in rows:
-            row.max_temperature_c = temps.get((row.hour, row.gpu_uuid))
-            key = (row.hour, row.gpu_uuid, row.mig_instance, row.namespace, row.pod)
-            row.memory_pressure_minutes = pressure.get(key, 0) if row.peak_memory_used_mib is not None else None
-        UtilizationRollup.objects.bulk_update(rows, ["max_temperature_c", "memory_pressure_minutes"], batch_size=2000)
-        invalidate(ROLLUPS)  # the alert inputs changed: the alerts derived from them are read again
-        updated += len(rows)
-    return updated
-
-
-def utilization_health_catch_up(
-    *, cluster: Cluster, through: datetime, read_from: datetime | None = None, client: PrometheusClient | None = None
-) -> int:
-    """Fill the alert inputs of the cluster's rollups before ``through`` that no health pull has read; returns rows
-    updated.
-
-    As ``gpu_health_catch_up`` does for the XID codes: from the hour after the newest rollup holding an alert input,
-    or from ``read_from`` (the hours a utilization pull just read) if earlier, at most ``CATCH_UP_LIMIT`` back. So a
-    task retried after this pull failed, whose utilization pull then finds nothing new, still fills the hours left
-    out. A health pull sets the pressure minutes of every row whose memory was read (0 when never pressed), so the
-    newest such row marks how far it got.
-    """
-    oldest = through - CATCH_UP_LIMIT
-    newest = (
-        UtilizationRollup.objects.filter(cluster=cluster, hour__gte=oldest, hour__lt=through)
-        .filter(Q(max_temperature_c__isnull=False) | Q(memory_pressure_minutes__isnull=False))
-        .aggregate(Max("hour"))["hour__max"]
-    )
-    starts = [hour for hour in (newest + HOUR if newest else None, read_from) if hour is not None]
-    if not starts:
-        return 0
-    start = max(min(starts), oldest)
-    if start >= through:
-        return 0
-    return utilization_health_pull(cluster=cluster, start=start, end=through, client=client)

@@ -26,6 +26,7 @@ from gpucore.manifests.monitoring import render_dcgm_service_monitor, render_gpu
 from gpucore.manifests.namespace import render_priority_classes
 from gpucore.manifests.naming import ManifestError, check_labels, is_dns_label, is_dns_subdomain
 from gpucore.sla import SlaTierSpec
+from gpucore.utilization_promql import DEFAULT_MAX_AGE_SECONDS
 from gpucore.vocabulary import SharingMode
 
 SCHEDULERS = ("default", "kueue", "kai")
@@ -50,6 +51,8 @@ class ClusterContext:
     # Extra labels on the PrometheusRule and ServiceMonitor, for the Prometheus Operator's selectors (a default
     # kube-prometheus-stack selects ``release: <its Helm release>``).
     monitoring_labels: Mapping[str, str] = field(default_factory=dict)
+    # The age under which a sample counts as measured at a minute, in the pull's recording rules.
+    scrape_max_age: int = DEFAULT_MAX_AGE_SECONDS
     # Where the GPU Operator runs and reads its device plugin and mig-parted ConfigMaps (OpenShift: another one).
     gpu_operator_namespace: str = GPU_OPERATOR_NAMESPACE
     # Named per-node MIG configs that MIG plans put on nodes (``mig_node_config``), kept beside the pools' own.
@@ -98,7 +101,11 @@ def render_cluster_objects(ctx: ClusterContext, *, catalog: Catalog = BUILTIN_CA
         objects.extend(render_kai_objects(ctx.kai_queues))
     if ctx.monitoring_namespace is not None:
         labels = ctx.monitoring_labels
-        objects.append(render_gpu_alert_rule(namespace=ctx.monitoring_namespace, cluster=ctx.name, labels=labels))
+        objects.append(
+            render_gpu_alert_rule(
+                namespace=ctx.monitoring_namespace, cluster=ctx.name, labels=labels, scrape_max_age=ctx.scrape_max_age
+            )
+        )
         objects.append(render_dcgm_service_monitor(namespace=ctx.monitoring_namespace, labels=labels))
     keys = [(o["apiVersion"], o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
     if len(set(keys)) != len(keys):

@@ -1,5 +1,8 @@
 """The guides' GPU monitoring as Prometheus Operator objects: a PrometheusRule and a ServiceMonitor per cluster. Pure.
 
+The PrometheusRule also carries the recording rules of the utilization and GPU health pulls
+(``gpucore.utilization_promql``): the per-minute series the pulls read cheaply on a cluster marked as having them.
+
 Guide 000 §3.3 "Alert Strategy" gives the rules (utilization above 90 % for 5 minutes, memory above 85 % for 2
 minutes, temperature above 83 °C) and guide 004 "ServiceMonitor for DCGM" the scrape. dcgm-exporter's default counters
 carry ``DCGM_FI_DEV_FB_USED`` and ``DCGM_FI_DEV_FB_FREE`` but not the guide's ``DCGM_FI_DEV_FB_TOTAL``
@@ -14,6 +17,7 @@ from typing import Any
 
 from gpucore.alerts import MEMORY_PRESSURE_FOR_MINUTES, MEMORY_PRESSURE_RATIO, TEMPERATURE_LIMIT_C
 from gpucore.manifests.naming import MANAGED_BY, MANAGED_BY_LABEL, ManifestError, check_labels, is_dns_label
+from gpucore.utilization_promql import DEFAULT_MAX_AGE_SECONDS, rule_groups
 
 MONITORING_API_VERSION = "monitoring.coreos.com/v1"
 RULE_NAME = "gpu-portal-gpu-alerts"
@@ -48,8 +52,15 @@ def _memory_ratio() -> str:
     return "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
 
 
-def render_gpu_alert_rule(*, namespace: str, cluster: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The PrometheusRule with the guide's three GPU alerts, labelled with the cluster for routing."""
+def render_gpu_alert_rule(
+    *,
+    namespace: str,
+    cluster: str,
+    labels: Mapping[str, str] | None = None,
+    scrape_max_age: int = DEFAULT_MAX_AGE_SECONDS,
+) -> dict[str, Any]:
+    """The PrometheusRule with the guide's three GPU alerts, labelled with the cluster for routing, and the pulls'
+    recording rules (``scrape_max_age``: the portal's ``BILLING_SCRAPE_MAX_AGE_SECONDS``)."""
     if not is_dns_label(namespace):
         raise ManifestError(f"Monitoring namespace '{namespace}' is not a DNS label.")
     metadata_labels = _labels(labels)
@@ -91,7 +102,7 @@ def render_gpu_alert_rule(*, namespace: str, cluster: str, labels: Mapping[str, 
         "apiVersion": MONITORING_API_VERSION,
         "kind": "PrometheusRule",
         "metadata": {"name": RULE_NAME, "namespace": namespace, "labels": metadata_labels},
-        "spec": {"groups": [{"name": "gpu_alerts", "rules": rules}]},
+        "spec": {"groups": [{"name": "gpu_alerts", "rules": rules}, *rule_groups(scrape_max_age)]},
     }
 
 

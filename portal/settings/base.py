@@ -463,6 +463,8 @@ BILLING_UTILIZATION_MAX_HOURS_PER_PULL = env_int("BILLING_UTILIZATION_MAX_HOURS_
 # Samples one Prometheus query of the pull may touch (GPUs x 60 x hours): a pull reads as many hours at a time as fit,
 # one to 24 (billing.metering.pull_chunks). Prometheus refuses a query over its --query.max-samples (50 million).
 BILLING_PULL_MAX_SAMPLES_PER_QUERY = env_int("BILLING_PULL_MAX_SAMPLES_PER_QUERY", 2_000_000)
+# Queries of one pull read sent to Prometheus at once (it evaluates each on a core of its own).
+BILLING_PULL_QUERY_CONCURRENCY = env_int("BILLING_PULL_QUERY_CONCURRENCY", 4)
 # A minute counts as measured when a device's newest real sample is younger than this (raise it above 60 only for
 # scrape intervals longer than a minute); carried-over samples never count.
 BILLING_SCRAPE_MAX_AGE_SECONDS = env_int("BILLING_SCRAPE_MAX_AGE_SECONDS", 60)

@@ -64,7 +64,8 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prome
 
 
 def test_temperature_and_memory_pressure_land_on_the_rollups(prometheus) -> None:
-    from billing.metering.services import utilization_health_pull, utilization_pull
+    from billing.metering.alert_inputs import utilization_health_pull
+    from billing.metering.services import utilization_pull
     from billing.models import UtilizationRollup
     from billing.utilization.selectors import alerts_for, fleet_alerts_needing_action
     from gpucore.alerts import AlertKind

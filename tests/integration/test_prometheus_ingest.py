@@ -281,7 +281,8 @@ def test_gpu_health_catches_up_on_hours_a_failed_pull_left_out(rig: Rig, org) ->
 
 
 def test_alert_inputs_catch_up_on_hours_a_failed_pull_left_out(rig: Rig, org) -> None:
-    from billing.metering.services import utilization_health_catch_up, utilization_health_pull, utilization_pull
+    from billing.metering.alert_inputs import utilization_health_catch_up, utilization_health_pull
+    from billing.metering.services import utilization_pull
     from billing.models import UtilizationRollup
 
     rows = UtilizationRollup.objects.filter(cluster=org.cluster)
@@ -409,7 +410,8 @@ def test_tasks_pull_every_cluster_with_prometheus(rig: Rig, org) -> None:
 
 
 def test_the_task_reads_the_alert_inputs_a_failed_try_left_out(rig: Rig, org) -> None:
-    from billing.metering.services import utilization_health_pull, utilization_pull
+    from billing.metering.alert_inputs import utilization_health_pull
+    from billing.metering.services import utilization_pull
     from billing.models import UtilizationRollup
     from billing.tasks import pull_utilization
 

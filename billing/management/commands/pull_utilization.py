@@ -9,13 +9,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from allocations.models import Cluster
+from billing.metering.alert_inputs import utilization_health_pull
 from billing.metering.gpu_health import gpu_health_pull
 from billing.metering.prometheus import PrometheusError
 from billing.metering.services import (
     HOUR,
     floor_hour,
     last_complete_hour_end,
-    utilization_health_pull,
     utilization_pull,
 )
 

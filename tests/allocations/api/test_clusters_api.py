@@ -121,6 +121,19 @@ def test_put_creates_then_replaces_idempotently_and_never_shows_the_secret(clien
     assert cleared.json()["kubeconfig_secret_ref_stored"] is False
 
 
+def test_the_pull_reads_recording_rules_only_on_clusters_marked_so(client_as) -> None:
+    admin = client_as("platform_admin")
+    url = "/api/v1/clusters/prod-eu/"
+
+    created = _send(admin, "put", url, NEW_CLUSTER)
+    assert created.json()["prometheus_recording_rules"] is False  # existing clusters keep the subquery path
+    marked = _send(admin, "patch", url, {"prometheus_recording_rules": True})
+    assert marked.status_code == 200 and marked.json()["prometheus_recording_rules"] is True
+    assert Cluster.objects.get(name="prod-eu").prometheus_recording_rules is True
+    refused = _send(admin, "patch", url, {"prometheus_recording_rules": "sometimes"})
+    assert refused.status_code == 400 and "prometheus_recording_rules" in refused.json()
+
+
 def test_post_refuses_a_name_already_taken(client_as, demo_org) -> None:
     response = _send(client_as("platform_admin"), "post", CLUSTERS, {**NEW_CLUSTER, "name": "demo"})
     assert response.status_code == 400

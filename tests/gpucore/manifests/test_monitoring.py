@@ -4,12 +4,22 @@ validated against the Prometheus Operator's CRD schemas (monitoring_schemas/).""
 from __future__ import annotations
 
 import copy
+import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 from gpucore.manifests import ClusterContext, ManifestError, render_cluster_objects
 from gpucore.manifests.monitoring import render_dcgm_service_monitor, render_gpu_alert_rule
 from gpucore.sla import DEFAULT_TIERS
+from gpucore.utilization_promql import (
+    HEALTH_RECORDED,
+    RECORDED,
+    health_pull_queries,
+    recorded_pull_queries,
+    rule_groups,
+)
 from tests.gpucore.manifests import cases as mc
 from tests.gpucore.manifests.kueue_validation import kueue_errors, validate_kueue
 
@@ -91,3 +101,32 @@ def test_the_cluster_sets_extra_labels_for_the_prometheus_operators_selectors() 
         ClusterContext(name="gpu-east", monitoring_labels={"release": "a b"})
     with pytest.raises(ManifestError, match="portal's own label"):
         render_dcgm_service_monitor(namespace="monitoring", labels={"app.kubernetes.io/managed-by": "helm"})
+
+
+def test_the_rule_records_the_utilization_pulls_minutes_every_minute() -> None:
+    rule = render_gpu_alert_rule(namespace="gpu-operator", cluster="gpu-east", scrape_max_age=45)
+    validate_kueue(rule)
+    [alerts, recording, health] = rule["spec"]["groups"]
+    assert alerts["name"] == "gpu_alerts"
+    assert (recording["name"], recording["interval"]) == ("gpu_portal_utilization", "1m")
+    assert (health["name"], health["interval"]) == ("gpu_portal_health", "1m")
+    assert {item["record"] for item in health["rules"]} == set(HEALTH_RECORDED.values())
+    assert all(
+        f"{name}[1h]" in " ".join(health_pull_queries(recorded=True).values()) for name in HEALTH_RECORDED.values()
+    )
+    recorded = {item["record"]: item["expr"] for item in recording["rules"]}
+    assert set(recorded) == set(RECORDED.values())
+    # The freshness test that keeps scrape gaps from counting, at the portal's own max age.
+    assert "(time() - timestamp(DCGM_FI_DEV_GPU_UTIL) < 45)" in recorded[RECORDED["util"]]
+    assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE" in recorded[RECORDED["scraped"]]
+    # The pull reads what the rules record, by the same names.
+    assert all(f"{name}[1h]" in " ".join(recorded_pull_queries().values()) for name in RECORDED.values())
+    broken = copy.deepcopy(rule)
+    broken["spec"]["groups"][1]["interval"] = "every minute"
+    assert kueue_errors(broken)  # the schema's duration pattern refuses it
+
+
+def test_the_documented_rule_file_is_the_one_the_portal_renders() -> None:
+    text = (Path(__file__).resolve().parents[3] / "docs" / "capacity-planning.md").read_text()
+    [block] = re.findall(r"```yaml\n(groups:\n.*?)```", text, flags=re.S)
+    assert yaml.safe_load(block) == {"groups": rule_groups()}
