@@ -36,9 +36,14 @@ UNAVAILABLE_DETAIL = (
 UNAVAILABLE_CODE = "database_unavailable"
 
 
+# SQLite raises OperationalError for a schema without its migrations too: a fault to see (a 500 with its
+# traceback), not an outage to wait out.
+SCHEMA_NOT_MIGRATED = ("no such table", "no such column")
+
+
 def is_database_unavailable(exc: BaseException | None) -> bool:
     """Whether an error means the database could not be reached (rather than a bug or bad input)."""
-    return isinstance(exc, DATABASE_ERRORS)
+    return isinstance(exc, DATABASE_ERRORS) and not str(exc).startswith(SCHEMA_NOT_MIGRATED)
 
 
 def retry_after() -> str:

@@ -21,11 +21,13 @@ pytestmark = pytest.mark.django_db
 
 
 @contextmanager
-def database_away(error: type[Exception] = OperationalError) -> Iterator[None]:
+def database_away(
+    error: type[Exception] = OperationalError, message: str = "server closed the connection unexpectedly"
+) -> Iterator[None]:
     """Every query fails as it does while PostgreSQL restarts."""
 
     def refuse(execute, sql, params, many, context):
-        raise error("server closed the connection unexpectedly")
+        raise error(message)
 
     with connection.execute_wrapper(refuse):
         yield
@@ -82,3 +84,13 @@ def test_other_errors_are_still_500(demo_org) -> None:
 
     with connection.execute_wrapper(broken):
         assert client.get("/api/v1/requests/").status_code == 500
+
+
+def test_a_database_without_its_migrations_is_a_fault_not_an_outage(demo_org) -> None:
+    """SQLite says "no such column" with the OperationalError of a lost connection; retrying will not mend it."""
+    client = APIClient(raise_request_exception=False)
+    client.force_login(demo_org.member)
+    with database_away(message="no such column: allocations_cluster.prometheus_recording_rules"):
+        response = client.get("/api/v1/teams/")
+    assert response.status_code == 500
+    assert "Retry-After" not in response
