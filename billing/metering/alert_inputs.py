@@ -17,8 +17,8 @@ from billing.metering.pull_chunks import pull_chunk_hours
 from billing.metering.services import (
     CATCH_UP_LIMIT,
     HOUR,
-    floor_hour,
     hour_of_evaluation,
+    hours_between,
     prometheus_client_for,
     read_hours,
 )
@@ -45,11 +45,7 @@ def utilization_health_pull(
     client = client or prometheus_client_for(cluster)
     team_by_namespace = dict(Team.objects.values_list("namespace", "id"))
     request_team = dict(GpuRequest.objects.values_list("id", "team_id"))
-    hours = []
-    hour = floor_hour(start)
-    while hour < end:
-        hours.append(hour)
-        hour += HOUR
+    hours = hours_between(start, end)
     updated = 0
     chunk_hours = pull_chunk_hours(cluster)
     for index in range(0, len(hours), chunk_hours):

@@ -26,8 +26,8 @@ from billing.metering.pull_chunks import pull_chunk_hours
 from billing.metering.services import (
     CATCH_UP_LIMIT,
     HOUR,
-    floor_hour,
     hour_of_evaluation,
+    hours_between,
     prometheus_client_for,
     read_hours,
 )
@@ -62,11 +62,7 @@ def gpu_health_pull(
     """
     client = client or prometheus_client_for(cluster)
     now = now or timezone.now()
-    hours = []
-    hour = floor_hour(start)
-    while hour < end:
-        hours.append(hour)
-        hour += HOUR
+    hours = hours_between(start, end)
     written = 0
     chunk_hours = pull_chunk_hours(cluster)
     for index in range(0, len(hours), chunk_hours):

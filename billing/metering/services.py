@@ -76,6 +76,16 @@ def floor_hour(value: datetime) -> datetime:
     return value.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
+def hours_between(start: datetime, end: datetime) -> list[datetime]:
+    """The starts of the UTC hours from the one holding ``start`` up to ``end`` (exclusive)."""
+    hours = []
+    hour = floor_hour(start)
+    while hour < end:
+        hours.append(hour)
+        hour += HOUR
+    return hours
+
+
 def last_complete_hour_end(now: datetime) -> datetime:
     """The end of the last hour whose data Prometheus holds in full at ``now``."""
     return floor_hour(now - SETTLE_DELAY)
