@@ -7,16 +7,15 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations.api.common import AUTH_ERRORS, ERROR, FIELD_ERRORS, ServiceApiMixin
+from allocations.api.common import AUTH_ERRORS, ERROR, FIELD_ERRORS, AskViewSet, DecisionSerializer
 from allocations.models import Quota, QuotaIncreaseRequest
 from allocations.quota_requests.selectors import quota_unit_monthly_price, quotas_visible_to
 from allocations.quota_requests.services import quota_increase_decide, quota_increase_request_create
-from infra.scoping import ScopedViewMixin
 
 
 class VisibleQuotaField(serializers.PrimaryKeyRelatedField):
@@ -69,10 +68,6 @@ class QuotaIncreaseSerializer(serializers.ModelSerializer):
         }
 
 
-class DecisionSerializer(serializers.Serializer):
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
-
-
 @extend_schema_view(
     list=extend_schema(
         summary="Quota increases of the teams you may see",
@@ -85,18 +80,12 @@ class DecisionSerializer(serializers.Serializer):
     ),
 )
 @extend_schema(tags=["quotas"])
-class QuotaIncreaseViewSet(
-    ScopedViewMixin,
-    ServiceApiMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    viewsets.GenericViewSet,
-):
+class QuotaIncreaseViewSet(AskViewSet):
+    """Quota increases: a member of the quota's team asks for a larger nominal limit; an approver grants or declines
+    it."""
+
     serializer_class = QuotaIncreaseSerializer
     scoped_model = QuotaIncreaseRequest
-    filterset_fields = ["status"]
-    lookup_value_regex = r"[^/]+"
 
     def get_queryset(self) -> QuerySet[QuotaIncreaseRequest]:
         return super().get_queryset().order_by("-created_at", "-id")
@@ -113,11 +102,8 @@ class QuotaIncreaseViewSet(
         return Response(self.get_serializer(increase).data, status=status.HTTP_201_CREATED)
 
     def _decide(self, request: Request, *, grant: bool) -> Response:
-        increase = self.get_object()
-        body = DecisionSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
         decided = quota_increase_decide(
-            acting_user=request.user, increase=increase, grant=grant, comment=body.validated_data["comment"]
+            acting_user=request.user, increase=self.get_object(), grant=grant, comment=self.decision_comment(request)
         )
         return Response(self.get_serializer(decided).data)
 

@@ -7,17 +7,16 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, ServiceApiMixin
+from allocations.api.common import AUTH_ERRORS, COMMENT_BODY, ERROR, FIELD_ERRORS, AskViewSet, DecisionSerializer
 from allocations.models import NodePool, Reservation, Team
 from allocations.reservations.selectors import pools_for_team
 from allocations.reservations.services import reservation_cancel, reservation_create, reservation_decide
 from allocations.selectors import teams_visible_to
-from infra.scoping import ScopedViewMixin
 
 
 class VisibleTeamField(serializers.SlugRelatedField):
@@ -74,10 +73,6 @@ class ReservationSerializer(serializers.ModelSerializer):
         return attrs
 
 
-class ReservationDecisionSerializer(serializers.Serializer):
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
-
-
 @extend_schema_view(
     list=extend_schema(
         summary="Reservations of the teams you may see",
@@ -90,18 +85,12 @@ class ReservationDecisionSerializer(serializers.Serializer):
     ),
 )
 @extend_schema(tags=["reservations"])
-class ReservationViewSet(
-    ScopedViewMixin,
-    ServiceApiMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    viewsets.GenericViewSet,
-):
+class ReservationViewSet(AskViewSet):
+    """Reservations: a team lead reserves units of a pool for a window; an approver approves or declines it; the
+    asker or a lead cancels it."""
+
     serializer_class = ReservationSerializer
     scoped_model = Reservation
-    filterset_fields = ["status"]
-    lookup_value_regex = r"[^/]+"
 
     def get_queryset(self) -> QuerySet[Reservation]:
         return super().get_queryset().order_by("-start", "-id")
@@ -124,20 +113,17 @@ class ReservationViewSet(
         return Response(self.get_serializer(reservation).data, status=status.HTTP_201_CREATED)
 
     def _decide(self, request: Request, *, approve: bool) -> Response:
-        reservation = self.get_object()
-        body = ReservationDecisionSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
         decided = reservation_decide(
             acting_user=request.user,
-            reservation=reservation,
+            reservation=self.get_object(),
             approve=approve,
-            comment=body.validated_data["comment"],
+            comment=self.decision_comment(request),
         )
         return Response(self.get_serializer(decided).data)
 
     @extend_schema(
         summary="Approve: the pool holds the units for the window (platform approvers, never their own ask)",
-        request=ReservationDecisionSerializer,
+        request=DecisionSerializer,
         examples=[COMMENT_BODY],
         responses={200: ReservationSerializer, 400: FIELD_ERRORS, 403: ERROR, 404: ERROR},
     )
@@ -147,7 +133,7 @@ class ReservationViewSet(
 
     @extend_schema(
         summary="Decline with a reason (platform approvers)",
-        request=ReservationDecisionSerializer,
+        request=DecisionSerializer,
         responses={200: ReservationSerializer, 400: FIELD_ERRORS, 403: ERROR, 404: ERROR},
     )
     @action(detail=True, methods=["post"], filter_backends=[])
