@@ -232,8 +232,13 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approval_and_release(
         workers_on,
         timeout=TASK_TIMEOUT_S * 3,
     )
+    released = GpuRequest.objects.filter(pk__in=[r.pk for r in running])
+    # The teardown deletes the Job, then records what it observed: wait for both, not the first alone.
     wait_for(
-        lambda: not any(owned_objects_of(cluster, request) for request in running),
+        lambda: (
+            not any(owned_objects_of(cluster, request) for request in running)
+            and set(released.values_list("observed_phase", flat=True)) == {"NotFound"}
+        ),
         "the sweeper's re-queued teardowns to delete the released requests' Jobs",
         workers_on,
     )
@@ -257,7 +262,6 @@ def test_after_a_broker_restart_the_sweeper_finishes_every_approval_and_release(
     print(f"\n{figure}")
     record_property("figure", figure)
     assert lost == queued, "the restart must have lost the queued messages for the test to mean anything"
-    released = GpuRequest.objects.filter(pk__in=[r.pk for r in running])
     assert set(released.values_list("observed_phase", flat=True)) == {"NotFound"}
     assert not problems, "\n".join(problems) + f"\n{workers_on.logs()}"
 
