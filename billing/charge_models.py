@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from allocations.models import GpuRequest, Team
+from allocations.models import GpuRequest, NodePool, Team
 
 
 def _money() -> models.DecimalField:
@@ -51,3 +51,28 @@ class DayCharge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day:%Y-%m-%d} {self.team_id} {self.name}"
+
+
+class DayChargeGroup(models.Model):
+    """A stored day's charges summed per team and what the cost dashboards group by: the pool its requests ran on,
+    GPU model, strategy and SLA tier. A few rows per team and day however many requests ran, so a month's sums read
+    a few hundred rows; written with the day's ``DayCharge`` rows and replaced with them."""
+
+    day = models.DateField()
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    # The pool the requests ran on when the day was priced (moving a request reprices its days); none for imports.
+    node_pool = models.ForeignKey(NodePool, on_delete=models.CASCADE, null=True, related_name="+")
+    imported = models.BooleanField(default=False)
+    strategy = models.CharField(max_length=20)
+    gpu_model = models.CharField(max_length=100)
+    sla_tier = models.CharField(max_length=50, blank=True)
+    amount = _money()
+    dedicated_amount = _money()
+    base_amount = _money()
+    allocated_gpu_hours = _money()
+
+    class Meta:
+        indexes = [models.Index(fields=["day", "team"])]
+
+    def __str__(self) -> str:
+        return f"{self.day:%Y-%m-%d} {self.team_id} {self.gpu_model} {self.strategy}"

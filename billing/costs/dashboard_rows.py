@@ -1,9 +1,10 @@
 """Where the cost dashboards' figures are read from, grouped in SQL as each chart draws them.
 
 A month's charges come from up to three places: closed reports' lines (``MonthlyReportLine``), the stored days of a
-month not closed (``DayCharge``) and the days not stored yet, priced live (``billing.costs.day_charges``). The two
-stored ones are read through the same named columns (``c_team``, ``c_pool``, ...), so each chart asks them for what
-it draws: sums per team, pool, GPU model, strategy and tier (``MonthRows.rows``), or the most expensive requests.
+month not closed (``DayCharge``, and their sums per team and group, ``DayChargeGroup``) and the days not stored yet,
+priced live (``billing.costs.day_charges``). The stored ones are read through the same named columns (``c_team``,
+``c_pool``, ...), so each chart asks them for what it draws: sums per team, pool, GPU model, strategy and tier
+(``MonthRows.rows``, from the group sums for stored days), or the most expensive requests.
 Only the live days are rows per allocation, and only for as long as they are not stored.
 """
 
@@ -22,7 +23,7 @@ from django.db.models.functions import Coalesce, Concat, NullIf
 
 from allocations.models import GpuRequest
 from billing.costs.dashboard_query import DashboardQuery
-from billing.models import DayCharge, MonthlyReportLine
+from billing.models import DayCharge, DayChargeGroup, MonthlyReportLine
 
 IMPORTED_POOL = "(imported)"
 NO_POOL = "(no pool)"
@@ -62,6 +63,22 @@ def day_charge_rows(stored: Q) -> QuerySet[DayCharge]:
             When(request__isnull=True, then=Value(IMPORTED_POOL)),
             When(request__node_pool__isnull=True, then=Value(NO_POOL)),
             default=_pool_label("request__node_pool__"),
+            output_field=CharField(),
+        ),
+        c_tier=_tier("sla_tier"),
+        c_dedicated=F("dedicated_amount"),
+    )
+
+
+def day_charge_group_rows(stored: Q) -> QuerySet[DayChargeGroup]:
+    """Stored days summed per team and group (``DayChargeGroup``), with the dashboards' columns: what the charts
+    that draw sums read, a few rows per team and day."""
+    return DayChargeGroup.objects.filter(stored).annotate(
+        c_team=F("team__slug"),
+        c_pool=Case(
+            When(imported=True, then=Value(IMPORTED_POOL)),
+            When(node_pool__isnull=True, then=Value(NO_POOL)),
+            default=_pool_label("node_pool__"),
             output_field=CharField(),
         ),
         c_tier=_tier("sla_tier"),

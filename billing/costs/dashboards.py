@@ -31,7 +31,7 @@ from billing.costs.dashboard_rows import (
     NO_TIER,
     MonthRows,
     closed_line_rows,
-    day_charge_rows,
+    day_charge_group_rows,
     grouped_rows,
     merged_groups,
     request_groups,
@@ -167,7 +167,7 @@ def month_rows(
     stored = None
     if parts.stored_days:
         stored = Q(day__gte=parts.start.date(), day__lt=parts.through.date(), team__slug__in=sorted(open_slugs))
-        rows += grouped_rows(day_charge_rows(stored))
+        rows += grouped_rows(day_charge_group_rows(stored))
     live = _with_groups([dict(row) for (slug, _), row in parts.live.items() if slug in open_slugs])
     idle_cost = summary.idle_cost if summary else parts.idle_cost
     if parts.idle_shared:

@@ -21,13 +21,13 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet, Sum
+from django.db.models import BooleanField, ExpressionWrapper, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from allocations.models import Team
 from billing.costs.chargeback import capacity_gpus_by_model, chargeback_between, month_bounds, share_idle_cost
 from billing.costs.selectors import catalog_fallback_rates, price_periods
-from billing.models import DayCharge, PricedDay
+from billing.models import DayCharge, DayChargeGroup, PricedDay
 from gpucore.chargeback import ZERO, Chargeback, capacity_cost
 from gpucore.months import add_months
 
@@ -104,7 +104,44 @@ def day_charges_store(*, day: date) -> int:
             return -1
         DayCharge.objects.filter(day=day).delete()
         DayCharge.objects.bulk_create(rows.values(), batch_size=_BATCH)
+        _store_groups(day)
     return len(rows)
+
+
+def _store_groups(day: date) -> None:
+    """Replace ``day``'s ``DayChargeGroup`` rows with its stored charges summed per team and dashboard group."""
+    DayChargeGroup.objects.filter(day=day).delete()
+    imported = ExpressionWrapper(Q(imported__isnull=False), output_field=BooleanField())
+    sums = (
+        DayCharge.objects.filter(day=day)
+        .values("team_id", "strategy", "gpu_model", "sla_tier", pool_id=F("request__node_pool_id"), is_import=imported)
+        .annotate(
+            s_amount=Sum("amount"),
+            s_dedicated=Sum("dedicated_amount"),
+            s_base=Sum("base_amount"),
+            s_hours=Sum("allocated_gpu_hours"),
+        )
+        .order_by()
+    )
+    DayChargeGroup.objects.bulk_create(
+        (
+            DayChargeGroup(
+                day=day,
+                team_id=row["team_id"],
+                node_pool_id=row["pool_id"],
+                imported=row["is_import"],
+                strategy=row["strategy"],
+                gpu_model=row["gpu_model"],
+                sla_tier=row["sla_tier"],
+                amount=row["s_amount"],
+                dedicated_amount=row["s_dedicated"],
+                base_amount=row["s_base"],
+                allocated_gpu_hours=row["s_hours"],
+            )
+            for row in sums
+        ),
+        batch_size=_BATCH,
+    )
 
 
 def day_charges_catch_up(*, now: datetime | None = None, max_days: int | None = None) -> dict[str, int]:
@@ -116,6 +153,7 @@ def day_charges_catch_up(*, now: datetime | None = None, max_days: int | None = 
     first = add_months(today.replace(day=1), -(MONTHS_PRICED - 1))
     PricedDay.objects.filter(day__lt=first).delete()
     DayCharge.objects.filter(day__lt=first).delete()
+    DayChargeGroup.objects.filter(day__lt=first).delete()
     stored = set(PricedDay.objects.filter(day__gte=first, complete=True).values_list("day", flat=True))
     todo = [d for d in (first + timedelta(days=n) for n in range((today - first).days)) if d not in stored]
     result = {"stored": 0, "raced": 0}
@@ -194,6 +232,10 @@ class MonthParts:
         """The month's stored day charges (empty when no day is stored)."""
         return DayCharge.objects.filter(day__gte=self.start.date(), day__lt=self.through.date())
 
+    def stored_groups(self) -> QuerySet[DayChargeGroup]:
+        """The month's stored days summed per team and dashboard group (empty when no day is stored)."""
+        return DayChargeGroup.objects.filter(day__gte=self.start.date(), day__lt=self.through.date())
+
 
 def month_parts(*, month: date, now: datetime) -> MonthParts:
     """``month`` up to ``now``: the run of stored days from its start, the rest priced live, and its idle cost. The
@@ -204,7 +246,7 @@ def month_parts(*, month: date, now: datetime) -> MonthParts:
     parts = MonthParts(start=start, through=through, idle_shared=share_idle_cost())
     base: dict[str, Decimal] = {}
     if through > start:
-        by_model = parts.stored().values("gpu_model").annotate(base=Sum("base_amount")).order_by()
+        by_model = parts.stored_groups().values("gpu_model").annotate(base=Sum("base_amount")).order_by()
         for model, amount in by_model.values_list("gpu_model", "base"):
             base[model.casefold()] = base.get(model.casefold(), ZERO) + amount
     if through < end:
@@ -277,6 +319,12 @@ def _request_saved(sender: type, instance: Any, created: bool, update_fields: An
         day_charges_forget(since=earliest.astimezone(UTC).date())
 
 
+def _request_deleted(sender: type, instance: Any, **kwargs: Any) -> None:
+    # Its stored day charges went with it; the days' group sums still count them until priced again.
+    held_from = min(m for m in (instance.created_at, instance.activated_at) if m is not None)
+    day_charges_forget(since=held_from.astimezone(UTC).date())
+
+
 def _event_saved(sender: type, instance: Any, **kwargs: Any) -> None:
     day_charges_forget(since=instance.at.astimezone(UTC).date())
 
@@ -297,7 +345,9 @@ def connect_day_charge_receivers() -> None:
     for label in _REPRICES_EVERY_DAY:
         for signal in (post_save, post_delete):
             signal.connect(_reprice_every_day, sender=apps.get_model(label), dispatch_uid=f"day-charges:{label}")
-    post_save.connect(_request_saved, sender=apps.get_model("allocations.GpuRequest"), dispatch_uid="day-charges:req")
+    request_model = apps.get_model("allocations.GpuRequest")
+    post_save.connect(_request_saved, sender=request_model, dispatch_uid="day-charges:req")
+    post_delete.connect(_request_deleted, sender=request_model, dispatch_uid="day-charges:req-deleted")
     post_save.connect(_event_saved, sender=apps.get_model("allocations.RequestEvent"), dispatch_uid="day-charges:ev")
     for signal in (post_save, post_delete):
         signal.connect(_import_changed, sender=apps.get_model("billing.ImportedUsage"), dispatch_uid="day-charges:imp")
