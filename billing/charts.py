@@ -3,7 +3,9 @@
 The pages draw them with the plotly.js served from our static files (``static/js/plotly-cartesian.min.js``, no
 CDN). Each cost figure is drawn from the same ``(columns, rows)`` table shown under it and served as CSV, so a chart
 never says what its table does not; the forecast figures draw ``PoolForecast`` histories and projections
-(``billing.utilization.selectors.pool_forecasts``) as plain JSON-ready dicts for ``json_script``.
+(``billing.utilization.selectors.pool_forecasts``). Every figure is written as plain plotly JSON, not through
+plotly's figure objects: their validators took longer per view than reading the data behind the charts, so the
+tests hand each figure to them instead (``tests/billing/test_chart_figures.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-import plotly.graph_objects as go
+from plotly.colors import sequential
 
 from billing.costs.dashboards import IDLE_LABEL, Table
 
@@ -60,11 +62,9 @@ def _layout(title: str, *, narrow: dict[str, Any] | None = None, **extra: Any) -
     }
 
 
-def figure_json(fig: go.Figure | dict[str, Any]) -> str:
+def figure_json(fig: dict[str, Any]) -> str:
     """The figure as the JSON ``Plotly.newPlot`` takes (data + layout)."""
-    if isinstance(fig, dict):
-        return json.dumps(fig, default=str)
-    return json.dumps({"data": fig.to_plotly_json()["data"], "layout": fig.to_plotly_json()["layout"]}, default=str)
+    return json.dumps(fig, default=str)
 
 
 def series_colour(name: str) -> str:
@@ -89,8 +89,7 @@ def cost_over_time_figure(
 
     ``drill_down(month, group)`` gives each bar's link to the requests behind it (``customdata``; dashboards.js
     follows it on click), ``idle_link(month)`` the idle bar's link; ``names`` gives a group's display name (teams
-    and tiers by name, their colour and link still by slug). Written as plain plotly JSON: plotly's validators, for
-    a year of many teams, would take longer than reading the data behind them.
+    and tiers by name, their colour and link still by slug).
     """
     _, rows = table
     months = sorted({r[0] for r in rows})
@@ -154,37 +153,42 @@ def cost_over_time_figure(
 
 def allocation_vs_utilization_figure(
     table: Table, budgets: dict[str, Any] | None = None, names: Mapping[str, str] | None = None
-) -> go.Figure:
+) -> dict[str, Any]:
     """Allocated against busy GPU-hours (measured hours x utilization) per group, utilization on top; each team's
     GPU-hour budget for the range as a marker over its bars. ``names``: a group's display name (by slug)."""
     _, rows = table
     keys = [r[0] for r in rows]
     groups = [(names or {}).get(key, key) for key in keys]
-    fig = go.Figure()
-    fig.add_bar(name="Allocated GPU-hours", x=groups, y=[r[1] for r in rows], marker_color="#2f6fed")
-    fig.add_bar(name="Busy GPU-hours (measured)", x=groups, y=[r[3] or 0 for r in rows], marker_color="#76b900")
-    fig.add_scatter(
-        name="Avg utilization %",
-        x=groups,
-        y=[r[4] for r in rows],
-        yaxis="y2",
-        mode="markers+text",
-        text=[f"{r[4]:.0f}%" if r[4] is not None else "" for r in rows],
-        textposition="top center",
-        marker={"color": "#b7791f", "size": 10},
-    )
+    data: list[dict[str, Any]] = [
+        {"type": "bar", "name": "Allocated GPU-hours", "x": groups, "y": [r[1] for r in rows],
+         "marker": {"color": "#2f6fed"}},
+        {"type": "bar", "name": "Busy GPU-hours (measured)", "x": groups, "y": [r[3] or 0 for r in rows],
+         "marker": {"color": "#76b900"}},
+        {"type": "scatter", "name": "Avg utilization %", "x": groups, "y": [r[4] for r in rows], "yaxis": "y2",
+         "mode": "markers+text", "text": [f"{r[4]:.0f}%" if r[4] is not None else "" for r in rows],
+         "textposition": "top center", "marker": {"color": "#b7791f", "size": 10}},
+    ]  # fmt: skip
     budgeted = [(key, group) for key, group in zip(keys, groups, strict=True) if budgets and key in budgets]
     if budgeted:
-        fig.add_scatter(
-            name="Budget (GPU-hours)",
-            x=[group for _, group in budgeted],
-            y=[float(budgets[key]) for key, _ in budgeted],
-            mode="markers",
-            marker={"symbol": "line-ew-open", "size": 36, "color": "#c53030", "line": {"width": 3, "color": "#c53030"}},
-            hovertemplate="%{x}<br>budget %{y:,.0f} GPU-hours<extra></extra>",
+        data.append(
+            {
+                "type": "scatter",
+                "name": "Budget (GPU-hours)",
+                "x": [group for _, group in budgeted],
+                "y": [float(budgets[key]) for key, _ in budgeted],
+                "mode": "markers",
+                "marker": {
+                    "symbol": "line-ew-open",
+                    "size": 36,
+                    "color": "#c53030",
+                    "line": {"width": 3, "color": "#c53030"},
+                },
+                "hovertemplate": "%{x}<br>budget %{y:,.0f} GPU-hours<extra></extra>",
+            }
         )
-    fig.update_layout(
-        **_layout("Allocation vs measured utilization", barmode="group"),
+    layout = _layout(
+        "Allocation vs measured utilization",
+        barmode="group",
         yaxis={"title": {"text": "GPU-hours"}, "gridcolor": "#edf0f3", "rangemode": "tozero"},
         yaxis2={
             "title": {"text": "Utilization %"},
@@ -195,36 +199,33 @@ def allocation_vs_utilization_figure(
             "showgrid": False,
         },
     )
-    return fig
+    return {"data": data, "layout": layout}
 
 
-def strategy_mix_figure(table: Table, currency: str) -> go.Figure:
+def strategy_mix_figure(table: Table, currency: str) -> dict[str, Any]:
     """Cost per strategy against what the same allocations would cost as dedicated GPUs."""
     _, rows = table
     strategies = [r[0] for r in rows]
-    fig = go.Figure()
-    fig.add_bar(
-        name="Charged",
-        x=strategies,
-        y=[float(r[2]) for r in rows],
-        marker_color=[STRATEGY_COLOURS.get(s, "#718096") for s in strategies],
-    )
-    fig.add_bar(
-        name="All-dedicated baseline",
-        x=strategies,
-        y=[float(r[3]) for r in rows],
-        marker_color="#cbd5e0",
-        text=[f"saves {float(r[4]):,.0f}" if float(r[4]) > 0 else "" for r in rows],
-        textposition="outside",
-    )
-    fig.update_layout(
-        **_layout("Strategy mix: charged vs all-dedicated", barmode="group"),
+    data = [
+        {"type": "bar", "name": "Charged", "x": strategies, "y": [float(r[2]) for r in rows],
+         "marker": {"color": [STRATEGY_COLOURS.get(s, "#718096") for s in strategies]}},
+        {"type": "bar", "name": "All-dedicated baseline", "x": strategies, "y": [float(r[3]) for r in rows],
+         "marker": {"color": "#cbd5e0"},
+         "text": [f"saves {float(r[4]):,.0f}" if float(r[4]) > 0 else "" for r in rows], "textposition": "outside"},
+    ]  # fmt: skip
+    layout = _layout(
+        "Strategy mix: charged vs all-dedicated",
+        barmode="group",
         yaxis={"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3", "rangemode": "tozero"},
     )
-    return fig
+    return {"data": data, "layout": layout}
 
 
-def heatmap_figure(table: Table) -> go.Figure:
+# plotly.py's YlGnBu spelled out: plotly.js has a scale of that name, running the other way.
+HEATMAP_COLOURS = [[n / (len(sequential.YlGnBu) - 1), colour] for n, colour in enumerate(sequential.YlGnBu)]
+
+
+def heatmap_figure(table: Table) -> dict[str, Any]:
     """Average utilization per pool and UTC day (colour 0-100 %)."""
     _, rows = table
     pools = sorted({r[0] for r in rows})
@@ -234,18 +235,17 @@ def heatmap_figure(table: Table) -> go.Figure:
     z: list[list[float | None]] = [[None] * len(hours) for _ in pools]
     for pool, hour, util in rows:
         z[pool_index[pool]][index[hour]] = util
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=hours,
-            y=pools,
-            zmin=0,
-            zmax=100,
-            colorscale="YlGnBu",
-            colorbar={"title": {"text": "Util %"}},
-            hovertemplate="%{y}<br>%{x}: %{z:.0f}%<extra></extra>",
-        )
-    )
+    trace = {
+        "type": "heatmap",
+        "z": z,
+        "x": hours,
+        "y": pools,
+        "zmin": 0,
+        "zmax": 100,
+        "colorscale": HEATMAP_COLOURS,
+        "colorbar": {"title": {"text": "Util %"}},
+        "hovertemplate": "%{y}<br>%{x}: %{z:.0f}%<extra></extra>",
+    }
     # A phone: five day ticks as MM-DD at an angle, pool names without the cluster when there is one cluster, a thin
     # colour bar.
     step = max(1, -(-len(hours) // 5))
@@ -268,11 +268,8 @@ def heatmap_figure(table: Table) -> go.Figure:
         },
         trace={"colorbar": {"thickness": 10, "title": {"text": "%"}}},
     )
-    fig.update_layout(
-        **_layout("Utilization per pool by day", narrow=narrow),
-        xaxis={"type": "category", "nticks": 12},
-    )
-    return fig
+    layout = _layout("Utilization per pool by day", narrow=narrow, xaxis={"type": "category", "nticks": 12})
+    return {"data": [trace], "layout": layout}
 
 
 def cost_per_request_figure(
@@ -281,7 +278,7 @@ def cost_per_request_figure(
     *,
     request_url: Callable[[int], str] | None = None,
     team_names: Mapping[str, str] | None = None,
-) -> go.Figure:
+) -> dict[str, Any]:
     """The most expensive requests of the range, as horizontal bars coloured by strategy; a click opens the request.
     Bars are labelled with the team's name (``team_names``: slug -> name), the table keeps the slug."""
     columns, rows = table
@@ -292,18 +289,15 @@ def cost_per_request_figure(
         f"{names.get(r[0], r[0])} · {r[2]}" + (f" #{r[request]}" if isinstance(r[request], int) else "")
         for r in ordered
     ]
-    fig = go.Figure(
-        go.Bar(
-            x=[float(r[cost]) for r in ordered],
-            y=labels,
-            orientation="h",
-            marker_color=[STRATEGY_COLOURS.get(r[3], "#718096") for r in ordered],
-            customdata=[
-                request_url(r[request]) if request_url and isinstance(r[request], int) else "" for r in ordered
-            ],
-            hovertemplate=f"%{{y}}<br>%{{x:,.2f}} {currency}<extra></extra>",
-        )
-    )
+    trace = {
+        "type": "bar",
+        "x": [float(r[cost]) for r in ordered],
+        "y": labels,
+        "orientation": "h",
+        "marker": {"color": [STRATEGY_COLOURS.get(r[3], "#718096") for r in ordered]},
+        "customdata": [request_url(r[request]) if request_url and isinstance(r[request], int) else "" for r in ordered],
+        "hovertemplate": f"%{{y}}<br>%{{x:,.2f}} {currency}<extra></extra>",
+    }
     # A phone: the request's name cut short with its number (the team and the full name stay in the hover), a
     # margin sized to them instead of 220 px, and four cost ticks.
     narrow = _narrow(
@@ -320,16 +314,14 @@ def cost_per_request_figure(
             "xaxis": {"nticks": 4},
         }
     )
-    fig.update_layout(
-        **_layout(
-            "Cost per request",
-            height=max(300, 26 * len(rows) + 90),
-            margin={"l": 220, "r": 20, "t": 48, "b": 40},
-            narrow=narrow,
-        ),
+    layout = _layout(
+        "Cost per request",
+        height=max(300, 26 * len(rows) + 90),
+        margin={"l": 220, "r": 20, "t": 48, "b": 40},
+        narrow=narrow,
         xaxis={"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3", "rangemode": "tozero"},
     )
-    return fig
+    return {"data": [trace], "layout": layout}
 
 
 # --- The capacity forecast: per pool, the last 7 days' daily means and the 30-day linear projection ---------
@@ -350,49 +342,62 @@ def _forecast_layout(title: str, y_title: str) -> dict[str, Any]:
     }
 
 
-def _percent_traces(fig: go.Figure, name: str, forecast: Any, capacity: float, color: str) -> bool:
+def _percent_traces(data: list[dict[str, Any]], name: str, forecast: Any, capacity: float, color: str) -> bool:
     if not forecast.history or capacity <= 0:
         return False
     xs = [when.isoformat() for when, _ in forecast.history]
     ys = [round(100.0 * value / capacity, 2) for _, value in forecast.history]
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=name, line={"color": color}, legendgroup=name))
+    data.append(
+        {"type": "scatter", "x": xs, "y": ys, "mode": "lines+markers", "name": name, "line": {"color": color},
+         "legendgroup": name}
+    )  # fmt: skip
     if forecast.projection:
-        fig.add_trace(
-            go.Scatter(
-                x=[when.isoformat() for when, _ in forecast.projection],
-                y=[round(100.0 * value / capacity, 2) for _, value in forecast.projection],
-                mode="lines",
-                name=f"{name} (trend)",
-                line={"color": color, "dash": "dot"},
-                legendgroup=name,
-                showlegend=False,
-            )
+        data.append(
+            {
+                "type": "scatter",
+                "x": [when.isoformat() for when, _ in forecast.projection],
+                "y": [round(100.0 * value / capacity, 2) for _, value in forecast.projection],
+                "mode": "lines",
+                "name": f"{name} (trend)",
+                "line": {"color": color, "dash": "dot"},
+                "legendgroup": name,
+                "showlegend": False,
+            }
         )
     return True
 
 
-def _with_capacity_line(fig: go.Figure) -> None:
-    fig.add_hline(y=100, line={"color": "#c53030", "dash": "dash", "width": 1}, annotation_text="capacity")
+def _capacity_line() -> dict[str, Any]:
+    """A dashed line at 100 % across the plot, labelled at its right end."""
+    return {
+        "shapes": [
+            {"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": 100, "y1": 100,
+             "line": {"color": "#c53030", "dash": "dash", "width": 1}}
+        ],
+        "annotations": [
+            {"text": "capacity", "showarrow": False, "xref": "x domain", "x": 1, "xanchor": "right", "yref": "y",
+             "y": 100, "yanchor": "bottom"}
+        ],
+    }  # fmt: skip
 
 
 def allocation_forecast_figure(forecasts: Sequence[PoolForecast]) -> dict[str, Any] | None:
     """Allocation as % of each pool resource's capacity: 7 days of daily means and the 30-day trend (None: no data)."""
-    fig = go.Figure()
+    data: list[dict[str, Any]] = []
     drawn = False
     for index, item in enumerate(forecasts):
         drawn |= _percent_traces(
-            fig, item.label, item.allocation, float(item.capacity), FORECAST_PALETTE[index % len(FORECAST_PALETTE)]
+            data, item.label, item.allocation, float(item.capacity), FORECAST_PALETTE[index % len(FORECAST_PALETTE)]
         )
     if not drawn:
         return None
-    _with_capacity_line(fig)
-    fig.update_layout(**_forecast_layout("Allocation forecast (% of pool capacity)", "% of capacity allocated"))
-    return json.loads(fig.to_json())
+    layout = _forecast_layout("Allocation forecast (% of pool capacity)", "% of capacity allocated")
+    return {"data": data, "layout": {**layout, **_capacity_line()}}
 
 
 def utilization_forecast_figure(forecasts: Sequence[PoolForecast]) -> dict[str, Any] | None:
     """Utilization as % of each pool's GPUs busy: 7 days of daily means and the 30-day trend (None: no data)."""
-    fig = go.Figure()
+    data: list[dict[str, Any]] = []
     drawn = False
     seen: set[int] = set()
     for item in forecasts:
@@ -401,9 +406,8 @@ def utilization_forecast_figure(forecasts: Sequence[PoolForecast]) -> dict[str, 
         seen.add(item.pool.pk)
         name = f"{item.pool.cluster.name}/{item.pool.name}"
         drawn |= _percent_traces(
-            fig, name, item.utilization, 100.0, FORECAST_PALETTE[len(seen) % len(FORECAST_PALETTE)]
+            data, name, item.utilization, 100.0, FORECAST_PALETTE[len(seen) % len(FORECAST_PALETTE)]
         )
     if not drawn:
         return None
-    fig.update_layout(**_forecast_layout("Utilization forecast (% of pool GPUs busy)", "% busy"))
-    return json.loads(fig.to_json())
+    return {"data": data, "layout": _forecast_layout("Utilization forecast (% of pool GPUs busy)", "% busy")}
