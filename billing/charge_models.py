@@ -76,3 +76,30 @@ class DayChargeGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day:%Y-%m-%d} {self.team_id} {self.gpu_model} {self.strategy}"
+
+
+class MonthRequestCharge(models.Model):
+    """A month's run of stored days (from its first day up to ``through``) summed per team and request (imports per
+    row), with what each was charged as: one row per request however many days, for the charts that rank or group
+    requests. Summed again by the pricing task when the run grows; removed with the days it sums when they are
+    forgotten, so a view whose run of stored days has no sums reads the days instead."""
+
+    month = models.DateField()
+    through = models.DateField(help_text="The day after the last day summed.")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    request = models.ForeignKey(GpuRequest, on_delete=models.CASCADE, null=True, related_name="+")
+    imported = models.ForeignKey("billing.ImportedUsage", on_delete=models.CASCADE, null=True, related_name="+")
+    node_pool = models.ForeignKey(NodePool, on_delete=models.CASCADE, null=True, related_name="+")
+    name = models.CharField(max_length=200)
+    strategy = models.CharField(max_length=20)
+    gpu_model = models.CharField(max_length=100)
+    sla_tier = models.CharField(max_length=50, blank=True)
+    amount = _money()
+    dedicated_amount = _money()
+    allocated_gpu_hours = _money()
+
+    class Meta:
+        indexes = [models.Index(fields=["month", "through", "team"])]
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m} to {self.through:%m-%d} {self.team_id} {self.name}"

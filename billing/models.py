@@ -487,6 +487,6 @@ from billing.budget_models import (  # noqa: E402, F401
     default_thresholds_pct,
     validate_thresholds_pct,
 )
-from billing.charge_models import DayCharge, DayChargeGroup, PricedDay  # noqa: E402, F401
+from billing.charge_models import DayCharge, DayChargeGroup, MonthRequestCharge, PricedDay  # noqa: E402, F401
 from billing.forecast_models import StoredPoolForecast  # noqa: E402, F401
 from billing.retention_models import HourlyRetention  # noqa: E402, F401

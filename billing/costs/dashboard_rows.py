@@ -4,7 +4,8 @@ A month's charges come from up to three places: closed reports' lines (``Monthly
 month not closed (``DayCharge``, and their sums per team and group, ``DayChargeGroup``) and the days not stored yet,
 priced live (``billing.costs.day_charges``). The stored ones are read through the same named columns (``c_team``,
 ``c_pool``, ...), so each chart asks them for what it draws: sums per team, pool, GPU model, strategy and tier
-(``MonthRows.rows``, from the group sums for stored days), or the most expensive requests.
+(``MonthRows.rows``, from the group sums for stored days), or the most expensive requests (from the stored days
+summed per request, ``MonthRequestCharge``, where the pricing task has summed them).
 Only the live days are rows per allocation, and only for as long as they are not stored.
 """
 
@@ -23,7 +24,7 @@ from django.db.models.functions import Coalesce, Concat, NullIf
 
 from allocations.models import GpuRequest
 from billing.costs.dashboard_query import DashboardQuery
-from billing.models import DayCharge, DayChargeGroup, MonthlyReportLine
+from billing.models import DayCharge, DayChargeGroup, MonthlyReportLine, MonthRequestCharge
 
 IMPORTED_POOL = "(imported)"
 NO_POOL = "(no pool)"
@@ -42,7 +43,8 @@ class MonthRows:
     rows: list[dict[str, Any]]
     idle_cost: Decimal | None
     report_ids: list[int] = field(default_factory=list)  # closed reports read
-    stored: Q | None = None  # the stored day charges read (``DayCharge``)
+    stored: Q | None = None  # the stored days read (``DayCharge``, ``DayChargeGroup``)
+    summed: Q | None = None  # the same days summed per request (``MonthRequestCharge``), where summed
     live: list[dict[str, Any]] = field(default_factory=list)  # days not stored: a row per allocation, with groups
 
 
@@ -63,6 +65,22 @@ def day_charge_rows(stored: Q) -> QuerySet[DayCharge]:
             When(request__isnull=True, then=Value(IMPORTED_POOL)),
             When(request__node_pool__isnull=True, then=Value(NO_POOL)),
             default=_pool_label("request__node_pool__"),
+            output_field=CharField(),
+        ),
+        c_tier=_tier("sla_tier"),
+        c_dedicated=F("dedicated_amount"),
+    )
+
+
+def month_sum_rows(summed: Q) -> QuerySet[MonthRequestCharge]:
+    """A month's stored days summed per request (``billing.costs.month_sums``), with the dashboards' columns."""
+    return MonthRequestCharge.objects.filter(summed).annotate(
+        c_team=F("team__slug"),
+        c_request=F("request_id"),
+        c_pool=Case(
+            When(request__isnull=True, then=Value(IMPORTED_POOL)),
+            When(node_pool__isnull=True, then=Value(NO_POOL)),
+            default=_pool_label("node_pool__"),
             output_field=CharField(),
         ),
         c_tier=_tier("sla_tier"),
@@ -151,7 +169,10 @@ def _stored_sources(data: list[MonthRows]) -> list[QuerySet]:
     report_ids = [pk for month in data for pk in month.report_ids]
     if report_ids:
         sources.append(closed_line_rows(report_ids))
-    stored = [month.stored for month in data if month.stored is not None]
+    summed = [month.summed for month in data if month.summed is not None]
+    if summed:
+        sources.append(month_sum_rows(reduce(or_, summed)))
+    stored = [month.stored for month in data if month.stored is not None and month.summed is None]
     if stored:
         sources.append(day_charge_rows(reduce(or_, stored)))
     return sources

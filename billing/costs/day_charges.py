@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from allocations.models import Team
 from billing.costs.chargeback import capacity_gpus_by_model, chargeback_between, month_bounds, share_idle_cost
+from billing.costs.month_sums import month_sums_forget, month_sums_remove_before, month_sums_store
 from billing.costs.selectors import catalog_fallback_rates, price_periods
 from billing.models import DayCharge, DayChargeGroup, PricedDay
 from gpucore.chargeback import ZERO, Chargeback, capacity_cost
@@ -62,7 +63,9 @@ def day_charges_forget(*, since: date | None = None) -> None:
     """Something a day is priced from changed: its stored days from ``since`` on (None: every day) are priced live
     until stored again."""
     days = PricedDay.objects.all() if since is None else PricedDay.objects.filter(day__gte=since)
-    days.delete()
+    with transaction.atomic():  # the days first: summing a month holds them locked (billing.costs.month_sums)
+        days.delete()
+        month_sums_forget(since=since)
 
 
 def day_charges_store(*, day: date) -> int:
@@ -105,6 +108,7 @@ def day_charges_store(*, day: date) -> int:
         DayCharge.objects.filter(day=day).delete()
         DayCharge.objects.bulk_create(rows.values(), batch_size=_BATCH)
         _store_groups(day)
+        month_sums_forget(since=day)  # a day stored again: the sums over it are of its former rows
     return len(rows)
 
 
@@ -146,19 +150,27 @@ def _store_groups(day: date) -> None:
 
 def day_charges_catch_up(*, now: datetime | None = None, max_days: int | None = None) -> dict[str, int]:
     """Store every day over since the first of ``MONTHS_PRICED`` months ago that is not stored (at most
-    ``max_days`` of them, oldest first), and remove the stored days before it (those months are closed, or priced
-    live if not); idempotent. Returns the days stored and those that raced a change."""
+    ``max_days`` of them, oldest first), sum each month's run of stored days per request, and remove the stored
+    days before it (those months are closed, or priced live if not); idempotent. Returns the days stored and those
+    that raced a change."""
     now = now or timezone.now()
     today = now.astimezone(UTC).date()
     first = add_months(today.replace(day=1), -(MONTHS_PRICED - 1))
     PricedDay.objects.filter(day__lt=first).delete()
     DayCharge.objects.filter(day__lt=first).delete()
     DayChargeGroup.objects.filter(day__lt=first).delete()
+    month_sums_remove_before(first)
     stored = set(PricedDay.objects.filter(day__gte=first, complete=True).values_list("day", flat=True))
     todo = [d for d in (first + timedelta(days=n) for n in range((today - first).days)) if d not in stored]
     result = {"stored": 0, "raced": 0}
     for day in todo[:max_days]:
         result["stored" if day_charges_store(day=day) >= 0 else "raced"] += 1
+    today_start = _day_start(today)
+    month = first
+    while month <= today:
+        start, end = month_bounds(month)
+        month_sums_store(month=month, through=_stored_through(start, min(end, today_start)).date())
+        month = add_months(month, 1)
     return result
 
 
