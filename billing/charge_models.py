@@ -47,7 +47,8 @@ class DayCharge(models.Model):
     allocated_gpu_hours = _money()
 
     class Meta:
-        indexes = [models.Index(fields=["day", "team"])]
+        # Read by days, and a request's days looked up (the group its measured use belongs to).
+        indexes = [models.Index(fields=["day", "team"]), models.Index(fields=["request", "day"])]
 
     def __str__(self) -> str:
         return f"{self.day:%Y-%m-%d} {self.team_id} {self.name}"
@@ -99,7 +100,8 @@ class MonthRequestCharge(models.Model):
     allocated_gpu_hours = _money()
 
     class Meta:
-        indexes = [models.Index(fields=["month", "through", "team"])]
+        # A run's sums are read whole, and looked up a request at a time (the group its measured use belongs to).
+        indexes = [models.Index(fields=["month", "through", "request"])]
 
     def __str__(self) -> str:
         return f"{self.month:%Y-%m} to {self.through:%m-%d} {self.team_id} {self.name}"

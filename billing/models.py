@@ -430,6 +430,8 @@ class MonthlyReportLine(models.Model):
 
     class Meta:
         ordering = ["report", "request_ref", "imported_ref", "period_start"]
+        # The dashboards look a request's closed charges up by it (the group its measured use belongs to).
+        indexes = [models.Index(fields=["request_ref", "report"])]
 
     def __str__(self) -> str:
         return f"{self.report} {self.name} {self.amount}"

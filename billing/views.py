@@ -23,7 +23,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from billing import charts
-from billing.costs import dashboards
+from billing.costs import dashboard_usage, dashboards
 from billing.costs.chargeback import month_chargeback, priced_to
 from billing.costs.dashboard_query import GROUPS, DashboardQuery, DashboardQueryError, parse_dashboard_query
 from billing.costs.report_pdf import report_pdf
@@ -138,11 +138,11 @@ def _tables(request: HttpRequest, query: DashboardQuery, only: str | None = None
         tables["cost-over-time"] = dashboards.cost_over_time(query=query, data=trend)
     if only in (None, "pool-heatmap"):
         scope = None if user_can_view_all_costs(request.user) else teams
-        tables["pool-heatmap"] = dashboards.pool_heatmap(query=query, teams=scope, now=now)
+        tables["pool-heatmap"] = dashboard_usage.pool_heatmap(query=query, teams=scope, now=now)
     if only is None or only in {"allocation-vs-utilization", "strategy-mix", "cost-per-request"}:
         data = dashboards.range_rows(query=query, months=query.months, teams=teams, now=now, memo=memo)
         if only in (None, "allocation-vs-utilization"):
-            tables["allocation-vs-utilization"] = dashboards.allocation_vs_utilization(
+            tables["allocation-vs-utilization"] = dashboard_usage.allocation_vs_utilization(
                 query=query, data=data, teams=teams, now=now
             )
         if only in (None, "strategy-mix"):

@@ -19,8 +19,22 @@ from functools import reduce
 from operator import or_
 from typing import Any
 
-from django.db.models import Case, CharField, F, Max, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
-from django.db.models.functions import Coalesce, Concat, NullIf
+from django.db.models import (
+    Case,
+    CharField,
+    Exists,
+    Expression,
+    F,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Coalesce, Concat, NullIf
 
 from allocations.models import GpuRequest
 from billing.costs.dashboard_query import DashboardQuery
@@ -56,36 +70,44 @@ def _pool_label(prefix: str) -> Concat:
     return Concat(F(f"{prefix}cluster__name"), Value("/"), F(f"{prefix}name"), output_field=CharField())
 
 
-def day_charge_rows(stored: Q) -> QuerySet[DayCharge]:
-    """Stored day charges with the dashboards' columns."""
-    return DayCharge.objects.filter(stored).annotate(
-        c_team=F("team__slug"),
-        c_request=F("request_id"),
-        c_pool=Case(
+def _annotated(qs: QuerySet, columns: dict[str, Any], only: set[str] | None) -> QuerySet:
+    # Only the columns asked for: an annotation's joins stay in the query even where it is not selected.
+    return qs.annotate(**{name: value for name, value in columns.items() if only is None or name in only})
+
+
+def day_charge_rows(stored: Q, only: set[str] | None = None) -> QuerySet[DayCharge]:
+    """Stored day charges with the dashboards' columns (``only`` those named)."""
+    columns = {
+        "c_team": F("team__slug"),
+        "c_request": F("request_id"),
+        "c_pool": Case(
             When(request__isnull=True, then=Value(IMPORTED_POOL)),
             When(request__node_pool__isnull=True, then=Value(NO_POOL)),
             default=_pool_label("request__node_pool__"),
             output_field=CharField(),
         ),
-        c_tier=_tier("sla_tier"),
-        c_dedicated=F("dedicated_amount"),
-    )
+        "c_tier": _tier("sla_tier"),
+        "c_dedicated": F("dedicated_amount"),
+    }
+    return _annotated(DayCharge.objects.filter(stored), columns, only)
 
 
-def month_sum_rows(summed: Q) -> QuerySet[MonthRequestCharge]:
-    """A month's stored days summed per request (``billing.costs.month_sums``), with the dashboards' columns."""
-    return MonthRequestCharge.objects.filter(summed).annotate(
-        c_team=F("team__slug"),
-        c_request=F("request_id"),
-        c_pool=Case(
+def month_sum_rows(summed: Q, only: set[str] | None = None) -> QuerySet[MonthRequestCharge]:
+    """A month's stored days summed per request (``billing.costs.month_sums``), with the dashboards' columns
+    (``only`` those named)."""
+    columns = {
+        "c_team": F("team__slug"),
+        "c_request": F("request_id"),
+        "c_pool": Case(
             When(request__isnull=True, then=Value(IMPORTED_POOL)),
             When(node_pool__isnull=True, then=Value(NO_POOL)),
             default=_pool_label("node_pool__"),
             output_field=CharField(),
         ),
-        c_tier=_tier("sla_tier"),
-        c_dedicated=F("dedicated_amount"),
-    )
+        "c_tier": _tier("sla_tier"),
+        "c_dedicated": F("dedicated_amount"),
+    }
+    return _annotated(MonthRequestCharge.objects.filter(summed), columns, only)
 
 
 def day_charge_group_rows(stored: Q) -> QuerySet[DayChargeGroup]:
@@ -104,22 +126,24 @@ def day_charge_group_rows(stored: Q) -> QuerySet[DayChargeGroup]:
     )
 
 
-def closed_line_rows(report_ids: list[int]) -> QuerySet[MonthlyReportLine]:
-    """Closed reports' lines with the dashboards' columns (the pool is the request's, as for the stored days)."""
+def closed_line_rows(report_ids: list[int], only: set[str] | None = None) -> QuerySet[MonthlyReportLine]:
+    """Closed reports' lines with the dashboards' columns (``only`` those named; the pool is the request's, as for
+    the stored days)."""
     pool = GpuRequest.objects.filter(pk=OuterRef("request_ref"), node_pool__isnull=False).values(
         label=_pool_label("node_pool__")
     )
-    return MonthlyReportLine.objects.filter(report_id__in=report_ids).annotate(
-        c_team=F("report__team__slug"),
-        c_request=F("request_ref"),
-        c_pool=Case(
+    columns = {
+        "c_team": F("report__team__slug"),
+        "c_request": F("request_ref"),
+        "c_pool": Case(
             When(request_ref__isnull=True, then=Value(IMPORTED_POOL)),
             default=Coalesce(Subquery(pool), Value(NO_POOL)),
             output_field=CharField(),
         ),
-        c_tier=_tier("sla_tier"),
-        c_dedicated=F("dedicated_amount"),
-    )
+        "c_tier": _tier("sla_tier"),
+        "c_dedicated": F("dedicated_amount"),
+    }
+    return _annotated(MonthlyReportLine.objects.filter(report_id__in=report_ids), columns, only)
 
 
 _COLUMNS = {"team": "c_team", "pool": "c_pool", "gpu_model": "gpu_model", "strategy": "strategy", "tier": "c_tier"}
@@ -164,17 +188,17 @@ def merged_groups(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(merged.values())
 
 
-def _stored_sources(data: list[MonthRows]) -> list[QuerySet]:
+def _stored_sources(data: list[MonthRows], only: set[str] | None = None) -> list[QuerySet]:
     sources = []
     report_ids = [pk for month in data for pk in month.report_ids]
     if report_ids:
-        sources.append(closed_line_rows(report_ids))
+        sources.append(closed_line_rows(report_ids, only))
     summed = [month.summed for month in data if month.summed is not None]
     if summed:
-        sources.append(month_sum_rows(reduce(or_, summed)))
+        sources.append(month_sum_rows(reduce(or_, summed), only))
     stored = [month.stored for month in data if month.stored is not None and month.summed is None]
     if stored:
-        sources.append(day_charge_rows(reduce(or_, stored)))
+        sources.append(day_charge_rows(reduce(or_, stored), only))
     return sources
 
 
@@ -332,21 +356,40 @@ def _passes(row: dict[str, Any], query: DashboardQuery | None) -> bool:
     return query is None or all(str(row[name]) == value for name, value in query.filters.items())
 
 
-def request_groups(*, query: DashboardQuery, data: list[MonthRows]) -> tuple[dict[int, str], set[int]]:
-    """What measured use is grouped by: request id -> the value of the query's group (team, pool, ...) it was charged
-    under, for the requests charged in the months that pass the query's filters; and every request charged (those
-    that do not pass are left out of the chart, not grouped by their team). Imports have no measured use."""
+# Measured use's group keys other than a group's value: a request charged under a group the filters leave out, and
+# a request no stored charge names (followed by "<request id>:<team id>"). PostgreSQL text holds no NUL.
+FILTERED_OUT = "\x01filtered"
+NOT_STORED = "\x01request:"
+
+
+def measured_group_key(*, query: DashboardQuery, data: list[MonthRows]) -> Expression:
+    """What a usage totals row's measured use is grouped by, as an expression over its ``request_id`` and
+    ``team_id`` for ``usage_totals(keys=...)``: the value of the query's group (team, pool, ...) its request was
+    charged under in the stored charges of the months, ``FILTERED_OUT`` when those charges do not pass the query's
+    filters, else ``NOT_STORED`` with the request and team (charged only live, or not at all: the caller decides).
+    The database looks each request up in the charges, so no row per request reaches Python. Imports have no
+    measured use."""
     column = _COLUMNS[query.group]
-    groups: dict[int, str] = {}
-    charged: set[int] = set()
-    for qs in _stored_sources(data):
-        requests = qs.filter(c_request__isnull=False)
-        passing = _filtered_qs(requests, query).values_list("c_request", column).distinct().order_by()
-        groups.update((request, str(value)) for request, value in passing)
-        if query.filters:
-            charged.update(requests.values_list("c_request", flat=True).distinct().order_by())
+    # Looked up once per usage row: only the columns the lookup reads, so only their joins.
+    sources = _stored_sources(data, only={"c_request", column, *(_COLUMNS[name] for name in query.filters)})
+    not_stored = Concat(
+        Value(NOT_STORED), Cast("request_id", CharField()), Value(":"), Cast("team_id", CharField()),
+        output_field=CharField(),
+    )  # fmt: skip
+    if not sources:
+        return not_stored
+    passing = [
+        Subquery(_filtered_qs(qs, query).filter(c_request=OuterRef("request_id")).values(column)[:1]) for qs in sources
+    ]
+    charged = reduce(or_, (Exists(qs.filter(c_request=OuterRef("request_id"))) for qs in sources))
+    other = Case(When(charged, then=Value(FILTERED_OUT)), default=not_stored, output_field=CharField())
+    return Coalesce(*passing, other, output_field=CharField())
+
+
+def live_groups(*, query: DashboardQuery, data: list[MonthRows]) -> dict[int, str | None]:
+    """Request id -> the value of the query's group it was charged under on the days priced live (None: those
+    charges do not pass the query's filters)."""
+    groups: dict[int, str | None] = {}
     for row in (row for month in data for row in month.live if row["request"] is not None):
-        charged.add(row["request"])
-        if _passes(row, query):
-            groups[row["request"]] = str(row[query.group])
-    return groups, charged | set(groups)
+        groups[row["request"]] = str(row[query.group]) if _passes(row, query) else None
+    return groups

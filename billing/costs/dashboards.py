@@ -4,7 +4,7 @@ Each function returns ``(columns, rows)``: the table shown under the chart and s
 from the stored reports; a month not closed yet (the one in progress) from its days' stored charges and the live
 chargeback of the days not stored (``billing.costs.day_charges.month_parts``), read once per page. A month is read as
 sums per team, pool, GPU model, strategy and tier (``billing.costs.dashboard_rows``), never a row per request, except
-the days priced live.
+the days priced live. The charts of measured use are in ``billing.costs.dashboard_usage``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Q, QuerySet, Sum
 
-from allocations.models import GpuModel, GpuRequest, NodePool, SharingMode, SlaTier, Team
+from allocations.models import GpuModel, GpuRequest, NodePool, SlaTier, Team
 from allocations.requests.held_intervals import windows_held
 from billing.costs.chargeback import closed_reports, month_bounds
 from billing.costs.dashboard_query import DashboardQuery
@@ -35,12 +35,10 @@ from billing.costs.dashboard_rows import (
     day_charge_group_rows,
     grouped_rows,
     merged_groups,
-    request_groups,
     top_requests,
 )
 from billing.costs.day_charges import MonthParts, month_parts
 from billing.costs.month_sums import month_sums_exist
-from billing.metering.selectors import usage_totals
 from billing.models import ImportedUsage, MonthlyReport, OrganisationMonthSummary, ReportStatus, TeamBudget
 from gpucore.pricing import to_cents
 from gpucore.vocabulary import Strategy
@@ -150,7 +148,8 @@ def month_rows(
 
     With ``cache_key`` (``range_rows``), a month every visible team has closed is stored in the cache.
     """
-    created = dict(teams.values_list("slug", "created_at"))
+    team_rows = list(teams.values_list("slug", "created_at", "pk"))
+    created = {slug: at for slug, at, _ in team_rows}
     slugs = set(created)
     closed = closed_reports(month=month, teams=teams)
     closed_at = {slug: (pk, at) for pk, slug, at in closed.values_list("pk", "team__slug", "closed_at")}
@@ -169,12 +168,13 @@ def month_rows(
         return data
     parts = (memo or ChargebackMemo(now)).get(month)
     open_slugs = slugs - closed_slugs
+    open_ids = sorted(pk for slug, _, pk in team_rows if slug in open_slugs)  # by id: no join to the teams per row
     stored = summed = None
     if parts.stored_days:
-        stored = Q(day__gte=parts.start.date(), day__lt=parts.through.date(), team__slug__in=sorted(open_slugs))
+        stored = Q(day__gte=parts.start.date(), day__lt=parts.through.date(), team_id__in=open_ids)
         rows += grouped_rows(day_charge_group_rows(stored))
         if month_sums_exist(month=month, through=parts.through.date()):
-            summed = Q(month=month, through=parts.through.date(), team__slug__in=sorted(open_slugs))
+            summed = Q(month=month, through=parts.through.date(), team_id__in=open_ids)
     live = _with_groups([dict(row) for (slug, _), row in parts.live.items() if slug in open_slugs])
     idle_cost = summary.idle_cost if summary else parts.idle_cost
     if parts.idle_shared:
@@ -234,6 +234,12 @@ def filtered(rows: Iterable[dict[str, Any]], query: DashboardQuery) -> list[dict
     return [row for row in rows if all(str(row[name]) == value for name, value in query.filters.items())]
 
 
+def range_bounds(query: DashboardQuery, now: datetime) -> tuple[datetime, datetime]:
+    """The query's months as [start, end), cut at ``now``."""
+    start, end = month_bounds(query.first)[0], month_bounds(query.last)[1]
+    return start, max(start, min(end, now))
+
+
 def cost_over_time(*, query: DashboardQuery, data: list[MonthRows]) -> Table:
     """Cost per month and group (team, pool, ...) over the months, and idle capacity when asked for."""
     totals: dict[tuple[str, str], Decimal] = defaultdict(Decimal)
@@ -247,60 +253,6 @@ def cost_over_time(*, query: DashboardQuery, data: list[MonthRows]) -> Table:
     rows = [[m, group, to_cents(amount)] for (m, group), amount in sorted(totals.items())]
     rows += [[m, IDLE_LABEL, to_cents(amount)] for m, amount in sorted(idle.items())]
     return ["month", query.group, "cost"], rows
-
-
-def _range_bounds(query: DashboardQuery, now: datetime) -> tuple[datetime, datetime]:
-    start, end = month_bounds(query.first)[0], month_bounds(query.last)[1]
-    return start, max(start, min(end, now))
-
-
-def allocation_vs_utilization(
-    *, query: DashboardQuery, data: list[MonthRows], teams: QuerySet[Team], now: datetime
-) -> Table:
-    """Per group: allocated GPU-hours (what is paid for), measured GPU-hours and the time-weighted utilization.
-
-    Measured use is read per request from the usage totals and grouped like the request's charge, so a filter on
-    pool, model, strategy or tier selects the same requests on both sides; idle devices belong to no group.
-    """
-    start, end = _range_bounds(query, now)
-    measured = usage_totals(start=start, end=end, by=("team_id", "request_id"), teams=teams)
-    slugs = dict(teams.values_list("pk", "slug"))
-    groups, charged = request_groups(query=query, data=data)
-    allocated: dict[str, Decimal] = defaultdict(Decimal)
-    for row in filtered((row for month in data for row in month.rows), query):
-        allocated[str(row[query.group])] += row["gpu_hours"]
-    usage: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    for (team_id, request_id), total in measured.items():
-        if request_id in charged:
-            if request_id not in groups:
-                continue  # charged as something the filters leave out
-            group = groups[request_id]
-        elif request_id is not None and query.group == "team" and set(query.filters) <= {"team"}:
-            group = slugs.get(team_id, "")  # measured but not charged (e.g. held before the range)
-            if not group or query.filters.get("team", group) != group:
-                continue
-        else:
-            continue
-        acc = usage[group]
-        acc[0] += total["samples"]
-        acc[1] += total["util_weighted"]
-        acc[2] += total["util_samples"]
-    table = []
-    for group in sorted(set(allocated) | set(usage)):
-        samples, weighted, util_samples = usage.get(group, (0.0, 0.0, 0.0))
-        util = weighted / util_samples if util_samples else None
-        hours = samples / 60.0
-        busy = hours * util / 100 if util is not None else None
-        table.append(
-            [
-                group,
-                round(float(allocated.get(group, 0)), 1),
-                round(hours, 1),
-                round(busy, 1) if busy is not None else None,
-                round(util, 1) if util is not None else None,
-            ]
-        )
-    return [query.group, "allocated_gpu_hours", "measured_gpu_hours", "busy_gpu_hours", "avg_utilization_pct"], table
 
 
 def strategy_mix(*, rows: list[dict[str, Any]]) -> Table:
@@ -336,30 +288,6 @@ def cost_per_request(*, query: DashboardQuery, data: list[MonthRows], limit: int
     ]
 
 
-def pool_heatmap(*, query: DashboardQuery, teams: QuerySet[Team] | None, now: datetime) -> Table:
-    """Average utilization per pool and UTC day of the range (pools known by cluster, GPU model and MIG or not)."""
-    start, end = _range_bounds(query, now)
-    if teams is not None and "team" in query.filters:
-        teams = teams.filter(slug=query.filters["team"])
-    elif "team" in query.filters:
-        teams = Team.objects.filter(slug=query.filters["team"])
-    totals = usage_totals(start=start, end=end, by=("cluster_id", "gpu_model_name", "is_mig", "day"), teams=teams)
-    names = _pool_names()
-    cells: dict[tuple[str, date], list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for (cluster_id, model_name, is_mig, day), row in totals.items():
-        if not row["util_samples"]:
-            continue
-        pool = names.get((cluster_id, model_name.casefold(), bool(is_mig)))
-        label = pool or f"{model_name or 'unknown'}@{cluster_id}"
-        if query.filters.get("pool") not in (None, label):
-            continue
-        cell = cells[(label, day)]
-        cell[0] += row["util_weighted"]
-        cell[1] += row["util_samples"]
-    rows = [[pool, day.isoformat(), round(w / n, 1)] for (pool, day), (w, n) in sorted(cells.items())]
-    return ["pool", "day", "avg_utilization_pct"], rows
-
-
 def money_budget(*, query: DashboardQuery, teams: QuerySet[Team]) -> Decimal | None:
     """The monthly spending budget of the teams in view (``TeamBudget``), summed; None when none has one or when a
     filter other than team narrows the costs below what a team's budget covers."""
@@ -377,12 +305,3 @@ def team_budgets(*, teams: QuerySet[Team], months: int) -> dict[str, Decimal]:
     """Slug -> GPU-hour budget over ``months`` months, for teams that have a monthly budget."""
     budgets = teams.filter(monthly_gpu_hour_budget__isnull=False).values_list("slug", "monthly_gpu_hour_budget")
     return {slug: budget * months for slug, budget in budgets}
-
-
-def _pool_names() -> dict[tuple[int, str, bool], str]:
-    names: dict[tuple[int, str, bool], str] = {}
-    for pool in NodePool.objects.select_related("cluster", "gpu_model"):
-        is_mig = pool.sharing_mode == SharingMode.MIG
-        for dcgm in [pool.gpu_model.name, *(pool.gpu_model.dcgm_model_names or [])]:
-            names.setdefault((pool.cluster_id, str(dcgm).casefold(), is_mig), str(pool))
-    return names

@@ -22,42 +22,46 @@ class Migration(migrations.Migration):
                 ("amount", models.DecimalField(decimal_places=12, max_digits=28)),
                 ("dedicated_amount", models.DecimalField(decimal_places=12, max_digits=28)),
                 ("allocated_gpu_hours", models.DecimalField(decimal_places=12, max_digits=28)),
-                (
-                    "imported",
-                    models.ForeignKey(
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="billing.importedusage",
-                    ),
-                ),
-                (
-                    "node_pool",
-                    models.ForeignKey(
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="allocations.nodepool",
-                    ),
-                ),
-                (
-                    "request",
-                    models.ForeignKey(
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="allocations.gpurequest",
-                    ),
-                ),
-                (
-                    "team",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="allocations.team"
-                    ),
-                ),
             ],
-            options={
-                "indexes": [models.Index(fields=["month", "through", "team"], name="billing_mon_month_526300_idx")],
-            },
+        ),
+        migrations.AddIndex(
+            model_name="daycharge",
+            index=models.Index(fields=["request", "day"], name="billing_day_request_eb76b4_idx"),
+        ),
+        migrations.AddIndex(
+            model_name="monthlyreportline",
+            index=models.Index(fields=["request_ref", "report"], name="billing_mon_request_5f936e_idx"),
+        ),
+        migrations.AddField(
+            model_name="monthrequestcharge",
+            name="imported",
+            field=models.ForeignKey(
+                null=True, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="billing.importedusage"
+            ),
+        ),
+        migrations.AddField(
+            model_name="monthrequestcharge",
+            name="node_pool",
+            field=models.ForeignKey(
+                null=True, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="allocations.nodepool"
+            ),
+        ),
+        migrations.AddField(
+            model_name="monthrequestcharge",
+            name="request",
+            field=models.ForeignKey(
+                null=True, on_delete=django.db.models.deletion.CASCADE, related_name="+", to="allocations.gpurequest"
+            ),
+        ),
+        migrations.AddField(
+            model_name="monthrequestcharge",
+            name="team",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="allocations.team"
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="monthrequestcharge",
+            index=models.Index(fields=["month", "through", "request"], name="billing_mon_month_129601_idx"),
         ),
     ]

@@ -24,7 +24,8 @@ from billing.costs.dashboard_rows import top_requests
 from billing.costs.dashboards import ChargebackMemo, range_rows
 from billing.costs.day_charges import day_charges_catch_up, day_charges_forget, month_charges
 from billing.costs.services import monthly_reports_close
-from billing.models import MonthlyReportLine
+from billing.metering.aggregates import refresh_usage_aggregates
+from billing.models import MonthlyReportLine, UtilizationRollup
 from gpucore.pricing import to_cents
 from tests.billing.cost_helpers import held_request, load_book
 
@@ -34,15 +35,37 @@ pytestmark = [
 ]
 SEPTEMBER, OCTOBER = date(2026, 9, 1), date(2026, 10, 1)
 SEP_20 = datetime(2026, 9, 20, tzinfo=UTC)
-CHARTS = ("cost-over-time", "strategy-mix", "cost-per-request", "pool-heatmap")
+CHARTS = ("cost-over-time", "strategy-mix", "cost-per-request", "pool-heatmap", "allocation-vs-utilization")
 
 
 def _requests(org, first: int, count: int) -> None:
-    """Requests held from late September into October, each a different length and size (so a different cost)."""
+    """Requests held from late September into October, each a different length and size (so a different cost), each
+    measured for an hour in each month."""
+    rollups = []
     for n in range(first, first + count):
         start = SEP_20 + timedelta(minutes=37 * n)
-        held_request(team=org.team if n % 2 else org.other_team, start=start,
-                     end=start + timedelta(days=12, hours=n % 17), quantity=1 + n % 3, node_pool=org.pool)  # fmt: skip
+        end = start + timedelta(days=12, hours=n % 17)
+        team = org.team if n % 2 else org.other_team
+        request = held_request(team=team, start=start, end=end, quantity=1 + n % 3, node_pool=org.pool)
+        for hour in (datetime(2026, 9, 30, 10, tzinfo=UTC), datetime(2026, 10, 1, 10, tzinfo=UTC)):
+            rollups.append(
+                UtilizationRollup(
+                    cluster=org.cluster,
+                    hour=hour,
+                    gpu_uuid=f"GPU-{n}",
+                    namespace=request.team.namespace,
+                    pod=f"gpr-{request.pk}",
+                    team=request.team,
+                    request=request,
+                    gpu_model_name="NVIDIA H100 80GB HBM3",
+                    sample_count=60,
+                    avg_utilization_pct=40.0,
+                    pulled_at=hour,
+                )
+            )
+    UtilizationRollup.objects.bulk_create(rollups)
+    refresh_usage_aggregates(cluster_id=org.cluster.pk, start=datetime(2026, 9, 30, tzinfo=UTC),
+                             end=datetime(2026, 10, 2, tzinfo=UTC))  # fmt: skip
 
 
 def _close_and_price() -> None:
@@ -89,7 +112,8 @@ def test_rows_fetched_do_not_grow_with_the_requests(demo_org, client) -> None:
     many = _rows_fetched(client)
     # What 200 requests add is the cost-per-request chart's lists: for each of its two views and each place read
     # (closed lines, stored days), its 25 most expensive (5 requests give 5), once 50 deep, the candidates the lists
-    # miss and the shown ones' details: at most four lists of 25 each. Every request's rows added thousands.
+    # miss and the shown ones' details: at most four lists of 25 each. Every request's rows added thousands; measured
+    # use read per request, two rows per request and view.
     assert many - few <= 2 * 2 * 4 * 25, (few, many)
 
 

@@ -112,3 +112,30 @@ class CaptureQueriesContext_for:
         sql = [query["sql"] for query in self.context.captured_queries]
         self.hits = [q for q in sql if self.table in q and not q.startswith('SELECT 1 AS "a"')]
         self.other = [q for q in sql if 'FROM "billing_daycharge"' in q]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"group": "team"}, {"group": "pool"}, {"group": "tier"}, {"group": "team", "strategy": "time-slicing"},
+     {"group": "gpu_model", "team": "nlp"}],
+)  # fmt: skip
+def test_measured_use_is_grouped_alike_from_live_stored_summed_and_closed_charges(month, client, params) -> None:  # noqa: F811
+    from billing.costs.services import monthly_reports_close
+    from tests.billing.cost_helpers import rollup
+
+    for request in month.team.gpu_requests.all():  # measured use for each of vision's requests
+        rollup(cluster=month.cluster, hour=request.activated_at.replace(minute=0) + timedelta(hours=2), request=request,
+               util=55.0)  # fmt: skip
+    client.force_login(month.platform_admin)
+
+    def chart() -> list[dict[str, str]]:
+        return _csv(client, "allocation-vs-utilization", month="2026-10", **params)
+
+    live = chart()
+    assert any(row["measured_gpu_hours"] != "0.0" for row in live) or params.get("team") == "nlp"
+    day_charges_catch_up()
+    assert chart() == live  # summed
+    MonthRequestCharge.objects.all().delete()
+    assert chart() == live  # the stored days
+    monthly_reports_close(month=OCTOBER, send_email=False)
+    assert chart() == live  # the closed reports' lines
