@@ -48,7 +48,7 @@ def _narrow(layout: Mapping[str, Any] | None = None, trace: Mapping[str, Any] | 
 
 
 def _layout(title: str, *, narrow: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    return {
+    layout = {
         # The card's heading names the chart; the title stays in the figure's metadata for screen readers/exports.
         "meta": {"title": title, **({"narrow": narrow} if narrow else {})},
         "margin": {"l": 60, "r": 20, "t": 24, "b": 60},
@@ -60,6 +60,14 @@ def _layout(title: str, *, narrow: dict[str, Any] | None = None, **extra: Any) -
         "hovermode": "closest",
         **extra,
     }
+    return _fitted_axes(layout)
+
+
+def _fitted_axes(layout: dict[str, Any]) -> dict[str, Any]:
+    """Axes that widen their margin to fit their tick labels (long pool and request names)."""
+    for axis in ("xaxis", "yaxis"):
+        layout[axis] = {"automargin": True, **layout.get(axis, {})}
+    return layout
 
 
 def figure_json(fig: dict[str, Any]) -> str:
@@ -148,7 +156,7 @@ def cost_over_time_figure(
         data.append(idle)
     layout["yaxis"] = {"title": {"text": currency}, "tickformat": ",.0f", "gridcolor": "#edf0f3", "rangemode": "tozero"}
     layout["xaxis"] = {"type": "category"}
-    return {"data": data, "layout": layout}
+    return {"data": data, "layout": _fitted_axes(layout)}
 
 
 def allocation_vs_utilization_figure(
@@ -191,6 +199,7 @@ def allocation_vs_utilization_figure(
         barmode="group",
         yaxis={"title": {"text": "GPU-hours"}, "gridcolor": "#edf0f3", "rangemode": "tozero"},
         yaxis2={
+            "automargin": True,
             "title": {"text": "Utilization %"},
             "overlaying": "y",
             "side": "right",
@@ -330,16 +339,18 @@ FORECAST_PALETTE = ["#2f6fed", "#1f8a4c", "#b7791f", "#c53030", "#6b46c1", "#0f7
 
 
 def _forecast_layout(title: str, y_title: str) -> dict[str, Any]:
-    return {
-        "title": {"text": title, "font": {"size": 15}},
-        "margin": {"l": 55, "r": 20, "t": 45, "b": 40},
-        "height": 360,
-        "hovermode": "x unified",
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
-        "legend": {"orientation": "h", "y": -0.18},
-        "plot_bgcolor": "#fff",
-        "paper_bgcolor": "#fff",
-    }
+    return _fitted_axes(
+        {
+            "title": {"text": title, "font": {"size": 15}},
+            "margin": {"l": 55, "r": 20, "t": 45, "b": 40},
+            "height": 360,
+            "hovermode": "x unified",
+            "yaxis": {"title": {"text": y_title}, "rangemode": "tozero"},
+            "legend": {"orientation": "h", "y": -0.18},
+            "plot_bgcolor": "#fff",
+            "paper_bgcolor": "#fff",
+        }
+    )
 
 
 def _percent_traces(data: list[dict[str, Any]], name: str, forecast: Any, capacity: float, color: str) -> bool:

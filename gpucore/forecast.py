@@ -125,7 +125,8 @@ def forecast(
     trend = linear_trend(history)
     projection: tuple[tuple[datetime, float], ...] = ()
     if trend is not None:
-        projection = tuple((now + DAY * day, trend.at(now + DAY * day)) for day in range(horizon_days + 1))
+        # A falling trend stops at zero: nothing is held or busy below none.
+        projection = tuple((now + DAY * day, max(0.0, trend.at(now + DAY * day))) for day in range(horizon_days + 1))
     return Forecast(
         history=tuple(history),
         trend=trend,

@@ -100,6 +100,16 @@ def test_forecast_projects_30_days_from_hourly_steps() -> None:
     assert result.current == 7.0
 
 
+def test_a_falling_forecast_stops_at_zero() -> None:
+    now = T0 + DAY * 7
+    spans = [(T0, T0 + DAY * (7 - i), 1.0) for i in range(7)]  # 7 units held on day 0, one fewer each day
+    result = forecast(step_series(spans, start=T0, end=now), now=now, capacity=20)
+    assert result.trend is not None and result.trend.slope_per_day == pytest.approx(-1.0)
+    assert result.projection[0][1] == pytest.approx(0.5) and result.projection[1][1] == 0.0
+    assert min(value for _, value in result.projection) == 0.0 and result.projected_end == 0.0
+    assert result.run_out_at is None
+
+
 def test_forecast_without_history_has_no_trend() -> None:
     result = forecast([], now=T0, capacity=10)
     assert result.trend is None and result.projection == () and result.run_out_at is None
