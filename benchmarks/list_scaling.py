@@ -1,16 +1,17 @@
 """List latency as the table grows: the requests API and the busy pages at 1,000, 10,000 and 100,000 GPU requests.
 
 Target: list latency stays flat from 1,000 to 100,000 requests in the database (<= 1.3x). The demo organisation
-is seeded, then the table is topped up to each size with requests that ended two months ago (a short frozen spec
-each, so the 100,000 rows load in seconds), 1 % of the table waiting for approval (``--pending-share``; at least a
-page more than the queue shows: 26, 100, then 1,000 requests); at each size the database is analysed and every
+is seeded with ``--teams`` teams in all (100), then the table is topped up to each size, spread over them, with
+requests that ended two months ago (a short frozen spec each, so the 100,000 rows load in seconds), 1 % of the
+table waiting for approval (``--pending-share``; at least a page more than the queue shows: 26, 100, then 1,000
+requests); at each size the database is analysed and every
 endpoint is asked ``--requests`` times in-process (Django test client, logged in as the demo member and approver),
 three runs. Printed: the median latency at each size (min/median/max of the runs' medians) and its ratio to the
 smallest size; flat is ~1x, and each run's ratio of the largest size to the smallest is reported against the target.
 PostgreSQL when ``DATABASE_URL`` names one (a fresh ``<name>_bench`` database), else SQLite.
 
     .venv/bin/python benchmarks/list_scaling.py [--sizes 1000,10000,100000] [--requests 30] [--runs 3] [--only TEXT]
-        [--pending-share 0.01]
+        [--pending-share 0.01] [--teams 100]
 """
 
 from __future__ import annotations
@@ -34,9 +35,21 @@ FLAT = Target(AT_MOST, 1.3)  # the largest size's latency over the smallest's
 CORE_SPEC_KEYS = ("strategy", "resource_name", "quantity", "replicas", "gpu_model", "mig_profile", "node_selector")
 
 
-def top_up(total: int, pending_share: float) -> None:
-    """Add requests (copies of a demo request, a short spec) until the table holds ``total`` rows: ended two months
-    ago, but for ``pending_share`` of the table waiting for approval, so the approval queue grows with it."""
+def add_teams(count: int) -> list[int]:
+    """Teams up to ``count`` in all (the demo has three), each with its namespace; returns every team's id."""
+    from allocations.models import Team
+
+    missing = count - Team.objects.count()
+    Team.objects.bulk_create(
+        Team(slug=f"scale-{n:03d}", name=f"Scale {n:03d}", namespace=f"team-scale-{n:03d}") for n in range(missing)
+    )
+    return list(Team.objects.order_by("pk").values_list("pk", flat=True))
+
+
+def top_up(total: int, pending_share: float, team_ids: list[int]) -> None:
+    """Add requests (copies of a demo request, a short spec) until the table holds ``total`` rows, spread over the
+    teams: ended two months ago, but for ``pending_share`` of the table waiting for approval, so the approval queue
+    grows with it."""
     from django.db import connection
     from django.utils import timezone
 
@@ -63,7 +76,7 @@ def top_up(total: int, pending_share: float) -> None:
     for start in range(0, max(missing, 0), 5000):
         batch = []
         for n in range(start, min(start + 5000, missing)):
-            row = {**columns, "name": f"scale-{n}"}
+            row = {**columns, "name": f"scale-{n}", "team_id": team_ids[n % len(team_ids)]}
             if n < waiting:
                 row.update(
                     status=RequestStatus.PENDING_APPROVAL,
@@ -101,6 +114,9 @@ def main() -> None:
     parser.add_argument(
         "--pending-share", type=float, default=0.01, help="share of the table waiting for approval (the queue's size)"
     )
+    parser.add_argument(
+        "--teams", type=int, default=100, help="teams the requests are spread over (the demo's 3 and more)"
+    )
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
 
@@ -118,6 +134,7 @@ def main() -> None:
     from django.contrib.auth.models import User
     from django.core.management import call_command
     from django.test import Client, override_settings
+    from django.urls import reverse
     from rest_framework.test import APIClient
 
     from allocations.models import GpuRequest
@@ -140,11 +157,13 @@ def main() -> None:
         "page /requests/ (my requests)": (page, "/requests/"),
         "page / (home, member)": (page, "/"),
         "page /approvals/ (approval queue)": (approver, "/approvals/"),
+        "page /requests/{id}/ (request page)": (page, reverse("allocations:request-detail", args=[detail_id])),
     }
     endpoints = {name: endpoint for name, endpoint in endpoints.items() if args.only in name}
     figures: dict[str, dict[int, list[float]]] = {name: {} for name in endpoints}
+    team_ids = add_teams(args.teams)
     for size in sizes:
-        top_up(size, args.pending_share)
+        top_up(size, args.pending_share, team_ids)
         for client, url in endpoints.values():
             client.get(url)  # warm: caches, plans
         for name, (client, url) in endpoints.items():
@@ -155,8 +174,9 @@ def main() -> None:
 
     print(
         f"{database}; {os.cpu_count()} CPU cores (shared machines give noisy figures); Django test client in-process, "
-        f"{args.requests} requests per endpoint, {args.runs} runs; {args.pending_share:.0%} of the requests wait for "
-        f"approval; median ms (min/median/max of the runs), and the ratio of each size's median to {sizes[0]:,} rows"
+        f"{args.requests} requests per endpoint, {args.runs} runs; {len(team_ids)} teams; "
+        f"{args.pending_share:.0%} of the requests wait for approval; median ms (min/median/max of the runs), and the "
+        f"ratio of each size's median to {sizes[0]:,} rows"
     )
     print(f"{'endpoint':44} " + " ".join(f"{f'{size:,} rows':>22}" for size in sizes))
     for name in endpoints:
