@@ -75,39 +75,31 @@ def _annotated(qs: QuerySet, columns: dict[str, Any], only: set[str] | None) -> 
     return qs.annotate(**{name: value for name, value in columns.items() if only is None or name in only})
 
 
-def day_charge_rows(stored: Q, only: set[str] | None = None) -> QuerySet[DayCharge]:
-    """Stored day charges with the dashboards' columns (``only`` those named)."""
-    columns = {
+def _request_charge_columns(pool: str) -> dict[str, Any]:
+    """The dashboards' columns of a per-request charge row whose request ran on ``pool`` (a path to a node pool)."""
+    return {
         "c_team": F("team__slug"),
         "c_request": F("request_id"),
         "c_pool": Case(
             When(request__isnull=True, then=Value(IMPORTED_POOL)),
-            When(request__node_pool__isnull=True, then=Value(NO_POOL)),
-            default=_pool_label("request__node_pool__"),
+            When(**{f"{pool}__isnull": True}, then=Value(NO_POOL)),
+            default=_pool_label(f"{pool}__"),
             output_field=CharField(),
         ),
         "c_tier": _tier("sla_tier"),
         "c_dedicated": F("dedicated_amount"),
     }
-    return _annotated(DayCharge.objects.filter(stored), columns, only)
+
+
+def day_charge_rows(stored: Q, only: set[str] | None = None) -> QuerySet[DayCharge]:
+    """Stored day charges with the dashboards' columns (``only`` those named)."""
+    return _annotated(DayCharge.objects.filter(stored), _request_charge_columns("request__node_pool"), only)
 
 
 def month_sum_rows(summed: Q, only: set[str] | None = None) -> QuerySet[MonthRequestCharge]:
     """A month's stored days summed per request (``billing.costs.month_sums``), with the dashboards' columns
-    (``only`` those named)."""
-    columns = {
-        "c_team": F("team__slug"),
-        "c_request": F("request_id"),
-        "c_pool": Case(
-            When(request__isnull=True, then=Value(IMPORTED_POOL)),
-            When(node_pool__isnull=True, then=Value(NO_POOL)),
-            default=_pool_label("node_pool__"),
-            output_field=CharField(),
-        ),
-        "c_tier": _tier("sla_tier"),
-        "c_dedicated": F("dedicated_amount"),
-    }
-    return _annotated(MonthRequestCharge.objects.filter(summed), columns, only)
+    (``only`` those named; the pool is the one the request ran on when summed)."""
+    return _annotated(MonthRequestCharge.objects.filter(summed), _request_charge_columns("node_pool"), only)
 
 
 def day_charge_group_rows(stored: Q) -> QuerySet[DayChargeGroup]:
