@@ -132,6 +132,7 @@ _DATA_MIGRATIONS = (
     ("billing.migrations.0007_usage_aggregates", ("backfill_usage_aggregates",)),
     ("billing.migrations.0011_finance_reads_teams_and_requests", ("grant_finance_reads",)),
     ("billing.migrations.0013_usage_totals_peak_memory", ("backfill_peak_memory",)),
+    ("billing.migrations.0016_day_charge_groups", ("sum_stored_days",)),
 )
 # Migrations whose RunPython moves live rows between tables (the sessions, into a table of their own and back; DRF's
 # plain keys into hashed tokens) or converts a table in place (the hourly rollups into monthly partitions): a

@@ -91,7 +91,7 @@ def test_a_deleted_request_is_no_longer_in_the_sums(month, client) -> None:  # n
     assert _csv(client, "strategy-mix", month="2026-10", group="team") == live
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the rows migrations seed, back for the next
+@pytest.mark.django_db(transaction=True)
 def test_the_migration_sums_the_days_stored_before_it(demo_org) -> None:
     before = [("billing", "0015_stored_capacity_forecast")]
     latest = MigrationExecutor(connection).loader.graph.leaf_nodes("billing")
