@@ -70,6 +70,17 @@ def _pool_label(prefix: str) -> Concat:
     return Concat(F(f"{prefix}cluster__name"), Value("/"), F(f"{prefix}name"), output_field=CharField())
 
 
+def _pool_column(imported: Q, pool: str) -> Case:
+    """A charge's pool as the dashboards name it: "cluster/pool" of ``pool`` (a path to a node pool), or the label
+    of imported usage or of a request placed on none."""
+    return Case(
+        When(imported, then=Value(IMPORTED_POOL)),
+        When(**{f"{pool}__isnull": True}, then=Value(NO_POOL)),
+        default=_pool_label(f"{pool}__"),
+        output_field=CharField(),
+    )
+
+
 def _annotated(qs: QuerySet, columns: dict[str, Any], only: set[str] | None) -> QuerySet:
     # Only the columns asked for: an annotation's joins stay in the query even where it is not selected.
     return qs.annotate(**{name: value for name, value in columns.items() if only is None or name in only})
@@ -80,12 +91,7 @@ def _request_charge_columns(pool: str) -> dict[str, Any]:
     return {
         "c_team": F("team__slug"),
         "c_request": F("request_id"),
-        "c_pool": Case(
-            When(request__isnull=True, then=Value(IMPORTED_POOL)),
-            When(**{f"{pool}__isnull": True}, then=Value(NO_POOL)),
-            default=_pool_label(f"{pool}__"),
-            output_field=CharField(),
-        ),
+        "c_pool": _pool_column(Q(request__isnull=True), pool),
         "c_tier": _tier("sla_tier"),
         "c_dedicated": F("dedicated_amount"),
     }
@@ -97,7 +103,7 @@ def day_charge_rows(stored: Q, only: set[str] | None = None) -> QuerySet[DayChar
 
 
 def month_sum_rows(summed: Q, only: set[str] | None = None) -> QuerySet[MonthRequestCharge]:
-    """A month's stored days summed per request (``billing.costs.month_sums``), with the dashboards' columns
+    """A month's stored days summed per request (``billing.costs.charge_sums``), with the dashboards' columns
     (``only`` those named; the pool is the one the request ran on when summed)."""
     return _annotated(MonthRequestCharge.objects.filter(summed), _request_charge_columns("node_pool"), only)
 
@@ -107,12 +113,7 @@ def day_charge_group_rows(stored: Q) -> QuerySet[DayChargeGroup]:
     that draw sums read, a few rows per team and day."""
     return DayChargeGroup.objects.filter(stored).annotate(
         c_team=F("team__slug"),
-        c_pool=Case(
-            When(imported=True, then=Value(IMPORTED_POOL)),
-            When(node_pool__isnull=True, then=Value(NO_POOL)),
-            default=_pool_label("node_pool__"),
-            output_field=CharField(),
-        ),
+        c_pool=_pool_column(Q(imported=True), "node_pool"),
         c_tier=_tier("sla_tier"),
         c_dedicated=F("dedicated_amount"),
     )

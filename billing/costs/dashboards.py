@@ -24,6 +24,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 
 from allocations.models import GpuModel, GpuRequest, NodePool, SlaTier, Team
 from allocations.requests.held_intervals import windows_held
+from billing.costs.charge_sums import month_sums_exist
 from billing.costs.chargeback import closed_reports, month_bounds
 from billing.costs.dashboard_query import DashboardQuery
 from billing.costs.dashboard_rows import (
@@ -38,7 +39,6 @@ from billing.costs.dashboard_rows import (
     top_requests,
 )
 from billing.costs.day_charges import MonthParts, month_parts
-from billing.costs.month_sums import month_sums_exist
 from billing.models import ImportedUsage, MonthlyReport, OrganisationMonthSummary, ReportStatus, TeamBudget
 from gpucore.pricing import to_cents
 from gpucore.vocabulary import Strategy

@@ -21,12 +21,12 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import BooleanField, ExpressionWrapper, F, Q, QuerySet, Sum
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from allocations.models import Team
+from billing.costs.charge_sums import day_groups_store, month_sums_forget, month_sums_remove_before, month_sums_store
 from billing.costs.chargeback import capacity_gpus_by_model, chargeback_between, month_bounds, share_idle_cost
-from billing.costs.month_sums import month_sums_forget, month_sums_remove_before, month_sums_store
 from billing.costs.selectors import catalog_fallback_rates, price_periods
 from billing.models import DayCharge, DayChargeGroup, PricedDay
 from gpucore.chargeback import ZERO, Chargeback, capacity_cost
@@ -63,7 +63,7 @@ def day_charges_forget(*, since: date | None = None) -> None:
     """Something a day is priced from changed: its stored days from ``since`` on (None: every day) are priced live
     until stored again."""
     days = PricedDay.objects.all() if since is None else PricedDay.objects.filter(day__gte=since)
-    with transaction.atomic():  # the days first: summing a month holds them locked (billing.costs.month_sums)
+    with transaction.atomic():  # the days first: summing a month holds them locked (billing.costs.charge_sums)
         days.delete()
         month_sums_forget(since=since)
 
@@ -107,45 +107,9 @@ def day_charges_store(*, day: date) -> int:
             return -1
         DayCharge.objects.filter(day=day).delete()
         DayCharge.objects.bulk_create(rows.values(), batch_size=_BATCH)
-        _store_groups(day)
+        day_groups_store(day)
         month_sums_forget(since=day)  # a day stored again: the sums over it are of its former rows
     return len(rows)
-
-
-def _store_groups(day: date) -> None:
-    """Replace ``day``'s ``DayChargeGroup`` rows with its stored charges summed per team and dashboard group."""
-    DayChargeGroup.objects.filter(day=day).delete()
-    imported = ExpressionWrapper(Q(imported__isnull=False), output_field=BooleanField())
-    sums = (
-        DayCharge.objects.filter(day=day)
-        .values("team_id", "strategy", "gpu_model", "sla_tier", pool_id=F("request__node_pool_id"), is_import=imported)
-        .annotate(
-            s_amount=Sum("amount"),
-            s_dedicated=Sum("dedicated_amount"),
-            s_base=Sum("base_amount"),
-            s_hours=Sum("allocated_gpu_hours"),
-        )
-        .order_by()
-    )
-    DayChargeGroup.objects.bulk_create(
-        (
-            DayChargeGroup(
-                day=day,
-                team_id=row["team_id"],
-                node_pool_id=row["pool_id"],
-                imported=row["is_import"],
-                strategy=row["strategy"],
-                gpu_model=row["gpu_model"],
-                sla_tier=row["sla_tier"],
-                amount=row["s_amount"],
-                dedicated_amount=row["s_dedicated"],
-                base_amount=row["s_base"],
-                allocated_gpu_hours=row["s_hours"],
-            )
-            for row in sums
-        ),
-        batch_size=_BATCH,
-    )
 
 
 def day_charges_catch_up(*, now: datetime | None = None, max_days: int | None = None) -> dict[str, int]:

@@ -10,8 +10,8 @@ from decimal import Decimal as D
 import pytest
 from django.test.utils import CaptureQueriesContext
 
+from billing.costs.charge_sums import month_sums_exist, month_sums_store
 from billing.costs.day_charges import day_charges_catch_up, day_charges_forget, day_charges_store
-from billing.costs.month_sums import month_sums_exist, month_sums_store
 from billing.models import DayCharge, MonthRequestCharge, PricedDay
 from tests.billing.test_dashboard_controls import _csv
 from tests.billing.test_day_charges import NOW, month  # noqa: F401 - the fixture
