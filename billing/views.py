@@ -7,7 +7,6 @@ API; every chart is drawn here, from ``billing.charts``. Platform utilization is
 
 from __future__ import annotations
 
-import json
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -262,7 +261,7 @@ def _forecast_panel() -> dict[str, Any]:
     return {
         "id": FORECAST,
         "title": "Capacity forecast (7-day trend, 30 days ahead)",
-        "figure": json.dumps({"data": figure["data"], "layout": figure["layout"]}) if figure else json.dumps({}),
+        "figure": charts.figure_json(figure or {}),
         "columns": columns,
         "rows": rows,
         "row_count": len(rows),
